@@ -1,0 +1,89 @@
+"""scrapy-simhash: near-duplicate detection for Scrapy crawls and WARC archives.
+
+The fingerprint core is imported eagerly (it needs only ``regex``); the index,
+Scrapy and WARC layers are imported on first use, so ``import scrapy_simhash``
+never pulls in Scrapy or numpy by itself.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .extract import Extraction, Extractor, extract_text
+from .fingerprint import (
+    SCHEME,
+    from_base32,
+    from_hex,
+    hamming,
+    jenkins64,
+    set_backend,
+    shingle_scheme,
+    shingles,
+    simhash,
+    simhash_features,
+    simhash_weighted,
+    simhash_with_count,
+    similarity,
+    to_base32,
+    to_hex,
+    tokens,
+)
+
+__version__ = "0.1.0"
+
+# name -> module, imported on first attribute access
+_LAZY = {
+    "SimhashIndex": "scrapy_simhash.index",
+    "Match": "scrapy_simhash.index",
+    "open_index": "scrapy_simhash.index",
+    "find_all": "scrapy_simhash.index",
+    "clusters": "scrapy_simhash.index",
+    "SimhashMiddleware": "scrapy_simhash.middleware",
+    "SimhashPipeline": "scrapy_simhash.pipeline",
+    "Addon": "scrapy_simhash.addon",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'scrapy_simhash' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
+
+if TYPE_CHECKING:  # let type checkers and IDEs see the lazy names
+    from .index import Match as Match
+    from .index import SimhashIndex as SimhashIndex
+    from .index import clusters as clusters
+    from .index import find_all as find_all
+    from .index import open_index as open_index
+
+__all__ = [
+    "SCHEME",
+    "Extraction",
+    "Extractor",
+    "extract_text",
+    "from_base32",
+    "from_hex",
+    "hamming",
+    "jenkins64",
+    "set_backend",
+    "shingle_scheme",
+    "shingles",
+    "simhash",
+    "simhash_features",
+    "simhash_weighted",
+    "simhash_with_count",
+    "similarity",
+    "to_base32",
+    "to_hex",
+    "tokens",
+    *_LAZY,
+]

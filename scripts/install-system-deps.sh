@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Debian packages the tests use: redis-server (the Redis backend's tests start
+# their own server on 127.0.0.1). Installs only what is missing.
+set -euo pipefail
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v cc >/dev/null 2>&1 || missing+=(gcc)
+[ ${#missing[@]} -eq 0 ] && exit 0
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "install-system-deps: please install: ${missing[*]} (no apt-get here)" >&2
+  exit 1
+fi
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null 2>&1 || { echo "install-system-deps: run as root or install sudo to get: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+echo "install-system-deps: installing ${missing[*]}"
+$sudo apt-get update -q
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${missing[@]}"

@@ -1,0 +1,65 @@
+"""Near-duplicate indexes: one interface (:class:`NearDuplicateIndex`), several backends.
+
+- :class:`SimhashIndex`: embedded, persistent, no server (Manku permuted tables,
+  in-memory trees plus memory-mapped sorted arrays).
+- Redis: ``open_index("redis://host:port/db?prefix=crawl1")`` for crawls spread
+  over several processes or machines.
+- :func:`find_all` / :func:`clusters`: batch mode over a numpy array, without an index.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .base import (
+    IndexCorruptError,
+    IndexLockedError,
+    IndexUnavailableError,
+    LayoutError,
+    Match,
+    Meta,
+    NearDuplicateIndex,
+)
+
+
+def open_index(location: str | Path, k: int = 3, **options: Any) -> NearDuplicateIndex:
+    """Open the index at ``location``: a directory path, or a ``redis://`` URI."""
+    text = str(location)
+    if text.startswith(("redis://", "rediss://", "unix://")):
+        from .redis_store import RedisIndex
+
+        return RedisIndex.from_uri(text, k=k, **options)
+    if text.startswith("file://"):
+        text = text[len("file://") :]
+    from .embedded import SimhashIndex
+
+    return SimhashIndex(text, k=k, **options)
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on demand so that a backend's dependencies load only when used.
+    if name == "SimhashIndex":
+        from .embedded import SimhashIndex
+
+        return SimhashIndex
+    if name in ("find_all", "clusters"):
+        from . import batch
+
+        return getattr(batch, name)
+    raise AttributeError(f"module 'scrapy_simhash.index' has no attribute {name!r}")
+
+
+__all__ = [
+    "IndexCorruptError",
+    "IndexLockedError",
+    "IndexUnavailableError",
+    "LayoutError",
+    "Match",
+    "Meta",
+    "NearDuplicateIndex",
+    "SimhashIndex",
+    "clusters",
+    "find_all",
+    "open_index",
+]

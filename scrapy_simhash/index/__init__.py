@@ -20,6 +20,7 @@ from .base import (
     Match,
     Meta,
     NearDuplicateIndex,
+    SimhashIndexError,
 )
 
 
@@ -59,6 +60,7 @@ __all__ = [
     "Meta",
     "NearDuplicateIndex",
     "SimhashIndex",
+    "SimhashIndexError",
     "clusters",
     "find_all",
     "open_index",

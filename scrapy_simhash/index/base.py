@@ -43,19 +43,19 @@ class Match:
     """Insertion order (age): smaller is older. Ties in distance are ordered by it."""
 
 
-class IndexError_(Exception):
-    """Base of the index's own errors (named to avoid shadowing the builtin)."""
+class SimhashIndexError(Exception):
+    """Base of the index's own errors."""
 
 
-class IndexCorruptError(IndexError_):
+class IndexCorruptError(SimhashIndexError):
     """A file of the index is damaged and could not be rebuilt automatically."""
 
 
-class IndexLockedError(IndexError_):
+class IndexLockedError(SimhashIndexError):
     """Another process holds the index open for writing."""
 
 
-class IndexUnavailableError(IndexError_):
+class IndexUnavailableError(SimhashIndexError):
     """The index's server (Redis) cannot be reached."""
 
 

@@ -1,0 +1,46 @@
+"""One page's bytes to its fingerprint: extraction, tokens, simhash.
+
+The single function both the Scrapy middleware (in worker processes) and the
+WARC reprocessing tools call, so that a live crawl and a reprocessed archive
+produce the same fingerprint for the same bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .defaults import MIN_TOKENS
+from .extract import DEFAULT_EXTRACTOR, Extractor
+from .fingerprint import simhash_with_count
+
+
+@dataclass(frozen=True)
+class PageFingerprint:
+    """The fingerprint of a page, or the reason it has none.
+
+    ``reason`` is None when ``simhash`` is set; otherwise one of the
+    extractor's reasons (``empty``, ``binary``, ``too_large``, ``no_text``,
+    ``extractor_error``) or ``too_few_tokens``.
+    """
+
+    simhash: int | None
+    tokens: int
+    reason: str | None = None
+
+
+def fingerprint_page(
+    body: bytes | str,
+    url: str | None = None,
+    encoding: str | None = None,
+    *,
+    extractor: Extractor = DEFAULT_EXTRACTOR,
+    min_tokens: int = MIN_TOKENS,
+) -> PageFingerprint:
+    """Extract the main text of ``body`` and fingerprint it; never raises on bad input."""
+    extraction = extractor(body, url, encoding)
+    if extraction.text is None:
+        return PageFingerprint(None, 0, extraction.reason)
+    value, count = simhash_with_count(extraction.text)
+    if count == 0 or count < min_tokens:
+        return PageFingerprint(None, count, "too_few_tokens")
+    return PageFingerprint(value, count)

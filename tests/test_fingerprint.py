@@ -206,3 +206,25 @@ def test_hamming_is_a_metric(a, b):
     assert fp.hamming(ha, hb) == fp.hamming(hb, ha)
     assert (fp.hamming(ha, hb) == 0) == (ha == hb)
     assert 0 <= fp.hamming(ha, hb) <= 64
+
+
+# Characters that exercise every tokeniser rule: Latin, digits, connectors, combining
+# and spacing marks, Devanagari, Han/Kana/Thai (bigrams), Han-script Nl (a separator),
+# lone surrogates, and separators.
+_TRICKY = st.sampled_from(
+    [*"aZß_9 ,.-\u0301\u093f\u0939\u0928\u094d", *"日本語のテキストー々〇ภาษาไทย๑២ကៀ", "\ud800", "\u3000"]
+)
+
+
+@settings(max_examples=400)
+@given(st.text(alphabet=_TRICKY, max_size=60))
+def test_native_tokeniser_matches_python_on_tricky_text(text):
+    results = {backend.get(i).simhash_text(text) for i in IMPLEMENTATIONS}
+    assert len(results) == 1
+    assert results.pop()[1] == len(fp.tokens(text))
+
+
+def test_native_dedup_is_exact_under_many_tokens():
+    text = " ".join(f"w{i}x" for i in range(5000)) + " w1x" * 100
+    results = {backend.get(i).simhash_text(text) for i in IMPLEMENTATIONS}
+    assert results == {(fp.simhash_features({f"w{i}x" for i in range(5000)}), 5100)}

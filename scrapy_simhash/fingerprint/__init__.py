@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from . import backend
 from .backend import Backend, set_backend
 from .codecs import from_base32, from_hex, parse, to_base32, to_hex
-from .tokens import normalize, shingles, tokens
+from .tokenizer import normalize, shingles, tokens
 
 SCHEME = "simhash-doc/1"
 """Label of the default scheme: distinct tokens, weight 1 each."""
@@ -50,19 +50,15 @@ def simhash(text: str, *, shingle: int = 1, implementation: str | None = None) -
     With ``shingle=n > 1`` the features are n-token shingles, a different
     scheme labelled by :func:`shingle_scheme`.
     """
-    features = tokens(text)
-    if shingle != 1:
-        features = shingles(features, shingle)
-    return simhash_features(features, implementation=implementation)
+    return simhash_with_count(text, shingle=shingle, implementation=implementation)[0]
 
 
-def simhash_with_count(text: str, *, shingle: int = 1) -> tuple[int, int]:
-    """``(simhash, token_count)`` in one pass; callers skip texts with too few tokens."""
-    features = tokens(text)
-    count = len(features)
-    if shingle != 1:
-        features = shingles(features, shingle)
-    return simhash_features(features), count
+def simhash_with_count(text: str, *, shingle: int = 1, implementation: str | None = None) -> tuple[int, int]:
+    """``(simhash, token count)`` in one pass; callers skip texts with too few tokens."""
+    if shingle == 1:
+        return _backend(implementation).simhash_text(text)
+    found = tokens(text)
+    return simhash_features(shingles(found, shingle), implementation=implementation), len(found)
 
 
 def hamming(a: int, b: int) -> int:

@@ -183,6 +183,266 @@ fail:
     return NULL;
 }
 
+/* ---- Tokeniser: simhash_text(normalized_text, class_table) -> (simhash, token_count) ----
+ *
+ * The class table (built once by tokens.py from the `regex` module, so both paths
+ * share one Unicode database) has one byte per code point:
+ *   CLS_RUN      letter, mark, decimal digit or connector punctuation (part of a run)
+ *   CLS_LETTER   category L
+ *   CLS_UNSPACED script Han, Hiragana, Katakana, Thai, Lao, Khmer or Myanmar
+ * Distinct tokens are kept in an exact hash set (hash, then bytes), so the result
+ * equals the pure-Python path even if two tokens' 64-bit hashes collide.
+ */
+#define CLS_RUN 1
+#define CLS_LETTER 2
+#define CLS_UNSPACED 4
+
+typedef struct {
+    uint64_t hash;
+    size_t offset; /* into arena */
+    size_t length;
+    int used;
+} slot_t;
+
+typedef struct {
+    slot_t *slots;
+    size_t capacity; /* power of two */
+    size_t count;
+    char *arena;
+    size_t arena_len, arena_cap;
+    int64_t ones[64]; /* per bit: how many distinct tokens have it set */
+} token_set_t;
+
+static int set_init(token_set_t *set)
+{
+    memset(set, 0, sizeof(*set));
+    set->capacity = 256;
+    set->slots = PyMem_Calloc(set->capacity, sizeof(slot_t));
+    set->arena_cap = 4096;
+    set->arena = PyMem_Malloc(set->arena_cap);
+    if (set->slots == NULL || set->arena == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static void set_free(token_set_t *set)
+{
+    PyMem_Free(set->slots);
+    PyMem_Free(set->arena);
+}
+
+static int set_grow(token_set_t *set)
+{
+    size_t new_cap = set->capacity * 2, mask = new_cap - 1;
+    slot_t *fresh = PyMem_Calloc(new_cap, sizeof(slot_t));
+    if (fresh == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i < set->capacity; i++) {
+        if (!set->slots[i].used)
+            continue;
+        size_t j = (size_t)set->slots[i].hash & mask;
+        while (fresh[j].used)
+            j = (j + 1) & mask;
+        fresh[j] = set->slots[i];
+    }
+    PyMem_Free(set->slots);
+    set->slots = fresh;
+    set->capacity = new_cap;
+    return 0;
+}
+
+/* Add one token (UTF-8 bytes); counts its bits the first time it is seen. */
+static int set_add(token_set_t *set, const char *bytes, size_t length)
+{
+    uint64_t h = jenkins64((const uint8_t *)bytes, length);
+    size_t mask = set->capacity - 1, j = (size_t)h & mask;
+    while (set->slots[j].used) {
+        slot_t *slot = &set->slots[j];
+        if (slot->hash == h && slot->length == length &&
+            memcmp(set->arena + slot->offset, bytes, length) == 0)
+            return 0; /* seen before: a distinct token counts once */
+        j = (j + 1) & mask;
+    }
+    if (set->arena_len + length > set->arena_cap) {
+        size_t cap = set->arena_cap * 2;
+        while (cap < set->arena_len + length)
+            cap *= 2;
+        char *grown = PyMem_Realloc(set->arena, cap);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        set->arena = grown;
+        set->arena_cap = cap;
+    }
+    memcpy(set->arena + set->arena_len, bytes, length);
+    set->slots[j].hash = h;
+    set->slots[j].offset = set->arena_len;
+    set->slots[j].length = length;
+    set->slots[j].used = 1;
+    set->arena_len += length;
+    set->count++;
+    for (int i = 0; i < 64; i++)
+        set->ones[i] += (int64_t)((h >> i) & 1u);
+    if (set->count * 2 > set->capacity)
+        return set_grow(set);
+    return 0;
+}
+
+static size_t utf8_put(char *out, Py_UCS4 ch)
+{
+    if (ch < 0x80) {
+        out[0] = (char)ch;
+        return 1;
+    }
+    if (ch < 0x800) {
+        out[0] = (char)(0xC0 | (ch >> 6));
+        out[1] = (char)(0x80 | (ch & 0x3F));
+        return 2;
+    }
+    if (ch < 0x10000) {
+        out[0] = (char)(0xE0 | (ch >> 12));
+        out[1] = (char)(0x80 | ((ch >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (ch & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (ch >> 18));
+    out[1] = (char)(0x80 | ((ch >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((ch >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (ch & 0x3F));
+    return 4;
+}
+
+typedef struct {
+    int kind;
+    const void *data;
+    const uint8_t *table;
+    char *buffer; /* scratch for one token's UTF-8, 4 bytes per code point */
+    token_set_t set;
+    Py_ssize_t tokens;
+} tokenizer_t;
+
+static inline uint8_t cls_at(const tokenizer_t *tk, Py_ssize_t i)
+{
+    return tk->table[PyUnicode_READ(tk->kind, tk->data, i)];
+}
+
+/* Emit text[start:end) as one token. Surrogates are separators in the class
+ * table (category Cs), so a token never holds one and always encodes. */
+static int emit(tokenizer_t *tk, Py_ssize_t start, Py_ssize_t end)
+{
+    size_t n = 0;
+    for (Py_ssize_t i = start; i < end; i++)
+        n += utf8_put(tk->buffer + n, PyUnicode_READ(tk->kind, tk->data, i));
+    tk->tokens++;
+    return set_add(&tk->set, tk->buffer, n);
+}
+
+/* A part of a run outside unspaced stretches is a token if it holds a letter. */
+static int emit_if_letter(tokenizer_t *tk, Py_ssize_t start, Py_ssize_t end)
+{
+    for (Py_ssize_t i = start; i < end; i++)
+        if (cls_at(tk, i) & CLS_LETTER)
+            return emit(tk, start, end);
+    return 0;
+}
+
+static int tokenize_run(tokenizer_t *tk, Py_ssize_t start, Py_ssize_t end, int unspaced)
+{
+    if (!unspaced)
+        return emit(tk, start, end);
+    Py_ssize_t i = start, part = start;
+    while (i < end) {
+        if (!(cls_at(tk, i) & CLS_UNSPACED)) {
+            i++;
+            continue;
+        }
+        Py_ssize_t s = i;
+        while (i < end && (cls_at(tk, i) & CLS_UNSPACED))
+            i++;
+        if (emit_if_letter(tk, part, s) < 0)
+            return -1;
+        if (i - s == 1) {
+            if (emit(tk, s, i) < 0)
+                return -1;
+        } else {
+            for (Py_ssize_t b = s; b + 1 < i; b++)
+                if (emit(tk, b, b + 2) < 0)
+                    return -1;
+        }
+        part = i;
+    }
+    return emit_if_letter(tk, part, end);
+}
+
+static PyObject *py_simhash_text(PyObject *self, PyObject *args)
+{
+    PyObject *text;
+    Py_buffer table;
+    tokenizer_t tk;
+    Py_ssize_t n, i = 0, longest = 0;
+    uint64_t result = 0;
+    int failed = 0;
+
+    if (!PyArg_ParseTuple(args, "Uy*", &text, &table))
+        return NULL;
+    if (table.len != 0x110000) {
+        PyBuffer_Release(&table);
+        PyErr_SetString(PyExc_ValueError, "class table must have 0x110000 entries");
+        return NULL;
+    }
+    n = PyUnicode_GET_LENGTH(text);
+    tk.kind = PyUnicode_KIND(text);
+    tk.data = PyUnicode_DATA(text);
+    tk.table = (const uint8_t *)table.buf;
+    tk.tokens = 0;
+
+    /* The scratch buffer holds the longest run. */
+    for (Py_ssize_t j = 0, run = 0; j < n; j++) {
+        run = (cls_at(&tk, j) & CLS_RUN) ? run + 1 : 0;
+        if (run > longest)
+            longest = run;
+    }
+    tk.buffer = PyMem_Malloc((size_t)longest * 4 + 4);
+    if (tk.buffer == NULL || set_init(&tk.set) < 0) {
+        PyMem_Free(tk.buffer);
+        PyBuffer_Release(&table);
+        return PyErr_NoMemory();
+    }
+
+    while (i < n && !failed) {
+        uint8_t c = cls_at(&tk, i);
+        if (!(c & CLS_RUN)) {
+            i++;
+            continue;
+        }
+        Py_ssize_t start = i;
+        int letter = 0, unspaced = 0;
+        while (i < n && ((c = cls_at(&tk, i)) & CLS_RUN)) {
+            letter |= c & CLS_LETTER;
+            unspaced |= c & CLS_UNSPACED;
+            i++;
+        }
+        if (letter && tokenize_run(&tk, start, i, unspaced) < 0)
+            failed = 1;
+    }
+    if (!failed) {
+        for (int b = 0; b < 64; b++)
+            if (2 * tk.set.ones[b] > (int64_t)tk.set.count)
+                result |= (uint64_t)1 << b;
+    }
+    set_free(&tk.set);
+    PyMem_Free(tk.buffer);
+    PyBuffer_Release(&table);
+    if (failed)
+        return NULL;
+    return Py_BuildValue("(Kn)", (unsigned long long)result, tk.tokens);
+}
+
 static PyMethodDef methods[] = {
     {"jenkins64", py_jenkins64, METH_O,
      "jenkins64(data) -> int: lookup3 hashlittle2(data, 0, 0) as c | b << 32."},
@@ -190,6 +450,8 @@ static PyMethodDef methods[] = {
      "simhash_features(features) -> int: simhash of str features, weight 1 each."},
     {"simhash_weighted", py_simhash_weighted, METH_O,
      "simhash_weighted(pairs) -> int: simhash of (str, weight) pairs."},
+    {"simhash_text", py_simhash_text, METH_VARARGS,
+     "simhash_text(normalized, table) -> (simhash, token count) of a NFC-casefolded text."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -13,30 +13,43 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from . import _purepy
+from .tokenizer import class_table, normalize, tokens
 
 
 @dataclass(frozen=True)
 class Backend:
-    """The three hot-path functions of one implementation."""
+    """The hot-path functions of one implementation."""
 
     name: str
     jenkins64: Callable[[bytes], int]
     simhash_features: Callable[[Iterable[str]], int]
     simhash_weighted: Callable[[Iterable[tuple[str, float]]], int]
+    simhash_text: Callable[[str], tuple[int, int]]
+    """Whole scheme on raw text: ``(simhash of the distinct tokens, token count)``."""
 
 
-def _from_module(name: str, module: ModuleType) -> Backend:
-    return Backend(name, module.jenkins64, module.simhash_features, module.simhash_weighted)
+def _from_module(name: str, module: ModuleType, simhash_text: Callable[[str], tuple[int, int]]) -> Backend:
+    return Backend(name, module.jenkins64, module.simhash_features, module.simhash_weighted, simhash_text)
 
 
-PYTHON = _from_module("python", _purepy)
+def _python_simhash_text(text: str) -> tuple[int, int]:
+    found = tokens(text)
+    return _purepy.simhash_features(set(found)), len(found)
+
+
+PYTHON = _from_module("python", _purepy, _python_simhash_text)
 
 try:
     from . import _native
 except ImportError:  # not built (no compiler) or built for another interpreter
     NATIVE: Backend | None = None
 else:
-    NATIVE = _from_module("native", _native)
+
+    def _native_simhash_text(text: str) -> tuple[int, int]:
+        # Tokenising in C too: the regex module alone costs more than all the hashing.
+        return _native.simhash_text(normalize(text), class_table())
+
+    NATIVE = _from_module("native", _native, _native_simhash_text)
 
 
 def available() -> list[str]:

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 
 import regex
@@ -74,3 +75,24 @@ def shingles(token_list: list[str], n: int) -> list[str]:
     if len(token_list) < n:
         return [" ".join(token_list)] if token_list else []
     return [" ".join(token_list[i : i + n]) for i in range(len(token_list) - n + 1)]
+
+
+# Character classes for the native tokeniser, one byte per code point, built
+# from the same `regex` patterns as above so both paths agree by construction.
+CLASS_RUN, CLASS_LETTER, CLASS_UNSPACED = 1, 2, 4
+
+
+@functools.cache
+def class_table() -> bytes:
+    """The 0x110000-byte table of CLASS_* flags (about 0.2 s to build, once per process)."""
+    table = bytearray(0x110000)
+    everything = "".join(map(chr, range(0x110000)))
+    for match in _RUN.finditer(everything):
+        table[match.start() : match.end()] = b"\x01" * (match.end() - match.start())
+    letters = CLASS_RUN | CLASS_LETTER
+    for match in regex.finditer(r"\p{L}+", everything):
+        table[match.start() : match.end()] = bytes([letters]) * (match.end() - match.start())
+    add_unspaced = bytes(value | CLASS_UNSPACED for value in range(256))
+    for match in _UNSPACED.finditer(everything):
+        table[match.start() : match.end()] = table[match.start() : match.end()].translate(add_unspaced)
+    return bytes(table)

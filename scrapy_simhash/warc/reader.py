@@ -1,0 +1,461 @@
+"""Iterate the records of WARC and ARC files, whatever state they are in.
+
+Two backends give the same :class:`ArchiveRecord` stream: warcio (always
+available, reads WARC and ARC) and FastWARC (faster, WARC only, optional extra
+``warc-fast``). Both hand over only the record framing (offset, WARC headers,
+raw block); HTTP parsing and decoding happen once, in :mod:`.payload`, so the
+two backends cannot disagree about a page.
+
+A damaged file never ends a run: each problem is yielded as a
+:class:`ReadProblem` (file, offset, reason) and reading resumes at the next
+record boundary found after the damage, or with the next file.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO, Literal
+
+logger = logging.getLogger(__name__)
+
+GZIP_MAGIC = b"\x1f\x8b\x08"
+LZ4_MAGIC = b"\x04\x22\x4d\x18"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+DEFAULT_MAX_BLOCK = 16 * 1024 * 1024
+"""Blocks are read into memory up to this size; the rest is skipped (and the record flagged)."""
+
+MAX_RESYNCS = 1000
+"""A file that needs more resynchronisations than this is given up (it is not an archive)."""
+
+RECOMPRESS_HINT = (
+    "the file is gzipped as one stream instead of one gzip member per record, so its offsets cannot be used "
+    "by CDX indexes or replay; fix: recompress per record, e.g. `warcio recompress IN.warc.gz OUT.warc.gz`"
+)
+
+
+@dataclass(frozen=True)
+class ArchiveRecord:
+    """One record, framing only: the block is raw (HTTP headers, chunking and compression kept)."""
+
+    file: str
+    offset: int
+    """Where the record (its gzip member, for per-record gzip) starts in the file."""
+    record_type: str
+    record_id: str | None
+    """``WARC-Record-ID``; None for ARC records, which have none (warcio would invent a random one)."""
+    target_uri: str | None
+    date: str | None
+    content_type: str | None
+    """The record's own ``Content-Type`` (``application/http;msgtype=response`` for HTTP responses)."""
+    block: bytes
+    truncated: bool = False
+    """The block was longer than the reader's limit, or shorter than its declared length."""
+    archive_format: Literal["warc", "arc"] = "warc"
+
+
+@dataclass(frozen=True)
+class ReadProblem:
+    """Something in a file could not be read; ``skipped`` says whether data was lost."""
+
+    file: str
+    offset: int | None
+    reason: str
+    skipped: bool = True
+
+    def __str__(self) -> str:
+        where = self.file if self.offset is None else f"{self.file} @ {self.offset}"
+        return f"{where}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class FileKind:
+    compression: Literal["gzip", "lz4", "zstd", "none"]
+    archive_format: Literal["warc", "arc", "unknown"]
+    single_stream: bool = False
+
+
+def clean_uri(uri: str | None) -> str | None:
+    """``<http://x>`` (wget, some WARC/1.0 writers) to ``http://x``; surrounding spaces removed."""
+    if uri is None:
+        return None
+    uri = uri.strip()
+    if len(uri) >= 2 and uri[0] == "<" and uri[-1] == ">":
+        uri = uri[1:-1].strip()
+    return uri or None
+
+
+def _format_of(head: bytes) -> Literal["warc", "arc", "unknown"]:
+    stripped = head.lstrip(b"\r\n")
+    if stripped.startswith(b"WARC/"):
+        return "warc"
+    if stripped.startswith(b"filedesc:") or stripped[:8].split(b":")[0].isalpha():
+        # ARC v1 records start "<url> <ip> <date> ..."; the first is filedesc://
+        return "arc"
+    return "unknown"
+
+
+def _first_member_is_single_record(fh: BinaryIO) -> tuple[bool, bytes]:
+    """Decompress the first gzip member; False if it holds more than one record (one-stream gzip)."""
+    decomp = zlib.decompressobj(wbits=31)
+    out = bytearray()
+    expected: int | None = None
+    while True:
+        chunk = fh.read(65536)
+        if not chunk:
+            break
+        try:
+            out += decomp.decompress(chunk)
+        except zlib.error:
+            return True, bytes(out[:64])  # a damaged member: let the reader report it
+        if expected is None:
+            expected = _expected_record_size(bytes(out[:65536]))
+        if decomp.eof:
+            break
+        if expected is not None and len(out) > expected + 64:
+            return False, bytes(out[:64])
+    if expected is None:
+        return True, bytes(out[:64])
+    return len(out) <= expected + 64, bytes(out[:64])
+
+
+def _expected_record_size(head: bytes) -> int | None:
+    """Size of the first record (with its trailing newlines) from its header, once the header is complete."""
+    if head.startswith(b"WARC/"):
+        end = head.find(b"\r\n\r\n")
+        return None if end < 0 else end + 4 + _declared_length(head[:end]) + 4
+    end = head.find(b"\n")  # ARC: "<url> <ip> <date> <mime> <length>\n<length bytes>\n"
+    if end < 0:
+        return None
+    try:
+        return end + 1 + int(head[:end].split()[-1]) + 1
+    except (ValueError, IndexError):
+        return None
+
+
+def _declared_length(header: bytes) -> int:
+    for line in header.split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            try:
+                return int(value.strip())
+            except ValueError:
+                return 0
+    return 0
+
+
+def sniff(path: str) -> FileKind:
+    """Compression and format of a file, and whether it is gzipped as a single stream."""
+    with open(path, "rb") as fh:
+        magic = fh.read(4)
+        if magic.startswith(GZIP_MAGIC):
+            fh.seek(0)
+            single_record, head = _first_member_is_single_record(fh)
+            return FileKind("gzip", _format_of(head), single_stream=not single_record)
+        if magic == LZ4_MAGIC:
+            return FileKind("lz4", "warc")
+        if magic == ZSTD_MAGIC:
+            return FileKind("zstd", "warc")
+        fh.seek(0)
+        return FileKind("none", _format_of(fh.read(64)))
+
+
+def fastwarc_available() -> bool:
+    try:
+        import fastwarc.warc  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class ArchiveReader:
+    """Records of WARC/ARC files.
+
+    ``backend``: ``"auto"`` (FastWARC when installed), ``"warcio"`` or ``"fastwarc"``. ARC files are
+    always read by warcio (FastWARC does not read ARC).
+    """
+
+    def __init__(self, backend: str = "auto", max_block: int = DEFAULT_MAX_BLOCK) -> None:
+        if backend == "auto":
+            backend = "fastwarc" if fastwarc_available() else "warcio"
+        if backend not in ("warcio", "fastwarc"):
+            raise ValueError(f"unknown WARC reader backend {backend!r}: use auto, warcio or fastwarc")
+        if backend == "fastwarc" and not fastwarc_available():
+            raise ValueError("the fastwarc reader needs FastWARC: pip install 'scrapy-simhash[warc-fast]'")
+        self.backend = backend
+        self.max_block = max_block
+
+    def read(self, path: str | os.PathLike[str]) -> Iterator[ArchiveRecord | ReadProblem]:
+        """Every record of ``path`` in file order, with problems interleaved where they occur."""
+        path = os.fspath(path)
+        try:
+            kind = sniff(path)
+        except OSError as exc:
+            yield ReadProblem(path, None, f"cannot open: {exc}")
+            return
+        if os.path.getsize(path) == 0:
+            return
+        if kind.compression in ("lz4", "zstd"):
+            if self.backend != "fastwarc":
+                yield ReadProblem(
+                    path,
+                    0,
+                    f"{kind.compression}-compressed file: warcio cannot read it; fix: install the "
+                    f"warc-fast extra (FastWARC reads it) or decompress it first",
+                )
+                return
+            yield from self._read_file(path, kind)
+            return
+        if kind.archive_format == "unknown":
+            yield ReadProblem(path, 0, "not a WARC or ARC file (no WARC/ or ARC header at the start)")
+            return
+        if kind.single_stream:
+            yield ReadProblem(
+                path,
+                None,
+                f"read as one stream, offsets are uncompressed positions: {RECOMPRESS_HINT}",
+                False,
+            )
+        yield from self._read_file(path, kind)
+
+    def _records(self, path: str, kind: FileKind, stream: BinaryIO, base: int) -> Iterator[ArchiveRecord]:
+        """Records of ``stream`` (positioned at ``base``) by the chosen backend."""
+        if self.backend == "fastwarc" and kind.archive_format == "warc":
+            return self._fastwarc_records(path, stream, base)
+        return self._warcio_records(path, stream)
+
+    def _read_file(self, path: str, kind: FileKind) -> Iterator[ArchiveRecord | ReadProblem]:
+        with open(path, "rb") as raw:
+            if kind.single_stream:
+                yield from self._read_single_stream(path, kind, raw)
+                return
+            start = 0
+            resyncs = 0
+            while True:
+                raw.seek(start)
+                position = start
+                try:
+                    for record in self._records(path, kind, raw, start):
+                        position = record.offset
+                        yield record
+                    return
+                except BaseException as exc:  # many types on damaged input; FastWARC panics (BaseException)
+                    _reraise_control_flow(exc)
+                    reason = _short_reason(exc)
+                    if kind.compression in ("lz4", "zstd"):
+                        yield ReadProblem(path, position, f"{reason}; the rest of the file is skipped")
+                        return
+                    next_start = _resync(raw, position + 1, kind)
+                    resyncs += 1
+                    if next_start is None or resyncs > MAX_RESYNCS:
+                        yield ReadProblem(path, position, f"{reason}; no further record found, rest skipped")
+                        return
+                    yield ReadProblem(path, position, f"{reason}; skipped {next_start - position} bytes")
+                    start = next_start
+
+    def _read_single_stream(
+        self, path: str, kind: FileKind, raw: BinaryIO
+    ) -> Iterator[ArchiveRecord | ReadProblem]:
+        """A file gzipped as one stream: read it decompressed; offsets are uncompressed positions."""
+        stream = _MemberStream(raw)
+        try:
+            yield from self._records(path, kind, stream, 0)  # type: ignore[arg-type]
+        except BaseException as exc:
+            _reraise_control_flow(exc)
+            yield ReadProblem(path, stream.tell(), f"{_short_reason(exc)}; the rest of the file is skipped")
+        if stream.problem is not None:
+            offset, reason = stream.problem
+            yield ReadProblem(path, offset, reason)
+
+    def _warcio_records(self, path: str, stream: BinaryIO) -> Iterator[ArchiveRecord]:
+        from warcio.archiveiterator import ArchiveIterator
+
+        iterator = ArchiveIterator(stream, arc2warc=True, no_record_parse=True)
+        for rec in iterator:
+            block = rec.raw_stream.read(self.max_block + 1)
+            offset = iterator.get_record_offset()  # absolute: warcio starts from stream.tell()
+            is_arc = rec.format.startswith("arc")
+            if is_arc and rec.rec_type == "warcinfo":
+                continue  # the ARC file header: nothing to fingerprint
+            headers = rec.rec_headers
+            yield ArchiveRecord(
+                file=path,
+                offset=offset,
+                record_type=_record_type(rec.rec_type),
+                record_id=None if is_arc else headers.get_header("WARC-Record-ID"),
+                target_uri=clean_uri(headers.get_header("WARC-Target-URI")),
+                date=headers.get_header("WARC-Date") or None,
+                content_type=headers.get_header("Content-Type"),
+                block=block[: self.max_block],
+                truncated=len(block) > self.max_block or (rec.length or 0) > len(block),
+                archive_format="arc" if is_arc else "warc",
+            )
+
+    def _fastwarc_records(self, path: str, stream: BinaryIO, base: int) -> Iterator[ArchiveRecord]:
+        from fastwarc.warc import ArchiveIterator, WarcRecordType
+
+        source = stream if base == 0 else _OffsetStream(stream, base)
+        iterator = ArchiveIterator(
+            source,
+            record_types=WarcRecordType.any_type,
+            parse_http=False,
+            auto_decode="none",
+            fsspec_args=False,
+        )
+        for rec in iterator:
+            block = rec.reader.read(self.max_block + 1)
+            headers = rec.headers
+            yield ArchiveRecord(
+                file=path,
+                offset=base + rec.stream_pos,  # FastWARC counts from where it started reading
+                record_type=_record_type(headers.get("WARC-Type")),
+                record_id=headers.get("WARC-Record-ID"),
+                target_uri=clean_uri(headers.get("WARC-Target-URI")),
+                date=headers.get("WARC-Date") or None,
+                content_type=headers.get("Content-Type"),
+                block=block[: self.max_block],
+                truncated=len(block) > self.max_block or (rec.content_length or 0) > len(block),
+            )
+
+
+def _reraise_control_flow(exc: BaseException) -> None:
+    if isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit, MemoryError)):
+        raise exc
+
+
+def _record_type(value: str | None) -> str:
+    """``response``, ``resource``...; anything that is not a short word (a damaged header) is ``unknown``."""
+    value = (value or "").strip().lower()
+    return value if value and len(value) <= 32 and value.replace("-", "").isalnum() else "unknown"
+
+
+class _OffsetStream(io.RawIOBase):
+    """``fh`` seen from ``base`` on, for readers that must start at a resynchronisation point."""
+
+    def __init__(self, fh: BinaryIO, base: int) -> None:
+        self._fh = fh
+        self._base = base
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._fh.tell() - self._base
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence == io.SEEK_SET:
+            return self._fh.seek(self._base + offset) - self._base
+        return self._fh.seek(offset, whence) - self._base
+
+    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+        data = self._fh.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+class _MemberStream(io.RawIOBase):
+    """Gzip members decompressed one after another; stops cleanly at trailing garbage or damage.
+
+    Unlike :class:`gzip.GzipFile` it does not raise on bytes after the last
+    member: it records them in ``problem`` (compressed offset, reason) and ends.
+    """
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+        self._decomp = zlib.decompressobj(wbits=31)
+        self._pending = b""
+        self._member_start = 0
+        self._consumed = 0  # compressed bytes fed so far
+        self._position = 0  # uncompressed bytes returned so far
+        self._done = False
+        self.problem: tuple[int, str] | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def _fill(self) -> None:
+        while not self._pending and not self._done:
+            chunk = self._raw.read(65536)
+            if not chunk:
+                if not self._decomp.eof and self._consumed > self._member_start:
+                    self.problem = (self._member_start, "gzip member truncated at end of file")
+                self._done = True
+                return
+            self._consumed += len(chunk)
+            self._feed(chunk)
+
+    def _feed(self, chunk: bytes) -> None:
+        while chunk:
+            try:
+                self._pending += self._decomp.decompress(chunk)
+            except zlib.error as exc:
+                self.problem = (
+                    self._member_start,
+                    f"damaged gzip data: {exc}; the rest of the file is skipped",
+                )
+                self._done = True
+                return
+            if not self._decomp.eof:
+                return
+            rest = self._decomp.unused_data
+            self._member_start = self._consumed - len(rest)
+            if not rest:
+                self._decomp = zlib.decompressobj(wbits=31)
+                return
+            if not rest.startswith(GZIP_MAGIC[:2]):
+                self.problem = (
+                    self._member_start,
+                    f"{len(rest)}+ bytes of non-gzip data after the last member",
+                )
+                self._done = True
+                return
+            self._decomp = zlib.decompressobj(wbits=31)
+            chunk = rest
+
+    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+        self._fill()
+        n = min(len(buffer), len(self._pending))
+        buffer[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        self._position += n
+        return n
+
+
+def _short_reason(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    if len(text) > 200:
+        text = text[:197] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _resync(fh: BinaryIO, start: int, kind: FileKind) -> int | None:
+    """Offset of the next plausible record start at or after ``start``: a gzip member or a WARC line."""
+    needles = [GZIP_MAGIC] if kind.compression == "gzip" else [b"\nWARC/1.", b"\nWARC/0."]
+    if kind.archive_format == "arc" and kind.compression == "none":
+        needles = [b"\nhttp://", b"\nhttps://", b"\ndns:", b"\nfiledesc:"]
+    fh.seek(start)
+    offset = start
+    tail = b""
+    while True:
+        chunk = fh.read(1 << 20)
+        if not chunk:
+            return None
+        data = tail + chunk
+        hits = [i for i in (data.find(n) for n in needles) if i >= 0]
+        if hits:
+            hit = min(hits)
+            base = offset - len(tail)
+            return base + hit + (0 if kind.compression == "gzip" else 1)
+        tail = data[-16:]
+        offset += len(chunk)

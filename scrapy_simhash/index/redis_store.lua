@@ -1,0 +1,229 @@
+-- scrapy-simhash Redis index: every operation in one atomic script (one round trip).
+--
+-- KEYS (all share the hash tag {prefix}, so Redis Cluster keeps them in one slot):
+--   1 config hash     2 seq counter     3 keys hash (key -> seq8)
+--   4 docs hash (seq8 -> record)        5 time zset (seq8 scored by insertion ms; retention only)
+--   6 .. 5+T  Manku tables: sorted sets, every score 0, member = permuted fingerprint (8 bytes, big-endian)
+--             .. seq8, so ZRANGEBYLEX over a key prefix is an exact bucket lookup.
+-- ARGV: 1 mode, 2 k, 3 retention in ms (0: keep forever), 4 key, 5 record,
+--       then per table: permuted query (8 bytes), ZRANGEBYLEX min, max.
+-- record = fingerprint (8) .. request id (8) .. T permuted fingerprints (8 each) .. key length (4) .. key .. meta
+-- Lua numbers are doubles: 64-bit values are only ever handled as 8-byte strings.
+
+local mode = ARGV[1]
+local k = tonumber(ARGV[2])
+local retention = tonumber(ARGV[3])
+local T = #KEYS - 5
+local CONFIG, SEQ, KEYMAP, DOCS, TIMES = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+
+local POP = {}
+for i = 0, 255 do
+  local n, c = i, 0
+  while n > 0 do
+    c = c + (n % 2)
+    n = math.floor(n / 2)
+  end
+  POP[i] = c
+end
+
+local now_ms, cutoff
+if retention > 0 then
+  local t = redis.call('TIME')
+  now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  cutoff = now_ms - retention
+end
+
+local function be8(n)
+  local b = {}
+  for i = 8, 1, -1 do
+    b[i] = n % 256
+    n = (n - b[i]) / 256
+  end
+  return string.char(b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8])
+end
+
+-- Numeric value of an 8-byte big-endian counter (exact below 2^53; string comparison would follow the locale).
+local function num8(s)
+  local n = 0
+  for i = 1, 8 do
+    n = n * 256 + string.byte(s, i)
+  end
+  return n
+end
+
+local function record_key(rec)
+  local off = 17 + 8 * T
+  local b1, b2, b3, b4 = string.byte(rec, off, off + 3)
+  local len = ((b1 * 256 + b2) * 256 + b3) * 256 + b4
+  return string.sub(rec, off + 4, off + 3 + len)
+end
+
+local function expired(seq8)
+  if retention <= 0 then
+    return false
+  end
+  local score = redis.call('ZSCORE', TIMES, seq8)
+  return score ~= false and tonumber(score) < cutoff
+end
+
+-- Remove one stored document (its table members, record, age entry, and its key if still its own).
+local function drop(seq8)
+  local rec = redis.call('HGET', DOCS, seq8)
+  if not rec then
+    return false
+  end
+  for i = 1, T do
+    local off = 17 + 8 * (i - 1)
+    redis.call('ZREM', KEYS[5 + i], string.sub(rec, off, off + 7) .. seq8)
+  end
+  redis.call('HDEL', DOCS, seq8)
+  redis.call('ZREM', TIMES, seq8)
+  local key = record_key(rec)
+  if redis.call('HGET', KEYMAP, key) == seq8 then
+    redis.call('HDEL', KEYMAP, key)
+  end
+  return true
+end
+
+-- Forget documents past the retention window, a bounded number per call (amortised over writes).
+local function trim(limit)
+  if retention <= 0 then
+    return 0
+  end
+  local old = redis.call('ZRANGEBYSCORE', TIMES, '-inf', '(' .. cutoff, 'LIMIT', 0, limit)
+  for _, seq8 in ipairs(old) do
+    drop(seq8)
+  end
+  return #old
+end
+
+-- Every stored document within k of the query, as a flat list {seq8, distance, record, ...}.
+-- below: when given, only documents with a smaller seq (older): used to replay a retried call.
+local function find(below)
+  local seen, out = {}, {}
+  for i = 1, T do
+    local base = 5 + 3 * (i - 1)
+    local q1, q2, q3, q4, q5, q6, q7, q8 = string.byte(ARGV[base + 1], 1, 8)
+    local members = redis.call('ZRANGEBYLEX', KEYS[5 + i], ARGV[base + 2], ARGV[base + 3])
+    for _, m in ipairs(members) do
+      local seq8 = string.sub(m, 9, 16)
+      if not seen[seq8] then
+        seen[seq8] = true
+        local m1, m2, m3, m4, m5, m6, m7, m8 = string.byte(m, 1, 8)
+        local d = POP[bit.bxor(q1, m1)] + POP[bit.bxor(q2, m2)] + POP[bit.bxor(q3, m3)] + POP[bit.bxor(q4, m4)]
+          + POP[bit.bxor(q5, m5)] + POP[bit.bxor(q6, m6)] + POP[bit.bxor(q7, m7)] + POP[bit.bxor(q8, m8)]
+        if d <= k and (below == nil or num8(seq8) < below) and not expired(seq8) then
+          local rec = redis.call('HGET', DOCS, seq8)
+          if rec then
+            out[#out + 1] = seq8
+            out[#out + 1] = d
+            out[#out + 1] = rec
+          end
+        end
+      end
+    end
+  end
+  return out
+end
+
+local function insert(key, rec)
+  local seq8 = be8(redis.call('INCR', SEQ))
+  for i = 1, T do
+    local off = 17 + 8 * (i - 1)
+    redis.call('ZADD', KEYS[5 + i], 0, string.sub(rec, off, off + 7) .. seq8)
+  end
+  redis.call('HSET', DOCS, seq8, rec)
+  redis.call('HSET', KEYMAP, key, seq8)
+  if retention > 0 then
+    redis.call('ZADD', TIMES, now_ms, seq8)
+  end
+end
+
+if mode == 'q' then
+  return find(nil)
+end
+
+if mode == 'c' or mode == 'a' then
+  local key, rec = ARGV[4], ARGV[5]
+  local old = redis.call('HGET', KEYMAP, key)
+  if old then
+    local old_rec = redis.call('HGET', DOCS, old)
+    if old_rec and string.sub(old_rec, 9, 16) == string.sub(rec, 9, 16) then
+      -- Same request id: this call already ran and its reply was lost with the connection.
+      -- Answer as the first run did and do not insert twice.
+      if mode == 'c' then
+        return find(num8(old))
+      end
+      return {}
+    end
+  end
+  trim(64)
+  local matches = {}
+  if mode == 'c' then
+    matches = find(nil)
+  end
+  if old then
+    drop(old)
+  end
+  insert(key, rec)
+  return matches
+end
+
+if mode == 'g' then
+  local seq8 = redis.call('HGET', KEYMAP, ARGV[4])
+  if not seq8 or expired(seq8) then
+    return {}
+  end
+  local rec = redis.call('HGET', DOCS, seq8)
+  if not rec then
+    return {}
+  end
+  return {seq8, 0, rec}
+end
+
+if mode == 'r' then
+  local seq8 = redis.call('HGET', KEYMAP, ARGV[4])
+  if not seq8 then
+    return 0
+  end
+  local was_live = not expired(seq8)
+  drop(seq8)
+  redis.call('HDEL', KEYMAP, ARGV[4])
+  if was_live then
+    return 1
+  end
+  return 0
+end
+
+if mode == 'n' then
+  local n = redis.call('HLEN', KEYMAP)
+  if retention > 0 then
+    n = n - redis.call('ZCOUNT', TIMES, '-inf', '(' .. cutoff)
+  end
+  return n
+end
+
+if mode == 't' then
+  return trim(tonumber(ARGV[4]))
+end
+
+if mode == 'i' then
+  -- Create the config on first open (field/value pairs from ARGV[4]); every opener reads it back.
+  if redis.call('EXISTS', CONFIG) == 0 then
+    for i = 4, #ARGV, 2 do
+      redis.call('HSET', CONFIG, ARGV[i], ARGV[i + 1])
+    end
+  end
+  return redis.call('HGETALL', CONFIG)
+end
+
+if mode == 'x' then
+  -- Delete the whole namespace.
+  local n = 0
+  for i = 1, #KEYS do
+    n = n + redis.call('DEL', KEYS[i])
+  end
+  return n
+end
+
+return redis.error_reply('scrapy-simhash: unknown script mode ' .. tostring(mode))

@@ -1,0 +1,505 @@
+"""Redis backend: one near-duplicate index shared by crawler processes on many machines.
+
+Why this shape:
+
+- Manku tables become sorted sets whose scores are all 0 and whose members are the big-endian permuted
+  fingerprint followed by an 8-byte sequence number. Sorted sets with equal scores are ordered by their
+  bytes, so one table's bucket (all members sharing a permuted prefix) is one ``ZRANGEBYLEX`` range.
+  Floats never hold a fingerprint: a double keeps 53 bits and would silently lose the low 11.
+- Every operation is one Lua script (``redis_store.lua``): one round trip, and atomic, so two crawlers
+  that fetch near-duplicate pages at the same moment cannot both be told "no match".
+- Every key of one index carries the hash tag ``{prefix}``: Redis Cluster keeps a whole index in one
+  slot (a script may only touch one slot). Different crawls (prefixes) spread over the cluster's nodes;
+  one crawl's index does not (see docs/scaling.md).
+- Each write carries a random request id stored with the record. When a connection drops after Redis
+  ran a script but before the reply arrived, the retried call recognises its own earlier run and neither
+  inserts twice nor reports its own insert as a duplicate.
+
+URI: ``redis://[:password@]host:port/db?prefix=crawl1&retention=2592000`` (also ``rediss://`` and
+``unix:///path/redis.sock?db=0&prefix=...``). Query options (keyword arguments of :meth:`from_uri`
+take precedence): ``prefix`` (namespace, default ``simhash``), ``retention`` (seconds a fingerprint is
+kept; default forever), ``cluster`` (``1``: Redis Cluster), ``retries``, ``retry_cap`` (longest pause
+between retries, seconds), ``timeout`` (socket timeout, seconds), ``layout`` (a Manku layout spec of
+:mod:`.layouts`; default ``blocks:k+1``, the least memory).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from importlib import resources
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import redis
+from redis.backoff import NoBackoff
+from redis.exceptions import NoScriptError, RedisClusterException, ResponseError
+from redis.retry import Retry
+
+from . import layouts
+from .base import (
+    IndexUnavailableError,
+    LayoutError,
+    Match,
+    Meta,
+    NearDuplicateIndex,
+    SimhashIndexError,
+)
+
+logger = logging.getLogger(__name__)
+
+FORMAT = "scrapy-simhash-redis/1"
+MAX64 = (1 << 64) - 1
+BATCH = 500
+"""Commands per pipeline in add_many/query_many: large enough to hide the round trip, small enough to
+keep Redis responsive to the other crawlers between batches."""
+
+_URI_OPTIONS = ("prefix", "retention", "cluster", "retries", "retry_cap", "timeout", "layout")
+_UNAVAILABLE = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    RedisClusterException,
+    redis.exceptions.ClusterError,
+)
+
+T = TypeVar("T")
+
+
+class _Table:
+    """One Manku table as a bijection of the 64 bits: the table's key bits first, then the others.
+
+    Keeping all 64 bits (not only the key) lets the script compute the exact distance from the table
+    member alone: a permutation of bits preserves Hamming distance.
+    """
+
+    def __init__(self, key_positions: Sequence[int]) -> None:
+        rest = [p for p in range(63, -1, -1) if p not in set(key_positions)]
+        order = [*key_positions, *rest]
+        self.prefix_bits = len(key_positions)
+        self._low_mask = (1 << (64 - self.prefix_bits)) - 1
+        # contiguous runs of source bits: (source shift, width mask, destination shift)
+        moves, i, dest = [], 0, 64
+        while i < 64:
+            j = i
+            while j + 1 < 64 and order[j + 1] == order[j] - 1:
+                j += 1
+            width = j - i + 1
+            dest -= width
+            moves.append((order[j], (1 << width) - 1, dest))
+            i = j + 1
+        self._moves = tuple(moves)
+
+    def permute(self, simhash: int) -> int:
+        out = 0
+        for shift, mask, dest in self._moves:
+            out |= ((simhash >> shift) & mask) << dest
+        return out
+
+    def bucket(self, permuted: int) -> tuple[bytes, bytes]:
+        """ZRANGEBYLEX bounds of the bucket holding ``permuted``."""
+        low = permuted & ~self._low_mask
+        high = low | self._low_mask
+        upper = b"+" if high == MAX64 else b"(" + (high + 1).to_bytes(8, "big")
+        return b"[" + low.to_bytes(8, "big"), upper
+
+
+def default_layout(k: int) -> str:
+    """k + 1 blocks, one table each: the fewest tables, hence the least Redis memory per fingerprint.
+
+    Memory grows with the number of tables (one sorted-set entry each); candidates per lookup grow as
+    size * tables / 2**key_bits and are filtered inside Redis. See docs/scaling.md for the trade-off.
+    """
+    return f"blocks:{k + 1}" if k > 0 else "blocks:1:1"
+
+
+class RedisIndex(NearDuplicateIndex):
+    """Exact ≤ k lookups over 64-bit fingerprints stored in Redis (or Redis Cluster)."""
+
+    def __init__(
+        self,
+        client: redis.Redis | redis.RedisCluster,
+        *,
+        k: int = 3,
+        prefix: str = "simhash",
+        retention: float | None = None,
+        layout: str | None = None,
+        retries: int = 10,
+        retry_cap: float = 2.0,
+        location: str = "redis",
+    ) -> None:
+        if not prefix or any(c in prefix for c in "{}"):
+            raise ValueError(f"prefix must be non-empty and without braces, got {prefix!r}")
+        if retention is not None and not retention > 0:
+            raise ValueError(f"retention must be a positive number of seconds, got {retention!r}")
+        if retries < 0:
+            raise ValueError(f"retries must be >= 0, got {retries}")
+        self.k = k
+        self.prefix = prefix
+        self.location = location
+        self._client = client
+        self._retries = retries
+        self._retry_cap = retry_cap
+        self._closed = False
+        self._script = _SCRIPT
+        self._sha: str | None = None
+        self._use_layout(layouts.resolve(layout or default_layout(k), k))
+        self.retention = self._open_config(retention, explicit_layout=layout is not None)
+        self._retention_ms = b"0" if self.retention is None else str(round(self.retention * 1000)).encode()
+
+    # -- construction --------------------------------------------------------------------------
+
+    @classmethod
+    def from_uri(cls, uri: str, k: int = 3, **options: Any) -> RedisIndex:
+        """Connect to the Redis named by ``uri``; see the module docstring for its options."""
+        parts = urlsplit(uri)
+        query = dict(parse_qsl(parts.query, keep_blank_values=True))
+        ours = {name: query.pop(name) for name in _URI_OPTIONS if name in query}
+        ours.update(options)
+        unknown = set(ours) - set(_URI_OPTIONS)
+        if unknown:
+            raise TypeError(f"unknown Redis index option(s): {', '.join(sorted(unknown))}")
+        clean = urlunsplit(parts._replace(query=urlencode(query)))
+        timeout = float(ours.get("timeout", 5.0))
+        connection = {
+            "socket_timeout": timeout,
+            "socket_connect_timeout": min(timeout, 2.0),
+            "decode_responses": False,
+        }
+        location = _describe(parts)
+        if _truthy(ours.get("cluster", False)):
+            client: redis.Redis | redis.RedisCluster = redis.RedisCluster.from_url(clean, **connection)
+        else:
+            # Retries are ours (see _call): one loop that also reloads scripts and names the host.
+            client = redis.Redis.from_url(clean, retry=Retry(NoBackoff(), 0), **connection)
+        try:
+            return cls(
+                client,
+                k=k,
+                prefix=str(ours.get("prefix", "simhash")),
+                retention=None if ours.get("retention") in (None, "") else float(ours["retention"]),
+                layout=ours.get("layout") or None,
+                retries=int(ours.get("retries", 10)),
+                retry_cap=float(ours.get("retry_cap", 2.0)),
+                location=location,
+            )
+        except BaseException:
+            client.close()
+            raise
+
+    def _use_layout(self, layout: layouts.Layout) -> None:
+        self.layout = layout
+        self._tables = [_Table(positions) for positions in layout.tables]
+        tag = f"simhash:{{{self.prefix}}}"
+        self._keys = [f"{tag}:{name}" for name in ("config", "seq", "keys", "docs", "time")]
+        self._keys += [f"{tag}:t{i}" for i in range(len(self._tables))]
+
+    def _open_config(self, retention: float | None, explicit_layout: bool = True) -> float | None:
+        """Create the namespace's config on first open; check that later openers agree with it.
+
+        k must match (processes with different k would disagree on what a duplicate is); layout and
+        retention are adopted from the stored config unless this opener asked for different ones.
+        """
+        layout = self.layout.spec
+        wanted = {"format": FORMAT, "k": str(self.k), "layout": layout, "retention": str(retention or 0)}
+        pairs = [item.encode() for pair in wanted.items() for item in pair]
+        reply = self._run([b"i", str(self.k).encode(), b"0", *pairs], "opening the index")
+        stored = {reply[i].decode(): reply[i + 1].decode() for i in range(0, len(reply), 2)}
+        if stored.get("format") != FORMAT:
+            raise SimhashIndexError(
+                f"{self.location}: keys under prefix {self.prefix!r} are not a {FORMAT} index "
+                f"(format {stored.get('format')!r}); choose another prefix"
+            )
+        if stored.get("k") == wanted["k"] and stored.get("layout") != layout and not explicit_layout:
+            self._use_layout(layouts.resolve(stored.get("layout"), self.k))
+            layout = self.layout.spec
+        if (stored.get("k"), stored.get("layout")) != (wanted["k"], layout):
+            raise LayoutError(
+                f"{self.location}: the index under prefix {self.prefix!r} was created with "
+                f"k={stored.get('k')} and layout {stored.get('layout')}; this process asked for k={self.k} "
+                f"and layout {layout}. Open it with the same k and layout everywhere, or use another prefix"
+            )
+        stored_retention = float(stored.get("retention", "0")) or None
+        if retention is not None and retention != stored_retention:
+            raise ValueError(
+                f"{self.location}: the index under prefix {self.prefix!r} keeps fingerprints for "
+                f"{stored_retention or 'ever'} s, not {retention} s; retention is fixed when the index is "
+                "created"
+            )
+        return stored_retention
+
+    # -- the interface -------------------------------------------------------------------------
+
+    def add(self, simhash: int, key: str, meta: Meta | None = None) -> None:
+        self._run(self._write_args(b"a", simhash, key, meta), "adding a fingerprint")
+
+    def add_many(self, items: Iterable[tuple[int, str, Meta | None]]) -> int:
+        """Pipelined inserts, ``BATCH`` scripts per round trip; each insert is atomic on its own."""
+        count = 0
+        batch: list[list[bytes]] = []
+        for simhash, key, meta in items:
+            batch.append(self._write_args(b"a", simhash, key, meta))
+            if len(batch) >= BATCH:
+                count += len(self._run_many(batch, "adding fingerprints"))
+                batch = []
+        if batch:
+            count += len(self._run_many(batch, "adding fingerprints"))
+        return count
+
+    def query(self, simhash: int, k: int | None = None) -> list[Match]:
+        args = self._query_args(simhash, k)
+        return self._matches(self._run(args, "querying"))
+
+    def query_many(self, simhashes: Iterable[int], k: int | None = None) -> list[list[Match]]:
+        out: list[list[Match]] = []
+        batch: list[list[bytes]] = []
+        for simhash in simhashes:
+            batch.append(self._query_args(simhash, k))
+            if len(batch) >= BATCH:
+                out.extend(self._matches(r) for r in self._run_many(batch, "querying"))
+                batch = []
+        if batch:
+            out.extend(self._matches(r) for r in self._run_many(batch, "querying"))
+        return out
+
+    def check_and_add(self, simhash: int, key: str, meta: Meta | None = None) -> list[Match]:
+        reply = self._run(self._write_args(b"c", simhash, key, meta), "checking and adding a fingerprint")
+        return self._matches(reply)
+
+    def remove(self, key: str) -> bool:
+        _check_key(key)
+        return bool(self._run(self._args(b"r", key.encode()), "removing a key"))
+
+    def get(self, key: str) -> Match | None:
+        _check_key(key)
+        found = self._matches(self._run(self._args(b"g", key.encode()), "reading a key"))
+        return found[0] if found else None
+
+    def __len__(self) -> int:
+        return int(self._run(self._args(b"n"), "counting keys"))
+
+    def __iter__(self) -> Iterator[Match]:
+        """Every stored fingerprint (distance 0), in no particular order; not a snapshot."""
+        docs = self._keys[3]
+        cursor: int | bytes = 0
+        while True:
+            cursor, chunk = self._call(lambda c=cursor: self._client.hscan(docs, c, count=1000), "iterating")
+            for seq8, rec in chunk.items():
+                match = self._decode(seq8, 0, rec)
+                if self.get(match.key) == match:  # skips expired and replaced entries
+                    yield match
+            if not cursor or cursor == b"0":
+                return
+
+    def compact(self) -> None:
+        """Forget every fingerprint past the retention window now (writes also do it, a few at a time)."""
+        if self.retention is not None:
+            while self._run(self._args(b"t", b"1000"), "trimming expired fingerprints"):
+                pass
+
+    def stats(self) -> dict[str, Any]:
+        memory = self._call(lambda: self._client.info("memory"), "reading INFO memory")
+        if isinstance(memory, dict) and "used_memory" not in memory:  # Redis Cluster: per node
+            used = sum(int(node.get("used_memory", 0)) for node in memory.values())
+        else:
+            used = int(memory["used_memory"])
+        return {
+            "backend": "redis",
+            "location": self.location,
+            "prefix": self.prefix,
+            "size": len(self),
+            "k": self.k,
+            "tables": len(self._tables),
+            "retention": self.retention,
+            "redis_used_memory": used,
+        }
+
+    def clear(self) -> int:
+        """Delete this namespace (every key under the prefix). Returns the number of Redis keys deleted."""
+        deleted = int(self._run(self._args(b"x"), "deleting the namespace"))
+        self.retention = self._open_config(self.retention)
+        return deleted
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._client.close()
+
+    def __repr__(self) -> str:
+        return f"<RedisIndex {self.location} prefix={self.prefix!r} k={self.k} tables={len(self._tables)}>"
+
+    # -- encoding ------------------------------------------------------------------------------
+
+    def _args(self, mode: bytes, *extra: bytes) -> list[bytes]:
+        return [mode, str(self.k).encode(), self._retention_ms, *extra]
+
+    def _query_args(self, simhash: int, k: int | None) -> list[bytes]:
+        _check_simhash(simhash)
+        if k is None:
+            k = self.k
+        if k < 0:
+            raise ValueError(f"k must be >= 0, got {k}")
+        if k > self.k:
+            raise LayoutError(f"this index guarantees exact answers up to k={self.k}, asked for k={k}")
+        args = [b"q", str(k).encode(), self._retention_ms, b"", b""]
+        for table in self._tables:
+            permuted = table.permute(simhash)
+            args += [permuted.to_bytes(8, "big"), *table.bucket(permuted)]
+        return args
+
+    def _write_args(self, mode: bytes, simhash: int, key: str, meta: Meta | None) -> list[bytes]:
+        _check_simhash(simhash)
+        _check_key(key)
+        meta_bytes = _encode_meta(meta)
+        key_bytes = key.encode()
+        permuted = [table.permute(simhash) for table in self._tables]
+        record = b"".join(
+            [
+                simhash.to_bytes(8, "big"),
+                os.urandom(8),  # request id: recognises a retried call that already ran
+                *(p.to_bytes(8, "big") for p in permuted),
+                len(key_bytes).to_bytes(4, "big"),
+                key_bytes,
+                meta_bytes,
+            ]
+        )
+        args = [mode, str(self.k).encode(), self._retention_ms, key_bytes, record]
+        for table, p in zip(self._tables, permuted, strict=True):
+            args += [p.to_bytes(8, "big"), *table.bucket(p)]
+        return args
+
+    def _decode(self, seq8: bytes, distance: int, record: bytes) -> Match:
+        offset = 16 + 8 * len(self._tables)
+        key_len = int.from_bytes(record[offset : offset + 4], "big")
+        key = record[offset + 4 : offset + 4 + key_len].decode()
+        meta_bytes = record[offset + 4 + key_len :]
+        return Match(
+            key=key,
+            simhash=int.from_bytes(record[:8], "big"),
+            distance=int(distance),
+            meta=json.loads(meta_bytes) if meta_bytes else {},
+            seq=int.from_bytes(seq8, "big"),
+        )
+
+    def _matches(self, reply: list[Any]) -> list[Match]:
+        found = [self._decode(reply[i], reply[i + 1], reply[i + 2]) for i in range(0, len(reply), 3)]
+        found.sort(key=lambda m: (m.distance, m.seq))
+        return found
+
+    # -- talking to Redis ----------------------------------------------------------------------
+
+    def _run(self, args: list[bytes], action: str) -> Any:
+        """One script call, one round trip (plus a SCRIPT LOAD after a Redis restart)."""
+
+        def attempt() -> Any:
+            if self._sha is None:
+                self._sha = self._load_script()
+            try:
+                return self._client.evalsha(self._sha, len(self._keys), *self._keys, *args)
+            except NoScriptError:
+                self._sha = None  # Redis restarted (or SCRIPT FLUSH): load and run again
+                raise _Reload() from None
+
+        return self._call(attempt, action)
+
+    def _run_many(self, batch: list[list[bytes]], action: str) -> list[Any]:
+        """Pipelined script calls; retried as a whole, which is safe because writes are idempotent."""
+
+        def attempt() -> list[Any]:
+            if self._sha is None:
+                self._sha = self._load_script()
+            pipe = self._client.pipeline(transaction=False)
+            for args in batch:
+                pipe.evalsha(self._sha, len(self._keys), *self._keys, *args)
+            results = pipe.execute(raise_on_error=False)
+            for result in results:
+                if isinstance(result, NoScriptError):
+                    self._sha = None
+                    raise _Reload()
+                if isinstance(result, Exception):
+                    raise result
+            return results
+
+        return self._call(attempt, action)
+
+    def _load_script(self) -> str:
+        return self._client.script_load(self._script)
+
+    def _call(self, fn: Callable[[], T], action: str) -> T:
+        """Run ``fn`` with bounded retries; every failure leaves as a SimhashIndexError naming the server."""
+        if self._closed:
+            raise SimhashIndexError(f"{self.location}: the index is closed")
+        started = time.monotonic()
+        failures = 0
+        while True:
+            try:
+                return fn()
+            except _Reload:
+                failures += 1
+                if failures > self._retries + 1:
+                    raise SimhashIndexError(f"{self.location}: could not load the index script") from None
+            except _UNAVAILABLE as exc:
+                failures += 1
+                if failures > self._retries:
+                    raise IndexUnavailableError(
+                        f"Redis index at {self.location} is unavailable ({action}): {failures} attempts in "
+                        f"{time.monotonic() - started:.1f} s failed; last error: {type(exc).__name__}: {exc}"
+                    ) from exc
+                pause = min(self._retry_cap, 0.05 * 2 ** (failures - 1))
+                logger.warning(
+                    "Redis index at %s: %s failed (%s: %s); retry %d/%d in %.2f s",
+                    self.location, action, type(exc).__name__, exc, failures, self._retries, pause,
+                )  # fmt: skip
+                time.sleep(pause)
+            except ResponseError as exc:
+                raise SimhashIndexError(f"Redis at {self.location} refused {action}: {exc}") from exc
+
+
+class _Reload(Exception):
+    """Internal: the script cache was empty (Redis restarted); load the script and try again."""
+
+
+def _load_lua() -> str:
+    return resources.files(__package__).joinpath("redis_store.lua").read_text(encoding="utf-8")
+
+
+_SCRIPT = _load_lua()
+
+
+def _check_simhash(simhash: int) -> None:
+    if isinstance(simhash, bool) or not isinstance(simhash, int):
+        raise TypeError(f"a simhash is an int, got {type(simhash).__name__}")
+    if simhash == 0:
+        raise ValueError("the fingerprint 0 (a text without tokens) cannot be indexed")
+    if not 0 < simhash <= MAX64:
+        raise ValueError(f"a simhash is an unsigned 64-bit int, got {simhash}")
+
+
+def _check_key(key: str) -> None:
+    if not isinstance(key, str):
+        raise TypeError(f"key must be a str, got {type(key).__name__}")
+
+
+def _encode_meta(meta: Meta | None) -> bytes:
+    if not meta:
+        return b""
+    try:
+        return json.dumps(dict(meta), ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"meta must be a JSON-serialisable mapping: {exc}") from exc
+
+
+def _truthy(value: Any) -> bool:
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+def _describe(parts: Any) -> str:
+    """host:port/db (or the socket path) without the password, for error messages."""
+    if parts.scheme == "unix":
+        return f"unix://{parts.path}"
+    host = parts.hostname or "localhost"
+    port = parts.port or 6379
+    db = parts.path.strip("/") or "0"
+    return f"{parts.scheme}://{host}:{port}/{db}"

@@ -1,0 +1,140 @@
+"""A real ``redis-server`` for the tests: own temp dir, free port, 127.0.0.1 only.
+
+The suite starts its own servers and never relies on one already running. Persistence is on
+(``appendonly yes``, ``appendfsync always``) so that an acknowledged write survives ``kill -9``, which
+the restart tests depend on.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import redis
+
+REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
+REDIS_CLI = shutil.which("redis-cli") or "/usr/bin/redis-cli"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class RedisServer:
+    """One redis-server process whose data directory outlives restarts."""
+
+    def __init__(self, directory: Path, port: int | None = None, *, cluster: bool = False) -> None:
+        if not Path(REDIS_SERVER).exists():
+            raise RuntimeError(
+                "redis-server is not installed: `make test` installs it (Debian: redis-server)"
+            )
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.port = port or free_port()
+        self.cluster = cluster
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, timeout: float = 10.0) -> RedisServer:
+        args = [
+            REDIS_SERVER,
+            "--bind", "127.0.0.1",
+            "--port", str(self.port),
+            "--dir", str(self.directory),
+            "--appendonly", "yes",
+            "--appendfsync", "always",
+            "--save", "",
+            "--protected-mode", "yes",
+            "--logfile", str(self.directory / "redis.log"),
+        ]  # fmt: skip
+        if self.cluster:
+            args += ["--cluster-enabled", "yes", "--cluster-config-file", str(self.directory / "nodes.conf")]
+        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        client = redis.Redis(host="127.0.0.1", port=self.port, socket_connect_timeout=0.5)
+        try:
+            while True:
+                if self.process is not None and self.process.poll() is not None:
+                    log = (self.directory / "redis.log").read_text(errors="replace")[-2000:]
+                    raise RuntimeError(f"redis-server exited with {self.process.returncode}:\n{log}")
+                try:
+                    client.ping()
+                    return
+                except (redis.ConnectionError, redis.exceptions.BusyLoadingError):
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(
+                            f"redis-server on port {self.port} not ready in {timeout} s"
+                        ) from None
+                    time.sleep(0.05)
+        finally:
+            client.close()
+
+    def kill(self) -> None:
+        """SIGKILL: no clean shutdown, so only what was fsynced survives."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+        self.process = None
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        self.process = None
+
+    def client(self) -> redis.Redis:
+        return redis.Redis(host="127.0.0.1", port=self.port)
+
+
+class RedisClusterServers:
+    """A real Redis Cluster of ``size`` primaries (no replicas) on 127.0.0.1."""
+
+    def __init__(self, directory: Path, size: int = 3) -> None:
+        self.nodes = [RedisServer(Path(directory) / f"node{i}", cluster=True) for i in range(size)]
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.nodes[0].port}/0"
+
+    def start(self, timeout: float = 30.0) -> RedisClusterServers:
+        for node in self.nodes:
+            node.start()
+        hosts = [f"127.0.0.1:{n.port}" for n in self.nodes]
+        subprocess.run(
+            [REDIS_CLI, "--cluster", "create", *hosts, "--cluster-replicas", "0", "--cluster-yes"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=timeout,
+        )
+        deadline = time.monotonic() + timeout
+        for node in self.nodes:
+            client = node.client()
+            try:
+                while b"cluster_state:ok" not in client.execute_command("CLUSTER", "INFO"):
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("Redis Cluster did not reach cluster_state:ok")
+                    time.sleep(0.1)
+            finally:
+                client.close()
+        return self
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()

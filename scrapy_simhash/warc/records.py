@@ -1,0 +1,248 @@
+"""WARC/1.1 records as values: the simhash metadata fields (names defined once, here) and record builders.
+
+A record is a list of WARC headers and a block; :meth:`WarcRecord.to_bytes`
+serialises it with ``Content-Length`` and a ``WARC-Block-Digest`` (every
+record). ``WARC-Payload-Digest`` is set only where a payload exists (response
+and request records; WARC 1.1 §5.9): never on ``metadata`` or ``warcinfo``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from ..fingerprint import SCHEME, from_base32, to_base32
+
+WARC_VERSION = "WARC/1.1"
+WARC_FIELDS = "application/warc-fields"
+HTTP_RESPONSE = "application/http;msgtype=response"
+HTTP_REQUEST = "application/http;msgtype=request"
+
+# -- the simhash metadata fields (application/warc-fields) ------------------------------------------
+
+SIMHASH = "simhash"
+SIMHASH_SCHEME = "simhash-scheme"
+TEXT_EXTRACTOR = "text-extractor"
+TOKENS = "simhash-tokens"
+NEAR_DUPLICATE_OF = "near-duplicate-of"
+NEAR_DUPLICATE_OF_URI = "near-duplicate-of-uri"
+NEAR_DUPLICATE_OF_DATE = "near-duplicate-of-date"
+NEAR_DUPLICATE_DISTANCE = "near-duplicate-distance"
+NEAR_DUPLICATE_OF_FILE = "near-duplicate-of-file"
+NEAR_DUPLICATE_OF_OFFSET = "near-duplicate-of-offset"
+SOURCE_FILE = "source-file"
+"""Sidecars only: the file holding the described record; with ``source-offset``, a CDX-style locator."""
+SOURCE_OFFSET = "source-offset"
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    """The earlier record a page is a near-duplicate of."""
+
+    record_id: str | None
+    uri: str | None
+    date: str | None
+    distance: int
+    file: str | None = None
+    offset: int | None = None
+
+
+@dataclass(frozen=True)
+class SimhashFields:
+    """The block of a simhash ``metadata`` record."""
+
+    simhash: int
+    tokens: int
+    extractor: str
+    scheme: str = SCHEME
+    duplicate: Duplicate | None = None
+    source_file: str | None = None
+    source_offset: int | None = None
+
+    def to_pairs(self) -> list[tuple[str, str]]:
+        pairs = [
+            (SIMHASH, to_base32(self.simhash)),
+            (SIMHASH_SCHEME, self.scheme),
+            (TEXT_EXTRACTOR, self.extractor),
+            (TOKENS, str(self.tokens)),
+        ]
+        if self.source_file is not None:
+            pairs.append((SOURCE_FILE, self.source_file))
+        if self.source_offset is not None:
+            pairs.append((SOURCE_OFFSET, str(self.source_offset)))
+        dup = self.duplicate
+        if dup is not None:
+            optional = [
+                (NEAR_DUPLICATE_OF, dup.record_id),
+                (NEAR_DUPLICATE_OF_URI, dup.uri),
+                (NEAR_DUPLICATE_OF_DATE, dup.date),
+                (NEAR_DUPLICATE_DISTANCE, str(dup.distance)),
+                (NEAR_DUPLICATE_OF_FILE, dup.file),
+                (NEAR_DUPLICATE_OF_OFFSET, None if dup.offset is None else str(dup.offset)),
+            ]
+            pairs.extend((name, value) for name, value in optional if value is not None)
+        return pairs
+
+    @classmethod
+    def from_pairs(cls, pairs: Iterable[tuple[str, str]]) -> SimhashFields:
+        """Parse a metadata block back (raises KeyError/ValueError when it is not a simhash record)."""
+        values = dict(pairs)
+        duplicate = None
+        if NEAR_DUPLICATE_DISTANCE in values:
+            offset = values.get(NEAR_DUPLICATE_OF_OFFSET)
+            duplicate = Duplicate(
+                record_id=values.get(NEAR_DUPLICATE_OF),
+                uri=values.get(NEAR_DUPLICATE_OF_URI),
+                date=values.get(NEAR_DUPLICATE_OF_DATE),
+                distance=int(values[NEAR_DUPLICATE_DISTANCE]),
+                file=values.get(NEAR_DUPLICATE_OF_FILE),
+                offset=None if offset is None else int(offset),
+            )
+        source_offset = values.get(SOURCE_OFFSET)
+        return cls(
+            simhash=from_base32(values[SIMHASH]),
+            tokens=int(values[TOKENS]),
+            extractor=values[TEXT_EXTRACTOR],
+            scheme=values[SIMHASH_SCHEME],
+            duplicate=duplicate,
+            source_file=values.get(SOURCE_FILE),
+            source_offset=None if source_offset is None else int(source_offset),
+        )
+
+
+def encode_fields(pairs: Iterable[tuple[str, str]]) -> bytes:
+    """``name: value`` lines (application/warc-fields); line breaks in values become spaces."""
+    lines = []
+    for name, value in pairs:
+        clean = " ".join(str(value).split())
+        lines.append(f"{name}: {clean}\r\n")
+    return "".join(lines).encode("utf-8")
+
+
+def parse_fields(block: bytes) -> list[tuple[str, str]]:
+    pairs = []
+    for line in block.decode("utf-8", errors="replace").splitlines():
+        name, sep, value = line.partition(":")
+        if sep and name.strip():
+            pairs.append((name.strip(), value.strip()))
+    return pairs
+
+
+# -- records ---------------------------------------------------------------------------------------
+
+
+def new_record_id() -> str:
+    return f"<urn:uuid:{uuid.uuid4()}>"
+
+
+def warc_date(moment: datetime | None = None) -> str:
+    """WARC 1.1 date with microseconds (§5.4 allows fractions), always UTC."""
+    moment = (moment or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def sha1_digest(data: bytes) -> str:
+    """``sha1:<BASE32>``, the labelled digest form every WARC tool reads."""
+    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
+
+
+@dataclass
+class WarcRecord:
+    """Headers (order kept) and block; ``Content-Length`` and ``WARC-Block-Digest`` are added on output."""
+
+    record_type: str
+    headers: list[tuple[str, str]]
+    block: bytes
+    record_id: str = field(default_factory=new_record_id)
+
+    def header(self, name: str) -> str | None:
+        lower = name.lower()
+        return next((v for k, v in self.headers if k.lower() == lower), None)
+
+    def to_bytes(self) -> bytes:
+        head = [
+            WARC_VERSION,
+            f"WARC-Type: {self.record_type}",
+            f"WARC-Record-ID: {self.record_id}",
+        ]
+        head.extend(f"{name}: {_one_line(value)}" for name, value in self.headers)
+        head.append(f"WARC-Block-Digest: {sha1_digest(self.block)}")
+        head.append(f"Content-Length: {len(self.block)}")
+        return ("\r\n".join(head) + "\r\n\r\n").encode("utf-8") + self.block + b"\r\n\r\n"
+
+
+def _one_line(value: str) -> str:
+    """Header values must not break the header block (a URL with a raw newline would)."""
+    return value.replace("\r", " ").replace("\n", " ")
+
+
+def warcinfo_record(filename: str, fields: Sequence[tuple[str, str]], date: str | None = None) -> WarcRecord:
+    return WarcRecord(
+        "warcinfo",
+        [("WARC-Date", date or warc_date()), ("WARC-Filename", filename), ("Content-Type", WARC_FIELDS)],
+        encode_fields(fields),
+    )
+
+
+def http_head(first_line: str, headers: Iterable[tuple[str | bytes, str | bytes]]) -> bytes:
+    """An HTTP message head as bytes; header values are kept byte for byte (latin-1 round trip)."""
+    lines = [first_line.encode("latin-1")]
+    for name, value in headers:
+        name_b = name if isinstance(name, bytes) else name.encode("latin-1")
+        value_b = value if isinstance(value, bytes) else value.encode("latin-1", errors="replace")
+        lines.append(name_b + b": " + value_b)
+    return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
+def response_record(
+    uri: str, date: str, head: bytes, body: bytes, *, ip_address: str | None = None
+) -> WarcRecord:
+    headers = [("WARC-Target-URI", uri), ("WARC-Date", date)]
+    if ip_address:
+        headers.append(("WARC-IP-Address", ip_address))
+    headers += [("Content-Type", HTTP_RESPONSE), ("WARC-Payload-Digest", sha1_digest(body))]
+    return WarcRecord("response", headers, head + body)
+
+
+def request_record(uri: str, date: str, head: bytes, body: bytes, *, concurrent_to: str) -> WarcRecord:
+    headers = [
+        ("WARC-Target-URI", uri),
+        ("WARC-Date", date),
+        ("WARC-Concurrent-To", concurrent_to),
+        ("Content-Type", HTTP_REQUEST),
+        ("WARC-Payload-Digest", sha1_digest(body)),
+    ]
+    return WarcRecord("request", headers, head + body)
+
+
+def metadata_record(
+    uri: str | None,
+    fields: SimhashFields,
+    *,
+    concurrent_to: str | None = None,
+    refers_to: str | None = None,
+    refers_to_uri: str | None = None,
+    refers_to_date: str | None = None,
+    date: str | None = None,
+) -> WarcRecord:
+    """A simhash ``metadata`` record: about a response written alongside it (``concurrent_to``), or
+    about a record of another file (``refers_to``; for ARC records, which have no id, the target URI
+    and date of the described capture instead). No WARC-Payload-Digest: a metadata record has no payload."""
+    headers: list[tuple[str, str]] = []
+    if uri:
+        headers.append(("WARC-Target-URI", uri))
+    headers.append(("WARC-Date", date or warc_date()))
+    if concurrent_to:
+        headers.append(("WARC-Concurrent-To", concurrent_to))
+    if refers_to:
+        headers.append(("WARC-Refers-To", refers_to))
+    if refers_to_uri:
+        headers.append(("WARC-Refers-To-Target-URI", refers_to_uri))
+    if refers_to_date:
+        headers.append(("WARC-Refers-To-Date", refers_to_date))
+    headers.append(("Content-Type", WARC_FIELDS))
+    return WarcRecord("metadata", headers, encode_fields(fields.to_pairs()))

@@ -1,0 +1,61 @@
+"""Opening the near-duplicate index for a crawl: location, reset, errors.
+
+Shared by the downloader middleware (pages) and the item pipeline (item
+texts), which keep separate indexes so that an item never matches the page it
+came from.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from .index import NearDuplicateIndex, open_index
+
+logger = logging.getLogger(__name__)
+
+_URI_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def is_uri(location: str) -> bool:
+    return location.startswith(_URI_SCHEMES)
+
+
+def default_location(spider_name: str, suffix: str = "") -> str:
+    """Per-spider directory under Scrapy's data path (``.scrapy/simhash/<spider>``).
+
+    A second run of the same spider reopens it and sees the first run's pages.
+    """
+    from scrapy.utils.project import data_path
+
+    return data_path(f"simhash/{spider_name}{suffix}", createdir=False)
+
+
+def derived_location(location: str, suffix: str) -> str:
+    """A sibling index: ``<dir><suffix>``, or the Redis prefix with ``suffix`` appended."""
+    if not is_uri(location):
+        return location.rstrip("/") + suffix
+    parts = urlsplit(location)
+    query = dict(parse_qsl(parts.query))
+    query["prefix"] = query.get("prefix", "simhash") + suffix
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def open_crawl_index(location: str, k: int, *, reset: bool = False) -> NearDuplicateIndex:
+    """Open (creating) the index at ``location``; with ``reset``, empty it first."""
+    if reset and not is_uri(location) and Path(location).exists():
+        logger.info("SIMHASH_RESET: removing the index at %s", location)
+        shutil.rmtree(location)
+    if not is_uri(location):
+        Path(location).parent.mkdir(parents=True, exist_ok=True)
+    index = open_index(location, k=k)
+    if reset and is_uri(location):
+        clear = getattr(index, "clear", None)
+        if clear is None:
+            index.close()
+            raise ValueError(f"SIMHASH_RESET is not supported by the index at {location}")
+        logger.info("SIMHASH_RESET: clearing the index at %s", location)
+        clear()
+    return index

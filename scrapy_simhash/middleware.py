@@ -1,0 +1,272 @@
+"""SimhashMiddleware: fingerprints HTML responses and tags or drops near-duplicates.
+
+Enable with the add-on (``ADDONS = {"scrapy_simhash.Addon": 500}``) or by hand::
+
+    DOWNLOADER_MIDDLEWARES = {"scrapy_simhash.SimhashMiddleware": 543}
+
+Priority 543 places it after decompression (590), redirects (600) and retries
+(550) in the response chain, so it sees the final, decompressed body.
+
+For each fingerprinted response, ``response.meta["simhash"]`` holds::
+
+    {"simhash": "<base32>", "simhash_hex": "<hex>", "scheme": "simhash-doc/1",
+     "extractor": "trafilatura/...", "tokens": 812, "near_duplicate": True,
+     "duplicate_of": {"key": ..., "url": ..., "date": ..., "record_id": ..., "distance": 1}}
+
+Responses that are not fingerprinted carry the reason in
+``response.meta["simhash_skipped"]``. ``request.meta["dont_simhash"] = True``
+skips a request.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.misc import load_object
+
+from .crawl_index import default_location, open_crawl_index
+from .fingerprint import SCHEME, hamming, to_base32, to_hex
+from .index import IndexUnavailableError, Match, NearDuplicateIndex, SimhashIndexError
+from .page import PageFingerprint
+from .pool import FingerprintPool
+from .settings import SimhashSettings
+from .signals import fingerprint_computed
+
+if TYPE_CHECKING:
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+# Reasons a page has no fingerprint that are about the page, not about us.
+_SKIP_REASONS = {"empty", "binary", "too_large", "no_text", "too_few_tokens"}
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _declared_encoding(response: Response) -> str | None:
+    from w3lib.encoding import http_content_type_encoding
+
+    content_type = response.headers.get(b"Content-Type")
+    return http_content_type_encoding(content_type.decode("latin-1")) if content_type else None
+
+
+def duplicate_of(matches: list[Match], key: str, known: Match | None) -> Match | None:
+    """The page this one duplicates: the closest, then oldest, match other than itself.
+
+    When the URL was stored before with the same content (``known``), only
+    pages older than that first visit count: a re-crawled original stays the
+    original.
+    """
+    for match in matches:
+        if match.key == key:
+            continue
+        if known is not None and match.seq > known.seq:
+            continue
+        return match
+    return None
+
+
+class SimhashMiddleware:
+    """Downloader middleware: fingerprint, look up, tag or drop."""
+
+    def __init__(self, crawler: Crawler, config: SimhashSettings) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.config = config
+        self.index: NearDuplicateIndex | None = None
+        self.location: str | None = None
+        self._open_error: Exception | None = None
+        function = crawler.settings.get("SIMHASH_FINGERPRINT_FUNCTION")
+        self.pool = FingerprintPool(
+            config.workers,
+            extractor=config.extractor,
+            min_tokens=config.min_tokens,
+            timeout=config.timeout,
+            **({"function": load_object(function)} if function else {}),
+        )
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        config = SimhashSettings.from_settings(crawler.settings)
+        if not config.enabled:
+            raise NotConfigured("SIMHASH_ENABLED is off")
+        middleware = cls(crawler, config)
+        crawler.signals.connect(middleware.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
+        return middleware
+
+    def spider_opened(self, spider: Spider) -> None:
+        self.location = self.config.index or default_location(spider.name)
+        try:
+            self.index = open_crawl_index(self.location, self.config.distance, reset=self.config.reset)
+        except SimhashIndexError as exc:
+            self._open_error = exc
+            self.stats.inc_value("simhash/error/index_open")
+            if self.config.on_index_error == "stop":
+                logger.error("simhash: cannot open the index, stopping the crawl: %s", exc)
+                self._stop()
+            else:
+                logger.error("simhash: cannot open the index, pages pass untagged: %s", exc)
+            return
+        logger.info(
+            "simhash: index %s (%d fingerprints), k=%d, action=%s, %d worker(s)",
+            self.location,
+            len(self.index),
+            self.config.distance,
+            self.config.action,
+            self.config.workers,
+        )
+
+    def spider_closed(self, spider: Spider, reason: str) -> None:
+        self.pool.close()
+        if self.index is None:
+            return
+        size = self._index_size()
+        self.index.close()
+        self.index = None
+        get = self.stats.get_value
+        logger.info(
+            "simhash: %d pages fingerprinted, %d unique, %d near-duplicates (%d dropped), "
+            "%d skipped, %d errors; index %s holds %s fingerprints",
+            get("simhash/computed", 0),
+            get("simhash/unique", 0),
+            get("simhash/near_duplicate", 0),
+            get("simhash/dropped", 0),
+            sum(v for k, v in self.stats.get_stats().items() if k.startswith("simhash/skipped/")),
+            sum(v for k, v in self.stats.get_stats().items() if k.startswith("simhash/error/")),
+            self.location,
+            size,
+        )
+
+    def _index_size(self) -> int | str:
+        try:
+            size = len(self.index) if self.index is not None else 0
+        except SimhashIndexError:
+            return "?"
+        self.stats.set_value("simhash/index/size", size)
+        return size
+
+    # -- the response path ------------------------------------------------
+
+    def _skip_reason(self, request: Request, response: Response) -> str | None:
+        if request.meta.get("dont_simhash"):
+            return "dont_simhash"
+        if not 200 <= response.status < 300:
+            return "status"
+        content_type = response.headers.get(b"Content-Type", b"").decode("latin-1").split(";")[0]
+        if content_type.strip().lower() not in self.config.content_types:
+            return "content_type"
+        if len(response.body) > self.config.max_body_size:
+            return "too_large"
+        return None
+
+    def _skip(self, request: Request, response: Response, reason: str) -> Response:
+        kind = (
+            "skipped"
+            if reason in _SKIP_REASONS or reason in ("dont_simhash", "status", "content_type")
+            else "error"
+        )
+        self.stats.inc_value(f"simhash/{kind}/{reason}")
+        request.meta["simhash_skipped"] = reason
+        return response
+
+    async def process_response(
+        self, request: Request, response: Response, spider: Spider | None = None
+    ) -> Response:
+        reason = self._skip_reason(request, response)
+        if reason is not None:
+            return self._skip(request, response, reason)
+        page: PageFingerprint = await maybe_deferred_to_future(
+            self.pool.submit(response.body, response.url, _declared_encoding(response))
+        )
+        if page.simhash is None:
+            return self._skip(request, response, page.reason or "no_text")
+        self.stats.inc_value("simhash/computed")
+        try:
+            original = self._record(page.simhash, response.url, request)
+        except SimhashIndexError as exc:
+            return self._index_failed(request, response, exc)
+        result = self._result(page, original)
+        request.meta["simhash"] = result
+        self.crawler.signals.send_catch_log(
+            fingerprint_computed,
+            response=response,
+            request=request,
+            result=result,
+            spider=self.crawler.spider,
+        )
+        if original is None:
+            self.stats.inc_value("simhash/unique")
+            return response
+        self.stats.inc_value("simhash/near_duplicate")
+        logger.debug(
+            "Near-duplicate (distance %d) of %s: %s",
+            original.distance,
+            original.meta.get("url"),
+            response.url,
+        )
+        if self.config.action == "drop":
+            self.stats.inc_value("simhash/dropped")
+            raise IgnoreRequest(
+                f"near-duplicate (distance {original.distance}) of {original.meta.get('url', original.key)}"
+            )
+        return response
+
+    def _record(self, simhash: int, url: str, request: Request) -> Match | None:
+        """Look the page up and store it; the match it duplicates, if any."""
+        if self.index is None:
+            raise IndexUnavailableError(
+                f"the index at {self.location} could not be opened: {self._open_error}"
+            )
+        known = self.index.get(url)
+        if known is not None and hamming(known.simhash, simhash) <= self.config.distance:
+            # Seen before with the same content (a re-crawl): do not re-add, so it keeps its age.
+            self.stats.inc_value("simhash/revisit")
+            return duplicate_of(self.index.query(simhash), url, known)
+        meta = {"url": url, "date": _now(), "record_id": request.meta.get("warc_record_id")}
+        return duplicate_of(self.index.check_and_add(simhash, url, meta), url, None)
+
+    def _result(self, page: PageFingerprint, original: Match | None) -> dict[str, Any]:
+        assert page.simhash is not None
+        return {
+            "simhash": to_base32(page.simhash),
+            "simhash_hex": to_hex(page.simhash),
+            "scheme": SCHEME,
+            "extractor": self.config.extractor.description,
+            "tokens": page.tokens,
+            "near_duplicate": original is not None,
+            "duplicate_of": None
+            if original is None
+            else {
+                "key": original.key,
+                "url": original.meta.get("url", original.key),
+                "date": original.meta.get("date"),
+                "record_id": original.meta.get("record_id"),
+                "distance": original.distance,
+            },
+        }
+
+    def _stop(self) -> None:
+        engine = self.crawler.engine
+        if engine is not None and self.crawler.spider is not None:
+            engine.close_spider(self.crawler.spider, "simhash_index_error")
+
+    def _index_failed(self, request: Request, response: Response, exc: Exception) -> Response:
+        self.stats.inc_value("simhash/error/index")
+        if self.config.on_index_error == "stop":
+            logger.error("simhash: index error, stopping the crawl (SIMHASH_ON_INDEX_ERROR=stop): %s", exc)
+            self._stop()
+        else:
+            logger.error("simhash: index error, page passed on untagged: %s: %s", response.url, exc)
+        request.meta["simhash_skipped"] = "index_error"
+        return response

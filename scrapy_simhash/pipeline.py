@@ -1,0 +1,103 @@
+"""SimhashPipeline: near-duplicate items, tagged or dropped.
+
+Items arrive stamped by :class:`~scrapy_simhash.spidermiddleware.SimhashItemMiddleware`
+with the fingerprint of the page they came from. When the spider extracts the
+text itself, ``SIMHASH_ITEM_FIELD`` names the item field to fingerprint
+instead; those fingerprints live in an index of their own (``<index>-items``),
+so that an item never matches the page it was extracted from.
+
+``SIMHASH_ITEM_ACTION = "drop"`` drops near-duplicate items (DropItem).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from itemadapter import ItemAdapter
+from scrapy import signals
+from scrapy.exceptions import DropItem, NotConfigured
+
+from .crawl_index import default_location, derived_location, open_crawl_index
+from .fingerprint import simhash_with_count, to_base32
+from .index import NearDuplicateIndex, SimhashIndexError
+from .middleware import duplicate_of
+from .settings import SimhashSettings
+from .spidermiddleware import stamp
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+ITEM_INDEX_SUFFIX = "-items"
+
+
+class SimhashPipeline:
+    """Item pipeline: fingerprint item texts (optional), tag, drop."""
+
+    def __init__(self, crawler: Crawler, config: SimhashSettings) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.config = config
+        self.key_field = crawler.settings.get("SIMHASH_ITEM_KEY_FIELD", "url")
+        self.index: NearDuplicateIndex | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        config = SimhashSettings.from_settings(crawler.settings)
+        if not config.enabled:
+            raise NotConfigured("SIMHASH_ENABLED is off")
+        pipeline = cls(crawler, config)
+        crawler.signals.connect(pipeline.spider_closed, signal=signals.spider_closed)
+        return pipeline
+
+    def open_spider(self, spider: Spider | None = None) -> None:
+        if not self.config.item_field:
+            return
+        name = (spider or self.crawler.spider).name
+        base = self.config.index or default_location(name)
+        location = derived_location(base, ITEM_INDEX_SUFFIX)
+        self.index = open_crawl_index(location, self.config.distance, reset=self.config.reset)
+
+    def spider_closed(self, spider: Spider) -> None:
+        if self.index is not None:
+            self.index.close()
+            self.index = None
+
+    def process_item(self, item: Any, spider: Spider | None = None) -> Any:
+        adapter = ItemAdapter(item)
+        if self.config.item_field and adapter.get(self.config.item_field) and not adapter.get("simhash"):
+            self._fingerprint_item(item, adapter)
+        if adapter.get("simhash") is None:
+            return item
+        if adapter.get("near_duplicate_of"):
+            self.stats.inc_value("simhash/item/near_duplicate")
+            if self.config.item_action == "drop":
+                self.stats.inc_value("simhash/item/dropped")
+                raise DropItem(f"near-duplicate of {adapter['near_duplicate_of']}")
+        else:
+            self.stats.inc_value("simhash/item/unique")
+        return item
+
+    def _fingerprint_item(self, item: Any, adapter: ItemAdapter) -> None:
+        text = str(adapter[self.config.item_field])
+        value, count = simhash_with_count(text)
+        if count == 0 or count < self.config.min_tokens:
+            self.stats.inc_value("simhash/item/skipped/too_few_tokens")
+            return
+        key = str(adapter.get(self.key_field) or f"item:{uuid.uuid4()}")
+        assert self.index is not None, "the item index opens with the spider"
+        try:
+            matches = self.index.check_and_add(value, key, {"url": adapter.get(self.key_field)})
+        except SimhashIndexError as exc:
+            self.stats.inc_value("simhash/error/index")
+            logger.error("simhash: item index error, item passed on untagged: %s", exc)
+            return
+        self.stats.inc_value("simhash/item/computed")
+        original = duplicate_of(matches, key, None)
+        url = (original.meta.get("url") or original.key) if original else None
+        stamp(item, to_base32(value), url)

@@ -1,0 +1,117 @@
+"""The ``SIMHASH_*`` Scrapy settings, parsed and checked in one place.
+
+Every component reads its configuration through :class:`SimhashSettings`, so
+a wrong value fails at start-up with a message naming the setting, not in the
+middle of a crawl.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from . import defaults
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+    from .extract import Extractor
+
+DEFAULTS: dict[str, object] = {
+    "SIMHASH_ENABLED": True,
+    "SIMHASH_DISTANCE": defaults.DISTANCE,
+    "SIMHASH_ACTION": "tag",
+    "SIMHASH_INDEX": None,
+    "SIMHASH_RESET": False,
+    "SIMHASH_MIN_TOKENS": defaults.MIN_TOKENS,
+    "SIMHASH_CONTENT_TYPES": ["text/html", "application/xhtml+xml"],
+    "SIMHASH_WORKERS": None,
+    "SIMHASH_TIMEOUT": 30.0,
+    "SIMHASH_MAX_BODY_SIZE": 8 * 1024 * 1024,
+    "SIMHASH_EXTRACTOR_FAST": True,
+    "SIMHASH_EXTRACTOR_FAVOR_PRECISION": False,
+    "SIMHASH_EXTRACTOR_FAVOR_RECALL": False,
+    "SIMHASH_EXTRACTOR_TABLES": True,
+    "SIMHASH_EXTRACTOR_FALLBACK": "none",
+    "SIMHASH_ON_INDEX_ERROR": "continue",
+    "SIMHASH_ITEM_FIELD": None,
+    "SIMHASH_ITEM_ACTION": "tag",
+}
+
+_ACTIONS = ("tag", "drop")
+
+
+def _choice(settings: BaseSettings, name: str, choices: tuple[str, ...]) -> str:
+    value = str(settings.get(name, DEFAULTS[name])).lower()
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+    return value
+
+
+def _number(settings: BaseSettings, name: str, low: float, high: float | None = None) -> float:
+    raw = settings.get(name, DEFAULTS[name])
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number; got {raw!r}") from None
+    if value < low or (high is not None and value > high):
+        bound = f"between {low:g} and {high:g}" if high is not None else f"at least {low:g}"
+        raise ValueError(f"{name} must be {bound}; got {raw!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class SimhashSettings:
+    """Typed view of the ``SIMHASH_*`` settings."""
+
+    enabled: bool
+    distance: int
+    action: str
+    index: str | None
+    reset: bool
+    min_tokens: int
+    content_types: tuple[str, ...]
+    workers: int
+    timeout: float
+    max_body_size: int
+    extractor: Extractor
+    on_index_error: str
+    item_field: str | None
+    item_action: str
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> SimhashSettings:
+        from .extract import Extractor
+
+        workers_raw = settings.get("SIMHASH_WORKERS", DEFAULTS["SIMHASH_WORKERS"])
+        if workers_raw in (None, ""):
+            workers = os.cpu_count() or 1
+        else:
+            workers = int(_number(settings, "SIMHASH_WORKERS", 0))
+        max_body = int(_number(settings, "SIMHASH_MAX_BODY_SIZE", 1))
+        content_types = settings.getlist("SIMHASH_CONTENT_TYPES", DEFAULTS["SIMHASH_CONTENT_TYPES"])
+        fallback = _choice(settings, "SIMHASH_EXTRACTOR_FALLBACK", ("none", "visible"))
+        return cls(
+            enabled=settings.getbool("SIMHASH_ENABLED", True),
+            distance=int(_number(settings, "SIMHASH_DISTANCE", 0, 8)),
+            action=_choice(settings, "SIMHASH_ACTION", _ACTIONS),
+            index=settings.get("SIMHASH_INDEX") or None,
+            reset=settings.getbool("SIMHASH_RESET", False),
+            min_tokens=int(_number(settings, "SIMHASH_MIN_TOKENS", 0)),
+            content_types=tuple(c.strip().lower() for c in content_types if c.strip()),
+            workers=workers,
+            timeout=_number(settings, "SIMHASH_TIMEOUT", 0.001),
+            max_body_size=max_body,
+            extractor=Extractor(
+                fast=settings.getbool("SIMHASH_EXTRACTOR_FAST", True),
+                favor_precision=settings.getbool("SIMHASH_EXTRACTOR_FAVOR_PRECISION", False),
+                favor_recall=settings.getbool("SIMHASH_EXTRACTOR_FAVOR_RECALL", False),
+                include_tables=settings.getbool("SIMHASH_EXTRACTOR_TABLES", True),
+                fallback=fallback,  # type: ignore[arg-type]
+                max_bytes=max_body,
+            ),
+            on_index_error=_choice(settings, "SIMHASH_ON_INDEX_ERROR", ("continue", "stop")),
+            item_field=settings.get("SIMHASH_ITEM_FIELD") or None,
+            item_action=_choice(settings, "SIMHASH_ITEM_ACTION", _ACTIONS),
+        )

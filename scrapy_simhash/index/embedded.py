@@ -1,0 +1,480 @@
+"""The embedded index: a local directory, no server, exact and crash-safe.
+
+Layers, freshest first, each probed for every query:
+
+1. *pending*: the last few thousand inserts in a small unsorted buffer, compared by brute
+   force (a popcount over at most ``pending_max`` fingerprints is cheaper than keeping
+   16 sorted structures up to date one insert at a time);
+2. *delta*: an in-memory segment of sorted tables, into which the pending buffer is merged
+   by sorted insertion;
+3. *base*: the bulk, immutable sorted tables memory-mapped from disk, replaced by a new
+   generation when the delta outgrows ``max(delta_min, len(base) / 8)`` or on ``compact()``.
+
+Only the SQLite database (:mod:`.storage`) is the source of truth: every insert is
+committed there (durably) before the call returns, and layers 1-2 are rebuilt from it on
+open, layer 3 when its files are missing or damaged. One process may write an index at
+a time (an ``flock`` on ``LOCK``; a second writer gets :class:`IndexLockedError`);
+any number may open it ``read_only=True`` and see the state as of their opening.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import operator
+import os
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .base import IndexLockedError, LayoutError, Match, Meta, NearDuplicateIndex, SimhashIndexError
+from .batch import as_hash_array
+from .layouts import DEFAULT_K, Layout, resolve
+from .manifest import TablesInvalid, load_generation, read_manifest, remove_stale, write_generation
+from .storage import Store
+from .tables import Hits, Segment, brute_force
+
+logger = logging.getLogger(__name__)
+
+DATABASE = "index.sqlite3"
+LOCK = "LOCK"
+_MASK64 = (1 << 64) - 1
+_QUERY_CHUNK = 32_768  # queries per vectorised pass in query_many (bounds temporary memory)
+
+
+def check_simhash(value: Any) -> int:
+    """A valid, storable fingerprint: an unsigned 64-bit int other than 0."""
+    if isinstance(value, bool):
+        raise TypeError("a fingerprint is an int, not bool")
+    try:
+        h = operator.index(value)
+    except TypeError:
+        raise TypeError(f"a fingerprint is an int, not {type(value).__name__}") from None
+    if h == 0:
+        raise ValueError("the fingerprint 0 (a text without tokens) cannot be indexed or queried")
+    if not 0 < h <= _MASK64:
+        raise ValueError(f"a fingerprint is an unsigned 64-bit integer, got {h}")
+    return h
+
+
+def _check_key(key: Any) -> str:
+    if not isinstance(key, str):
+        raise TypeError(f"a key is a str, not {type(key).__name__}")
+    if not key:
+        raise ValueError("a key must not be empty")
+    return key
+
+
+def _encode_meta(key: str, meta: Meta | None) -> str | None:
+    if meta is None:
+        return None
+    try:
+        return json.dumps(dict(meta), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"meta of {key!r} must be a JSON-serialisable mapping: {exc}") from None
+
+
+class SimhashIndex(NearDuplicateIndex):
+    """Persistent exact near-duplicate index in directory ``path`` (created if missing).
+
+    ``k``: default query distance (default: the one the index was created with, else 3).
+    ``layout``: table layout spec (see :mod:`.layouts`); fixed when the index is created.
+    ``read_only``: no lock, no writes; a snapshot as of opening.
+    ``verify``: check the table files' CRC-32s on open (a damaged file is rebuilt).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        k: int | None = None,
+        layout: str | Layout | None = None,
+        *,
+        read_only: bool = False,
+        verify: bool = True,
+        pending_max: int = 4096,
+        delta_min: int = 1 << 18,
+    ) -> None:
+        self.path = Path(path)
+        self.read_only = read_only
+        self._pending_max = max(1, pending_max)
+        self._delta_min = max(1, delta_min)
+        self._lock = threading.RLock()
+        self._lock_fd: int | None = None
+        self._closed = True
+        self._verify = verify
+        self._rebuilds = 0
+        self._merges = 0
+        if self.path.exists() and not self.path.is_dir():
+            raise ValueError(f"index path {self.path} exists and is not a directory")
+        if read_only:
+            if not (self.path / DATABASE).exists():
+                raise FileNotFoundError(f"no index at {self.path} (missing {DATABASE})")
+        else:
+            self.path.mkdir(parents=True, exist_ok=True)
+            self._acquire_lock()
+        try:
+            self._store = Store(self.path / DATABASE, read_only=read_only)
+            try:
+                self.layout, self.k = self._settle_layout(k, layout)
+                self._load()
+            except BaseException:
+                self._store.close()
+                raise
+        except BaseException:
+            self._release_lock()
+            raise
+        self._closed = False
+
+    # opening
+    def _acquire_lock(self) -> None:
+        fd = os.open(self.path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise IndexLockedError(
+                f"the index at {self.path} is open for writing by another process (or another "
+                f"SimhashIndex in this one); open it with read_only=True to read it meanwhile"
+            ) from None
+        self._lock_fd = fd
+
+    def _release_lock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing the descriptor drops the flock
+            self._lock_fd = None
+
+    def _settle_layout(self, k: int | None, spec: str | Layout | None) -> tuple[Layout, int]:
+        """The stored layout (or a new one); LayoutError when k or spec disagree with it."""
+        stored = self._store.settings()
+        if not stored:
+            if self.read_only:
+                raise SimhashIndexError(f"the index at {self.path} has never been initialised")
+            k = DEFAULT_K if k is None else k
+            layout = resolve(spec, k)
+            stored = self._store.init_settings({"layout": layout.spec, "k": str(k)})
+        layout = resolve(stored["layout"], 0)
+        if k is None:
+            k = int(stored["k"])
+        if spec is not None and resolve(spec, k).spec != layout.spec:
+            raise LayoutError(
+                f"the index at {self.path} uses layout {layout.spec}, not {resolve(spec, k).spec}; "
+                f"open it without a layout, or export and rebuild it"
+            )
+        if k > layout.max_k:
+            raise LayoutError(
+                f"the index at {self.path} was created for k={stored['k']} (layout {layout.spec} is "
+                f"complete up to k={layout.max_k}); it cannot answer k={k} exactly. Export it and "
+                f"build a new index with k={k}"
+            )
+        layout.check(k)
+        self._db_id = stored["db_id"]
+        return layout, k
+
+    def _load(self) -> None:
+        """Base tables from disk (rebuilt if damaged), the rest from the database."""
+        self._generation = 0
+        self._base = Segment.empty(self.layout)
+        self._base_max_seq = 0
+        try:
+            manifest = read_manifest(self.path)
+            if manifest is not None:
+                if manifest.get("db_id") != self._db_id:
+                    raise TablesInvalid("the table files belong to another database")
+                self._base = load_generation(self.path, manifest, self.layout, verify=self._verify)
+                self._generation = int(manifest["generation"])
+                self._base_max_seq = int(manifest["max_seq"])
+        except TablesInvalid as exc:
+            self._base, self._base_max_seq = Segment.empty(self.layout), 0
+            self._rebuilds += 1
+            logger.warning(
+                "index %s: table files invalid (%s); rebuilding them from the database", self.path, exc
+            )
+        tombstones = self._store.tombstones()
+        self._dead: set[int] = set(_members(self._base.seqs, tombstones).tolist())
+        seqs, hashes = self._store.rows(after=self._base_max_seq)
+        self._delta = Segment.build(self.layout, hashes, seqs)
+        self._pending_h: list[int] = []
+        self._pending_s: list[int] = []
+        self._pending_arrays: tuple[np.ndarray, np.ndarray] | None = None
+        self._count = self._store.count()
+        expected = len(self._base) - len(self._dead) + len(self._delta)
+        if expected != self._count:
+            # the files do not describe this database (restored from elsewhere, or damaged)
+            self._rebuilds += 1
+            logger.warning(
+                "index %s: table files hold %d live fingerprints, the database %d; rebuilding",
+                self.path,
+                expected,
+                self._count,
+            )
+            self._base, self._base_max_seq, self._dead = Segment.empty(self.layout), 0, set()
+            seqs, hashes = self._store.rows()
+            self._delta = Segment.build(self.layout, hashes, seqs)
+        if not self.read_only:
+            remove_stale(self.path, keep=self._generation if self._generation else None)
+            if self._rebuilds or len(self._delta) >= max(self._delta_min, len(self._base) // 8):
+                self._write_generation()
+
+    # helpers
+    def _check_open(self, writing: bool = False) -> None:
+        if self._closed:
+            raise SimhashIndexError(f"the index at {self.path} is closed")
+        if writing and self.read_only:
+            raise SimhashIndexError(f"the index at {self.path} is open read-only")
+
+    def _query_k(self, k: int | None) -> int:
+        if k is None:
+            return self.k
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise ValueError(f"k must be a non-negative int, got {k!r}")
+        if k > self.layout.max_k:
+            raise LayoutError(
+                f"this index's layout {self.layout.spec} answers exactly only up to k={self.layout.max_k}"
+            )
+        return k
+
+    def _pending(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._pending_arrays is None:
+            self._pending_arrays = (
+                np.array(self._pending_h, dtype=np.uint64),
+                np.array(self._pending_s, dtype=np.int64),
+            )
+        return self._pending_arrays
+
+    def _dead_array(self) -> np.ndarray:
+        return np.fromiter(self._dead, dtype=np.int64, count=len(self._dead))
+
+    # writing
+    def add(self, simhash: int, key: str, meta: Meta | None = None) -> None:
+        self.add_many([(simhash, key, meta)])
+
+    def add_many(self, items: Iterable[tuple[int, str, Meta | None]] | Iterable[tuple[int, str]]) -> int:
+        """Store many ``(simhash, key[, meta])`` in one durable transaction; all or nothing."""
+        rows: dict[str, tuple[int, str, str | None]] = {}
+        count = 0
+        for item in items:
+            if len(item) == 2:
+                h, key = item  # type: ignore[misc]
+                meta = None
+            else:
+                h, key, meta = item  # type: ignore[misc]
+            key = _check_key(key)
+            h = check_simhash(h)
+            rows.pop(key, None)  # the last of several items with one key wins, at the end
+            rows[key] = (h, key, _encode_meta(key, meta))
+            count += 1
+        if not rows:
+            return 0
+        with self._lock:
+            self._check_open(writing=True)
+            self._insert(list(rows.values()))
+        return count
+
+    def _insert(self, rows: list[tuple[int, str, str | None]]) -> None:
+        seqs, replaced = self._store.put_many(rows, tombstone_upto=self._base_max_seq)
+        self._dead.update(replaced)
+        self._count += len(rows) - len(replaced)
+        self._pending_h.extend(h for h, _, _ in rows)
+        self._pending_s.extend(seqs)
+        self._pending_arrays = None
+        if len(self._pending_h) >= self._pending_max:
+            self._flush_pending()
+
+    def _flush_pending(self) -> None:
+        """Merge the pending buffer into the delta; write a new base when the delta is big."""
+        if self._pending_h:
+            hashes, seqs = self._pending()
+            fresh = Segment.build(self.layout, hashes, seqs)
+            self._delta = self._delta.merged(self.layout, fresh, self._dead_array() if self._dead else None)
+            self._pending_h, self._pending_s, self._pending_arrays = [], [], None
+            # removed rows newer than the base are now gone from memory for good
+            self._dead = {s for s in self._dead if s <= self._base_max_seq}
+        if len(self._delta) >= max(self._delta_min, len(self._base) // 8):
+            self._write_generation()
+
+    def _write_generation(self) -> None:
+        """Merge everything into a new on-disk base generation (atomically switched)."""
+        if self._pending_h:
+            hashes, seqs = self._pending()
+            self._delta = self._delta.merged(self.layout, Segment.build(self.layout, hashes, seqs))
+            self._pending_h, self._pending_s, self._pending_arrays = [], [], None
+        dead = self._dead_array() if self._dead else None
+        merged = self._base.merged(self.layout, self._delta, dead)
+        max_seq = self._store.next_seq - 1
+        generation = self._generation + 1
+        write_generation(
+            self.path,
+            generation,
+            merged,
+            self.layout,
+            {"max_seq": max_seq, "db_id": self._db_id, "k": self.k},
+        )
+        self._store.clear_tombstones(max_seq)
+        manifest = read_manifest(self.path)
+        assert manifest is not None
+        self._base = load_generation(self.path, manifest, self.layout, verify=False)
+        self._generation, self._base_max_seq = generation, max_seq
+        self._delta = Segment.empty(self.layout)
+        self._dead = set()
+        self._merges += 1
+
+    def check_and_add(self, simhash: int, key: str, meta: Meta | None = None) -> list[Match]:
+        h = check_simhash(simhash)
+        key = _check_key(key)
+        encoded = _encode_meta(key, meta)
+        with self._lock:
+            self._check_open(writing=True)
+            matches = self._search(np.array([h], dtype=np.uint64), self.k)[0]
+            self._insert([(h, key, encoded)])
+        return matches
+
+    def remove(self, key: str) -> bool:
+        key = _check_key(key)
+        with self._lock:
+            self._check_open(writing=True)
+            seq = self._store.delete(key, tombstone_upto=self._base_max_seq)
+            if seq is None:
+                return False
+            self._dead.add(seq)
+            self._count -= 1
+            return True
+
+    def compact(self) -> None:
+        """Merge recent inserts and removals into a new on-disk generation; checkpoint the WAL."""
+        with self._lock:
+            self._check_open(writing=True)
+            if (
+                self._pending_h
+                or len(self._delta)
+                or self._dead
+                or not (self.path / "manifest.json").exists()
+            ):
+                self._write_generation()
+            self._store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    # reading
+    def query(self, simhash: int, k: int | None = None) -> list[Match]:
+        h = check_simhash(simhash)
+        with self._lock:
+            self._check_open()
+            return self._search(np.array([h], dtype=np.uint64), self._query_k(k))[0]
+
+    def query_many(self, simhashes: Iterable[int] | np.ndarray, k: int | None = None) -> list[list[Match]]:
+        """Vectorised ``query`` over many fingerprints (a numpy uint64 array is fastest)."""
+        queries = as_hash_array(simhashes)
+        if queries.size and not queries.all():
+            raise ValueError("the fingerprint 0 (a text without tokens) cannot be queried")
+        with self._lock:
+            self._check_open()
+            k = self._query_k(k)
+            if len(self._pending_h) * queries.size > 1 << 22:
+                self._flush_pending()  # brute force over the buffer would dominate
+            out: list[list[Match]] = []
+            for start in range(0, queries.size, _QUERY_CHUNK):
+                out.extend(self._search(queries[start : start + _QUERY_CHUNK], k))
+            return out
+
+    def _search(self, queries: np.ndarray, k: int) -> list[list[Match]]:
+        combined = self.layout.combined_keys(queries)
+        parts = [
+            self._base.probe(self.layout, queries, combined, k),
+            self._delta.probe(self.layout, queries, combined, k),
+        ]
+        if self._pending_h:
+            hashes, seqs = self._pending()
+            parts.append(brute_force(hashes, seqs, queries, k))
+        hits = Hits.concat(parts)
+        results: list[list[Match]] = [[] for _ in range(queries.shape[0])]
+        if not hits.query.size:
+            return results
+        seq_list = hits.seq.tolist()
+        rows = self._store.fetch(sorted(set(seq_list) - self._dead))
+        for q, seq, h, d in zip(
+            hits.query.tolist(), seq_list, hits.simhash.tolist(), hits.distance.tolist(), strict=True
+        ):
+            row = rows.get(seq)
+            if row is not None and seq not in self._dead:
+                results[q].append(Match(row[0], h, d, row[1], seq))
+        for matches in results:
+            if len(matches) > 1:
+                matches.sort(key=lambda m: (m.distance, m.seq))
+        return results
+
+    def get(self, key: str) -> Match | None:
+        key = _check_key(key)
+        with self._lock:
+            self._check_open()
+            row = self._store.get(key)
+        if row is None:
+            return None
+        seq, h, meta = row
+        return Match(key, h, 0, meta, seq)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and bool(key) and self.get(key) is not None
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[Match]:
+        """Every stored fingerprint, oldest first (distance 0)."""
+        self._check_open()
+        for seq, key, h, meta in self._store.iterate():
+            yield Match(key, h, 0, meta, seq)
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            self._check_open()
+            disk = sum(p.stat().st_size for p in self.path.iterdir() if p.is_file())
+            tables = self._base.nbytes + self._delta.nbytes + 16 * len(self._pending_h)
+            return {
+                "backend": "embedded",
+                "path": str(self.path),
+                "size": self._count,
+                "k": self.k,
+                "layout": self.layout.spec,
+                "tables": self.layout.num_tables,
+                "complete_up_to_k": self.layout.max_k,
+                "base": len(self._base),
+                "delta": len(self._delta),
+                "pending": len(self._pending_h),
+                "removed_not_compacted": len(self._dead),
+                "generation": self._generation,
+                "merges": self._merges,
+                "rebuilds": self._rebuilds,
+                "table_bytes": tables,
+                "disk_bytes": disk,
+                "read_only": self.read_only,
+            }
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._store.close()
+            self._base = self._delta = Segment.empty(self.layout)
+            self._release_lock()
+
+    def __enter__(self) -> SimhashIndex:
+        return self
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{self._count} fingerprints"
+        return f"<SimhashIndex {str(self.path)!r} k={getattr(self, 'k', '?')} {state}>"
+
+
+def _members(sorted_values: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """The candidates present in an ascending array (binary search, no full scan)."""
+    if not sorted_values.shape[0] or not candidates.size:
+        return candidates[:0]
+    where = np.searchsorted(sorted_values, candidates)
+    where = np.minimum(where, sorted_values.shape[0] - 1)
+    return candidates[sorted_values[where] == candidates]
+
+
+__all__ = ["SimhashIndex", "check_simhash"]

@@ -1,0 +1,146 @@
+"""Table files on disk: written once, replaced atomically, verified on open.
+
+One generation of the bulk tables is four ``.npy`` files (combined keys, rows,
+fingerprints, sequence numbers) named after the generation, plus ``manifest.json`` that
+names them with their sizes and CRC-32s. A new generation is written to new files, each
+fsynced, then the manifest is written to a temporary file, fsynced and renamed over the
+old one, and the directory fsynced: a crash leaves either the old or the new generation,
+never a mix. Files of other generations are garbage and removed.
+
+Any damage (missing, truncated, flipped bits, wrong shape) is reported as
+:class:`TablesInvalid`; the index then rebuilds the tables from the database.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .layouts import Layout
+from .tables import Segment
+
+FORMAT = "scrapy-simhash-index/1"
+MANIFEST = "manifest.json"
+_PARTS = ("keys", "rows", "hashes", "seqs")
+
+
+class TablesInvalid(Exception):
+    """The table files cannot be trusted (the reason says why); rebuild them."""
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _crc(path: Path) -> int:
+    crc = 0
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 22):
+            crc = zlib.crc32(chunk, crc)
+    return crc
+
+
+def write_generation(
+    directory: Path, generation: int, segment: Segment, layout: Layout, info: dict[str, Any]
+) -> dict[str, Any]:
+    """Write ``segment`` as generation ``generation`` and switch the manifest to it."""
+    files: dict[str, Any] = {}
+    for part in _PARTS:
+        name = f"tables-{generation:06d}.{part}.npy"
+        path = directory / name
+        array = np.ascontiguousarray(getattr(segment, part))
+        with path.open("wb") as f:
+            np.save(f, array, allow_pickle=False)
+            f.flush()
+            os.fsync(f.fileno())
+        files[part] = {"name": name, "bytes": path.stat().st_size, "crc32": _crc(path)}
+    manifest = {
+        "format": FORMAT,
+        "generation": generation,
+        "layout": layout.spec,
+        "count": len(segment),
+        "files": files,
+        **info,
+    }
+    tmp = directory / f"{MANIFEST}.tmp"
+    with tmp.open("w") as f:
+        json.dump(manifest, f, indent=1, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, directory / MANIFEST)
+    _fsync_dir(directory)
+    remove_stale(directory, keep=generation)
+    return manifest
+
+
+def remove_stale(directory: Path, keep: int | None) -> None:
+    """Delete table files of every generation but ``keep`` (left over by a crash or a merge)."""
+    for path in directory.glob("tables-*.npy"):
+        try:
+            generation = int(path.name.split(".")[0].split("-")[1])
+        except (IndexError, ValueError):
+            continue
+        if generation != keep:
+            path.unlink(missing_ok=True)
+    (directory / f"{MANIFEST}.tmp").unlink(missing_ok=True)
+
+
+def read_manifest(directory: Path) -> dict[str, Any] | None:
+    """The manifest, None when there is none yet; TablesInvalid when unreadable."""
+    path = directory / MANIFEST
+    if not path.exists():
+        return None
+    try:
+        manifest = json.loads(path.read_text())
+        if manifest.get("format") != FORMAT:
+            raise TablesInvalid(f"manifest format {manifest.get('format')!r} is not {FORMAT}")
+        for part in _PARTS:
+            entry = manifest["files"][part]
+            if not isinstance(entry["name"], str) or "/" in entry["name"]:
+                raise TablesInvalid("manifest names a file outside the index")
+        int(manifest["generation"])
+        int(manifest["count"])
+        int(manifest["max_seq"])
+        return manifest
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+        raise TablesInvalid(f"manifest.json is damaged ({type(exc).__name__}: {exc})") from None
+
+
+def load_generation(
+    directory: Path, manifest: dict[str, Any], layout: Layout, verify: bool = True
+) -> Segment:
+    """Memory-map the generation named by ``manifest``, after checking sizes and CRCs."""
+    if manifest["layout"] != layout.spec:
+        raise TablesInvalid(f"tables were built for layout {manifest['layout']}, not {layout.spec}")
+    arrays = {}
+    for part in _PARTS:
+        entry = manifest["files"][part]
+        path = directory / entry["name"]
+        if not path.exists():
+            raise TablesInvalid(f"{entry['name']} is missing")
+        if path.stat().st_size != entry["bytes"]:
+            raise TablesInvalid(f"{entry['name']} has {path.stat().st_size} bytes, expected {entry['bytes']}")
+        if verify and _crc(path) != entry["crc32"]:
+            raise TablesInvalid(f"{entry['name']} fails its CRC-32 check")
+        try:
+            # an empty array cannot be memory-mapped
+            mode = "r" if int(manifest["count"]) else None
+            arrays[part] = np.load(path, mmap_mode=mode, allow_pickle=False)
+        except (ValueError, OSError) as exc:
+            raise TablesInvalid(f"{entry['name']} is not a valid array file ({exc})") from None
+    segment = Segment(**arrays)
+    problem = segment.check(layout)
+    if problem is None and len(segment) != int(manifest["count"]):
+        problem = f"tables hold {len(segment)} fingerprints, manifest says {manifest['count']}"
+    if problem:
+        raise TablesInvalid(problem)
+    return segment

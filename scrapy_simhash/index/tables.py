@@ -1,0 +1,185 @@
+"""Sorted permuted tables: one immutable segment of the index, probed with numpy.
+
+All tables of a layout live in *one* sorted array of combined keys
+(``table << key_bits | key``), so probing every table for a batch of queries is two
+``searchsorted`` calls. Per stored fingerprint a segment holds, per table, the combined key
+(4 bytes for the default layout) and a row number (4 bytes), plus the fingerprint and its
+sequence number once: 16 * 8 + 16 = 144 bytes with the default 16 tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .batch import popcount64
+from .layouts import Layout
+
+ROW_DTYPE = np.dtype(np.uint32)
+MAX_ROWS = int(np.iinfo(ROW_DTYPE).max)
+
+
+@dataclass
+class Hits:
+    """Matches found in a segment: query position, sequence number, fingerprint, distance."""
+
+    query: np.ndarray
+    seq: np.ndarray
+    simhash: np.ndarray
+    distance: np.ndarray
+
+    @classmethod
+    def empty(cls) -> Hits:
+        return cls(
+            np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.uint8)
+        )
+
+    @classmethod
+    def concat(cls, parts: list[Hits]) -> Hits:
+        parts = [p for p in parts if p.query.size]
+        if not parts:
+            return cls.empty()
+        if len(parts) == 1:
+            return parts[0]
+        return cls(
+            np.concatenate([p.query for p in parts]),
+            np.concatenate([p.seq for p in parts]),
+            np.concatenate([p.simhash for p in parts]),
+            np.concatenate([p.distance for p in parts]),
+        )
+
+
+@dataclass
+class Segment:
+    """Sorted combined keys with their rows, plus per-row fingerprint and sequence number."""
+
+    keys: np.ndarray
+    rows: np.ndarray
+    hashes: np.ndarray
+    seqs: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.hashes.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.keys.nbytes + self.rows.nbytes + self.hashes.nbytes + self.seqs.nbytes)
+
+    @classmethod
+    def empty(cls, layout: Layout) -> Segment:
+        return cls(
+            np.zeros(0, layout.combined_dtype),
+            np.zeros(0, ROW_DTYPE),
+            np.zeros(0, np.uint64),
+            np.zeros(0, np.int64),
+        )
+
+    @classmethod
+    def build(cls, layout: Layout, hashes: np.ndarray, seqs: np.ndarray) -> Segment:
+        """Sort the tables of a set of fingerprints (rows in the given order)."""
+        hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
+        seqs = np.ascontiguousarray(seqs, dtype=np.int64)
+        n = hashes.shape[0]
+        if n > MAX_ROWS:
+            raise ValueError(f"a segment holds at most {MAX_ROWS} fingerprints")
+        if n == 0:
+            return cls.empty(layout)
+        combined = layout.combined_keys(hashes).ravel()  # row-major: row i's tables are adjacent
+        rows = np.repeat(np.arange(n, dtype=ROW_DTYPE), layout.num_tables)
+        if layout.combined_dtype == np.uint32:
+            # a plain sort of key << 32 | row is several times faster than an argsort
+            packed = (combined.astype(np.uint64) << np.uint64(32)) | rows
+            packed.sort()
+            keys = (packed >> np.uint64(32)).astype(np.uint32)
+            rows = (packed & np.uint64(0xFFFFFFFF)).astype(ROW_DTYPE)
+        else:
+            order = np.argsort(combined, kind="stable")
+            keys, rows = combined[order], rows[order]
+        return cls(keys, rows, hashes, seqs)
+
+    def probe(self, layout: Layout, query: np.ndarray, combined: np.ndarray, k: int) -> Hits:
+        """Every row within ``k`` of each query (``combined``: the queries' keys, shape (q, tables))."""
+        if not self.keys.shape[0]:
+            return Hits.empty()
+        flat = combined.ravel()
+        lo = np.searchsorted(self.keys, flat, side="left")
+        hi = np.searchsorted(self.keys, flat, side="right")
+        counts = hi - lo
+        nonzero = np.flatnonzero(counts)
+        if not nonzero.size:
+            return Hits.empty()
+        counts = counts[nonzero]
+        total = int(counts.sum())
+        ends = np.cumsum(counts)
+        offsets = np.arange(total) + np.repeat(lo[nonzero] - (ends - counts), counts)
+        qidx = np.repeat(nonzero // layout.num_tables, counts)
+        rows = self.rows[offsets]
+        found = self.hashes[rows]
+        dist = popcount64(found ^ query[qidx])
+        keep = dist <= k
+        if not keep.any():
+            return Hits.empty()
+        qidx, rows, found, dist = qidx[keep], rows[keep], found[keep], dist[keep]
+        if qidx.size > 1:  # a row close to a query is found in several tables: keep one
+            ident = qidx.astype(np.int64) * (len(self) + 1) + rows.astype(np.int64)
+            _, first = np.unique(ident, return_index=True)
+            qidx, rows, found, dist = qidx[first], rows[first], found[first], dist[first]
+        return Hits(qidx.astype(np.int64), self.seqs[rows].astype(np.int64), found, dist.astype(np.uint8))
+
+    def merged(self, layout: Layout, other: Segment, dead: np.ndarray | None = None) -> Segment:
+        """This segment plus ``other`` (both sorted), dropping rows whose seq is in ``dead``.
+
+        Linear in the sizes: sorted insertion, no re-sort.
+        """
+        base = self.without(dead) if dead is not None and dead.size else self
+        extra = other.without(dead) if dead is not None and dead.size else other
+        if not len(extra):
+            return base
+        if not len(base):
+            return extra
+        n = len(base)
+        if n + len(extra) > MAX_ROWS:
+            raise ValueError(f"a segment holds at most {MAX_ROWS} fingerprints")
+        where = np.searchsorted(base.keys, extra.keys, side="right")
+        keys = np.insert(base.keys, where, extra.keys)
+        rows = np.insert(base.rows, where, extra.rows + ROW_DTYPE.type(n))
+        return Segment(
+            keys, rows, np.concatenate([base.hashes, extra.hashes]), np.concatenate([base.seqs, extra.seqs])
+        )
+
+    def without(self, dead: np.ndarray) -> Segment:
+        """A copy without the rows whose seq is in ``dead``."""
+        alive = ~np.isin(self.seqs, dead)
+        if alive.all():
+            return self
+        renumber = (np.cumsum(alive) - 1).astype(ROW_DTYPE)
+        keep = alive[self.rows]
+        return Segment(
+            np.ascontiguousarray(self.keys[keep]),
+            renumber[self.rows[keep]],
+            np.ascontiguousarray(self.hashes[alive]),
+            np.ascontiguousarray(self.seqs[alive]),
+        )
+
+    def check(self, layout: Layout) -> str | None:
+        """A reason why this segment is inconsistent, or None (cheap structural checks)."""
+        n = len(self)
+        if self.seqs.shape != (n,) or self.seqs.dtype != np.int64 or self.hashes.dtype != np.uint64:
+            return "fingerprint and sequence arrays disagree"
+        if self.keys.shape != (n * layout.num_tables,) or self.rows.shape != self.keys.shape:
+            return f"table arrays hold {self.keys.shape[0]} entries, expected {n * layout.num_tables}"
+        if self.keys.dtype != layout.combined_dtype or self.rows.dtype != ROW_DTYPE:
+            return "table arrays have the wrong type"
+        return None
+
+
+def brute_force(hashes: np.ndarray, seqs: np.ndarray, query: np.ndarray, k: int) -> Hits:
+    """Probe a small unsorted buffer by comparing every pair (the freshest inserts)."""
+    if not hashes.size or not query.size:
+        return Hits.empty()
+    dist = popcount64(query[:, None] ^ hashes[None, :])
+    qidx, cols = np.nonzero(dist <= k)
+    if not qidx.size:
+        return Hits.empty()
+    return Hits(qidx.astype(np.int64), seqs[cols], hashes[cols], dist[qidx, cols].astype(np.uint8))

@@ -7,6 +7,7 @@ the restart tests depend on.
 
 from __future__ import annotations
 
+import random
 import shutil
 import socket
 import subprocess
@@ -25,6 +26,25 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _bindable(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def free_cluster_port() -> int:
+    """A free port p <= 55535 whose cluster bus port p + 10000 is free too."""
+    rng = random.Random()
+    for _ in range(1000):
+        port = rng.randrange(20000, 55535)
+        if _bindable(port) and _bindable(port + 10000):
+            return port
+    raise RuntimeError("no free port pair for a Redis Cluster node")
+
+
 class RedisServer:
     """One redis-server process whose data directory outlives restarts."""
 
@@ -35,7 +55,7 @@ class RedisServer:
             )
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.port = port or free_port()
+        self.port = port or (free_cluster_port() if cluster else free_port())
         self.cluster = cluster
         self.process: subprocess.Popen[bytes] | None = None
 

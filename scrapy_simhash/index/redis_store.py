@@ -170,7 +170,10 @@ class RedisIndex(NearDuplicateIndex):
         }
         location = _describe(parts)
         if _truthy(ours.get("cluster", False)):
-            client: redis.Redis | redis.RedisCluster = redis.RedisCluster.from_url(clean, **connection)
+            try:
+                client: redis.Redis | redis.RedisCluster = redis.RedisCluster.from_url(clean, **connection)
+            except (RedisClusterException, *_UNAVAILABLE) as exc:
+                raise IndexUnavailableError(f"Redis Cluster at {location} is unavailable: {exc}") from exc
         else:
             # Retries are ours (see _call): one loop that also reloads scripts and names the host.
             client = redis.Redis.from_url(clean, retry=Retry(NoBackoff(), 0), **connection)
@@ -410,7 +413,7 @@ class RedisIndex(NearDuplicateIndex):
         def attempt() -> list[Any]:
             if self._sha is None:
                 self._sha = self._load_script()
-            pipe = self._client.pipeline(transaction=False)
+            pipe = self._slot_client().pipeline(transaction=False)
             for args in batch:
                 pipe.evalsha(self._sha, len(self._keys), *self._keys, *args)
             results = pipe.execute(raise_on_error=False)
@@ -418,11 +421,21 @@ class RedisIndex(NearDuplicateIndex):
                 if isinstance(result, NoScriptError):
                     self._sha = None
                     raise _Reload()
+                if isinstance(result, redis.exceptions.AskError):  # MOVED/ASK: the slot moved
+                    self._client.nodes_manager.initialize()
+                    raise result
                 if isinstance(result, Exception):
                     raise result
             return results
 
         return self._call(attempt, action)
+
+    def _slot_client(self) -> redis.Redis:
+        """The client that pipelines go through: on Redis Cluster, the primary owning our one slot
+        (redis-py's cluster pipeline refuses EVALSHA; every key of this index is in that slot anyway)."""
+        if isinstance(self._client, redis.RedisCluster):
+            return self._client.get_redis_connection(self._client.get_node_from_key(self._keys[0]))
+        return self._client
 
     def _load_script(self) -> str:
         return self._client.script_load(self._script)
@@ -453,7 +466,7 @@ class RedisIndex(NearDuplicateIndex):
                     self.location, action, type(exc).__name__, exc, failures, self._retries, pause,
                 )  # fmt: skip
                 time.sleep(pause)
-            except ResponseError as exc:
+            except (ResponseError, RedisClusterException) as exc:
                 raise SimhashIndexError(f"Redis at {self.location} refused {action}: {exc}") from exc
 
 

@@ -1,0 +1,424 @@
+"""The Redis index against real redis-server processes started by this module on 127.0.0.1."""
+
+from __future__ import annotations
+
+import multiprocessing
+import random
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from redis.crc import key_slot
+from redis_server import RedisClusterServers, RedisServer, free_port
+
+from scrapy_simhash import hamming
+from scrapy_simhash.index import (
+    IndexUnavailableError,
+    LayoutError,
+    SimhashIndexError,
+    open_index,
+)
+from scrapy_simhash.index.redis_store import RedisIndex
+
+MAX64 = (1 << 64) - 1
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> RedisServer:
+    srv = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def uri(server: RedisServer) -> str:
+    """A fresh namespace per test on the shared server."""
+    return f"{server.url}?prefix=test-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def index(uri: str) -> RedisIndex:
+    idx = open_index(uri)
+    yield idx
+    idx.clear()
+    idx.close()
+
+
+def flip(h: int, bits: list[int]) -> int:
+    for b in bits:
+        h ^= 1 << b
+    return h
+
+
+def brute(stored: dict[str, tuple[int, int]], q: int, k: int) -> list[tuple[int, int, str]]:
+    """(distance, seq, key) of every stored fingerprint within k, best first."""
+    return sorted((hamming(q, h), seq, key) for key, (h, seq) in stored.items() if hamming(q, h) <= k)
+
+
+# -- exact answers ---------------------------------------------------------------------------
+
+fingerprints = st.integers(min_value=1, max_value=MAX64)
+near_offsets = st.lists(st.integers(0, 63), max_size=5)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    bases=st.lists(fingerprints, min_size=1, max_size=6),
+    variants=st.lists(st.tuples(st.integers(0, 5), near_offsets), max_size=40),
+    probes=st.lists(st.tuples(st.integers(0, 5), near_offsets), min_size=1, max_size=10),
+    layout=st.sampled_from([None, "blocks:5", "manku"]),
+)
+def test_query_and_check_and_add_equal_brute_force(server, bases, variants, probes, layout) -> None:
+    """Planted near-duplicates (0..5 bits from a base) are found exactly, for every k <= 3 and layout."""
+    idx = open_index(f"{server.url}?prefix=prop-{uuid.uuid4().hex}", layout=layout)
+    try:
+        stored: dict[str, tuple[int, int]] = {}
+        for i, (b, bits) in enumerate(variants):
+            h = flip(bases[b % len(bases)], bits) or 1
+            key = f"doc{i % 25}"  # some keys repeat: replacing a key
+            matches = idx.check_and_add(h, key, {"i": i})
+            assert [(m.distance, m.seq, m.key) for m in matches] == brute(stored, h, 3)
+            stored[key] = (h, idx.get(key).seq)
+        assert len(idx) == len(stored)
+        queries = [flip(bases[b % len(bases)], bits) or 1 for b, bits in probes]
+        for k in (0, 1, 3):
+            expected = [brute(stored, q, k) for q in queries]
+            assert [[(m.distance, m.seq, m.key) for m in r] for r in idx.query_many(queries, k)] == expected
+            assert [(m.distance, m.seq, m.key) for m in idx.query(queries[0], k)] == expected[0]
+    finally:
+        idx.clear()
+        idx.close()
+
+
+def test_low_bits_survive_no_float_scores(index: RedisIndex, server: RedisServer) -> None:
+    """Fingerprints that a double would merge (they differ below bit 11) stay distinct and exact."""
+    high = (1 << 63) | (1 << 40)
+    index.add_many([(high | 1, "a", None), (high | 2, "b", None), (high | 0x7FF, "c", None)])
+    assert index.get("a").simhash == high | 1
+    assert index.get("c").simhash == high | 0x7FF
+    assert [(m.key, m.distance) for m in index.query(high | 1, 0)] == [("a", 0)]
+    assert [(m.key, m.distance) for m in index.query(high | 3, 1)] == [("a", 1), ("b", 1)]
+    client = server.client()
+    tables = [key for key in client.scan_iter(match=f"simhash:{{{index.prefix}}}:t*")]
+    assert tables
+    for table in tables:
+        assert {score for _, score in client.zrange(table, 0, -1, withscores=True)} == {0.0}
+    client.close()
+
+
+def test_same_fingerprint_under_several_keys_ordered_by_age(index: RedisIndex) -> None:
+    h = 0x0123456789ABCDEF
+    for key in ("first", "second", "third"):
+        index.add(h, key, {"url": f"https://example.org/{key}"})
+    matches = index.query(h)
+    assert [m.key for m in matches] == ["first", "second", "third"]
+    assert matches[0].meta == {"url": "https://example.org/first"}
+    assert matches[0].seq < matches[1].seq < matches[2].seq
+
+
+def test_replace_remove_get_len(index: RedisIndex) -> None:
+    a, b = 0xF0F0F0F0F0F0F0F0, 0x0F0F0F0F0F0F0F0F
+    index.add(a, "k", {"v": 1})
+    index.add(b, "k", {"v": 2})  # replaces: the old fingerprint is gone from every table
+    assert len(index) == 1
+    assert index.query(a) == []
+    assert index.get("k").simhash == b and index.get("k").meta == {"v": 2}
+    assert "k" in index and "other" not in index
+    assert index.remove("k") is True
+    assert index.remove("k") is False
+    assert index.get("k") is None and len(index) == 0 and index.query(b) == []
+    assert list(index) == []
+
+
+def test_bad_input_is_refused_and_stores_nothing(index: RedisIndex) -> None:
+    with pytest.raises(ValueError, match="fingerprint 0"):
+        index.add(0, "empty")
+    with pytest.raises(ValueError):
+        index.check_and_add(1 << 64, "big")
+    with pytest.raises(TypeError):
+        index.add(5, 7)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="JSON"):
+        index.add(5, "meta", {"when": object()})
+    with pytest.raises(LayoutError):
+        index.query(5, k=4)
+    assert len(index) == 0
+
+
+def test_iteration_and_stats(index: RedisIndex) -> None:
+    index.add_many((i * 0x9E3779B97F4A7C15 & MAX64 or 1, f"k{i}", {"i": i}) for i in range(1, 1201))
+    assert len(index) == 1200
+    seen = {m.key: m.meta["i"] for m in index}
+    assert seen == {f"k{i}": i for i in range(1, 1201)}
+    stats = index.stats()
+    assert stats["size"] == 1200 and stats["backend"] == "redis" and stats["redis_used_memory"] > 0
+
+
+# -- namespaces, configuration, cluster slots -----------------------------------------------------
+
+
+def test_prefixes_are_separate_namespaces(server: RedisServer) -> None:
+    one = open_index(f"{server.url}?prefix=crawl-one-{uuid.uuid4().hex}")
+    two = open_index(f"{server.url}?prefix=crawl-two-{uuid.uuid4().hex}")
+    try:
+        one.add(0xABCDEF, "a")
+        assert two.query(0xABCDEF) == [] and len(two) == 0
+        assert two.check_and_add(0xABCDEF, "b") == []
+        assert [m.key for m in one.query(0xABCDEF)] == ["a"]
+    finally:
+        for idx in (one, two):
+            idx.clear()
+            idx.close()
+
+
+def test_all_keys_of_an_index_share_one_cluster_slot(index: RedisIndex, server: RedisServer) -> None:
+    index.add_many((h, f"k{h}", None) for h in range(1, 50))
+    client = server.client()
+    keys = list(client.scan_iter(match=f"simhash:{{{index.prefix}}}:*"))
+    client.close()
+    assert len(keys) >= 4 + len(index.layout.tables)  # config, seq, keys, docs and every table
+    assert {key_slot(key) for key in keys} == {key_slot(f"{{{index.prefix}}}".encode())}
+
+
+def test_openers_must_agree_on_k_and_retention(uri: str) -> None:
+    first = open_index(uri, layout="blocks:5")
+    try:
+        first.add(0xFF, "a")
+        with pytest.raises(LayoutError, match="k=3"):
+            open_index(uri, k=2)
+        with pytest.raises(LayoutError, match="layout"):
+            open_index(uri, layout="manku")
+        with pytest.raises(ValueError, match="retention"):
+            open_index(uri, retention=60)
+        with open_index(uri) as second:  # no layout asked: the stored one is adopted
+            assert second.layout.spec == "blocks:5:2"
+            assert [m.key for m in second.query(0xFE)] == ["a"]
+    finally:
+        first.clear()
+        first.close()
+
+
+def test_uri_options_are_validated(server: RedisServer) -> None:
+    with pytest.raises(TypeError, match="bogus"):
+        open_index(f"{server.url}?prefix=x&bogus=1")
+    with pytest.raises(ValueError, match="braces"):
+        open_index(f"{server.url}?prefix=a{{b}}")
+
+
+def test_retention_forgets_old_fingerprints(server: RedisServer) -> None:
+    idx = open_index(f"{server.url}?prefix=ret-{uuid.uuid4().hex}&retention=0.4")
+    try:
+        assert idx.retention == 0.4
+        idx.add(0xAAAA, "old")
+        assert [m.key for m in idx.query(0xAAAA)] == ["old"]
+        time.sleep(0.6)
+        assert idx.query(0xAAAA) == [] and idx.get("old") is None and len(idx) == 0
+        assert idx.check_and_add(0xAAAB, "new") == []  # expired: not an original any more
+        client = server.client()
+        assert client.hlen(f"simhash:{{{idx.prefix}}}:docs") == 1  # the write trimmed "old" away
+        client.close()
+        assert [m.key for m in idx.query(0xAAAA)] == ["new"]
+    finally:
+        idx.clear()
+        idx.close()
+
+
+def test_retried_write_is_not_applied_twice(index: RedisIndex) -> None:
+    """A write whose reply was lost is sent again with the same request id: same answer, one insert."""
+    index.add(0x1000, "original")
+    args = index._write_args(b"c", 0x1001, "copy", None)
+    first = index._matches(index._run(args, "test"))
+    again = index._matches(index._run(args, "test"))
+    assert [m.key for m in first] == [m.key for m in again] == ["original"]
+    assert len(index) == 2
+    assert [m.key for m in index.query(0x1001)] == ["copy", "original"]
+
+
+# -- several processes --------------------------------------------------------------------------
+
+
+def planted_clusters(n: int, seed: int) -> list[list[int]]:
+    """n clusters of 8 fingerprints, pairwise within 3 bits inside a cluster, > 3 bits across."""
+    rng = random.Random(seed)
+    bases: list[int] = []
+    while len(bases) < n:
+        b = rng.getrandbits(64)
+        if b and all(hamming(b, o) > 12 for o in bases):
+            bases.append(b)
+    clusters = []
+    for b in bases:
+        bits = rng.sample(range(64), 3)
+        clusters.append(
+            [flip(b, [bit for j, bit in enumerate(bits) if mask >> j & 1]) or 1 for mask in range(8)]
+        )
+    return clusters
+
+
+def insert_worker(uri: str, worker: int, workers: int, clusters: list[list[int]], barrier, results) -> None:
+    idx = open_index(uri)
+    barrier.wait()
+    originals = []
+    for c, members in enumerate(clusters):
+        for m, h in enumerate(members):
+            if m % workers == worker and not idx.check_and_add(h, f"c{c}-m{m}", {"worker": worker}):
+                originals.append(c)
+    idx.close()
+    results.put((worker, originals))
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_concurrent_processes_record_one_original_per_cluster(uri: str, workers: int) -> None:
+    clusters = planted_clusters(60, seed=workers)
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(workers), ctx.Queue()
+    procs = [
+        ctx.Process(target=insert_worker, args=(uri, w, workers, clusters, barrier, results))
+        for w in range(workers)
+    ]
+    for p in procs:
+        p.start()
+    outcome = dict(results.get(timeout=60) for _ in procs)
+    for p in procs:
+        p.join(10)
+        assert p.exitcode == 0
+    originals = sorted(c for found in outcome.values() for c in found)
+    assert originals == list(range(len(clusters)))  # exactly one original per cluster
+    with open_index(uri) as idx:
+        assert len(idx) == 8 * len(clusters)
+        assert {m.key for m in idx.query(clusters[0][0])} == {f"c0-m{m}" for m in range(8)}
+        idx.clear()
+
+
+# -- Redis Cluster ------------------------------------------------------------------------------
+
+
+def test_redis_cluster_three_primaries(tmp_path: Path) -> None:
+    cluster = RedisClusterServers(tmp_path, size=3).start()
+    try:
+        prefixes = [f"crawl{i}" for i in range(6)]
+        for prefix in prefixes:
+            with open_index(f"{cluster.url}?cluster=1&prefix={prefix}") as idx:
+                assert idx.check_and_add(0xC0FFEE, "a") == []
+                assert [m.key for m in idx.check_and_add(0xC0FFEF, "b")] == ["a"]
+                bulk = {f"bulk{i}": i * 0x9E3779B97F4A7C15 & MAX64 for i in range(1, 700)}
+                idx.add_many((h, key, None) for key, h in bulk.items())
+                probes = [0xC0FFEE, bulk["bulk5"], bulk["bulk6"] ^ 0b101]
+                expected = [sorted(key for key, h in bulk.items() if hamming(h, q) <= 3) for q in probes]
+                expected[0] = ["a", "b"]
+                assert [sorted(m.key for m in r) for r in idx.query_many(probes)] == expected
+                assert len(idx) == 701 and idx.remove("a") and idx.get("b").simhash == 0xC0FFEF
+        # different crawls land on different primaries: the cluster spreads crawls, not one crawl
+        owners = set()
+        for prefix in prefixes:
+            for node in cluster.nodes:
+                client = node.client()
+                try:
+                    if client.execute_command(
+                        "CLUSTER", "COUNTKEYSINSLOT", key_slot(f"{{{prefix}}}".encode())
+                    ):
+                        owners.add(node.port)
+                finally:
+                    client.close()
+        assert len(owners) >= 2
+    finally:
+        cluster.stop()
+
+
+# -- failures -----------------------------------------------------------------------------------
+
+
+def test_restart_with_persistence_loses_no_acknowledged_insert(tmp_path: Path, caplog) -> None:
+    srv = RedisServer(tmp_path / "restart").start()
+    acknowledged: list[str] = []
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def writer() -> None:
+        idx = open_index(f"{srv.url}?prefix=restart&retries=12&retry_cap=0.5")
+        i = 0
+        try:
+            while not stop.is_set():
+                i += 1
+                if i % 3:
+                    idx.check_and_add(i * 0x9E3779B97F4A7C15 & MAX64 or 1, f"k{i}")
+                    acknowledged.append(f"k{i}")
+                else:
+                    keys = [f"b{i}-{j}" for j in range(20)]
+                    idx.add_many((hash(key) & MAX64 or 1, key, None) for key in keys)
+                    acknowledged.extend(keys)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            idx.close()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    time.sleep(0.5)
+    before = len(acknowledged)
+    srv.kill()  # SIGKILL: only fsynced writes survive
+    time.sleep(0.5)
+    srv.start()
+    time.sleep(0.5)
+    stop.set()
+    thread.join(30)
+    assert not errors, errors
+    assert before > 0 and len(acknowledged) > before  # writes went on after the restart
+    assert any("retry" in r.getMessage() and str(srv.port) in r.getMessage() for r in caplog.records)
+    with open_index(f"{srv.url}?prefix=restart") as idx:
+        assert len(idx) == len(set(acknowledged))
+        missing = [key for key in acknowledged if idx.get(key) is None]
+        assert missing == []
+    srv.stop()
+
+
+def test_unreachable_redis_raises_index_unavailable_naming_the_host(tmp_path: Path) -> None:
+    srv = RedisServer(tmp_path / "outage").start()
+    idx = open_index(f"{srv.url}?prefix=outage&retries=3&retry_cap=0.1")
+    idx.add(0xBEEF, "a")
+    srv.kill()
+    started = time.monotonic()
+    with pytest.raises(IndexUnavailableError, match=f"127.0.0.1:{srv.port}"):
+        idx.check_and_add(0xBEEE, "b")
+    with pytest.raises(IndexUnavailableError):
+        idx.add_many([(0xBEED, "c", None)])
+    assert time.monotonic() - started < 10  # bounded retries, not a hang
+    assert issubclass(IndexUnavailableError, SimhashIndexError)
+    idx.close()
+
+
+def test_opening_without_a_server_raises_index_unavailable() -> None:
+    port = free_port()
+    with pytest.raises(IndexUnavailableError, match=f"127.0.0.1:{port}.*opening the index"):
+        open_index(f"redis://127.0.0.1:{port}/0?prefix=x&retries=1")
+
+
+def test_script_cache_flush_is_recovered(index: RedisIndex, server: RedisServer) -> None:
+    index.add(0x77, "a")
+    client = server.client()
+    client.script_flush()
+    assert [m.key for m in index.check_and_add(0x76, "b")] == ["a"]
+    client.script_flush()
+    assert index.add_many([(0x75, "c", None)]) == 1
+    client.script_flush()
+    assert [len(r) for r in index.query_many([0x77])] == [3]
+    client.close()
+
+
+def test_closed_index_refuses_calls(uri: str) -> None:
+    idx = open_index(uri)
+    idx.clear()
+    idx.close()
+    idx.close()  # idempotent
+    with pytest.raises(SimhashIndexError, match="closed"):
+        idx.add(1, "a")
+
+
+def test_redis_error_reply_becomes_index_error(index: RedisIndex, server: RedisServer) -> None:
+    client = server.client()
+    client.set(f"simhash:{{{index.prefix}}}:docs", b"not a hash")  # someone else's key in our namespace
+    client.close()
+    with pytest.raises(SimhashIndexError, match="refused"):
+        index.add(0x55, "a")

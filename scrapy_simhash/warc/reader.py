@@ -19,7 +19,7 @@ import os
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO, Literal
+from typing import Any, BinaryIO, Literal
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +78,7 @@ class FileKind:
     compression: Literal["gzip", "lz4", "zstd", "none"]
     archive_format: Literal["warc", "arc", "unknown"]
     single_stream: bool = False
+    empty: bool = False
 
 
 def clean_uri(uri: str | None) -> str | None:
@@ -156,7 +157,7 @@ def sniff(path: str) -> FileKind:
         if magic.startswith(GZIP_MAGIC):
             fh.seek(0)
             single_record, head = _first_member_is_single_record(fh)
-            return FileKind("gzip", _format_of(head), single_stream=not single_record)
+            return FileKind("gzip", _format_of(head), single_stream=not single_record, empty=not head.strip())
         if magic == LZ4_MAGIC:
             return FileKind("lz4", "warc")
         if magic == ZSTD_MAGIC:
@@ -189,6 +190,7 @@ class ArchiveReader:
             raise ValueError("the fastwarc reader needs FastWARC: pip install 'scrapy-simhash[warc-fast]'")
         self.backend = backend
         self.max_block = max_block
+        self._resume_at = 0
 
     def read(self, path: str | os.PathLike[str]) -> Iterator[ArchiveRecord | ReadProblem]:
         """Every record of ``path`` in file order, with problems interleaved where they occur."""
@@ -210,6 +212,9 @@ class ArchiveReader:
                 )
                 return
             yield from self._read_file(path, kind)
+            return
+        if kind.compression == "gzip" and kind.empty:
+            yield ReadProblem(path, None, "empty archive: the gzip data holds no records", False)
             return
         if kind.archive_format == "unknown":
             yield ReadProblem(path, 0, "not a WARC or ARC file (no WARC/ or ARC header at the start)")
@@ -238,15 +243,14 @@ class ArchiveReader:
             resyncs = 0
             while True:
                 raw.seek(start)
-                position = start
+                self._resume_at = start
                 try:
-                    for record in self._records(path, kind, raw, start):
-                        position = record.offset
-                        yield record
+                    yield from self._records(path, kind, raw, start)
                     return
                 except BaseException as exc:  # many types on damaged input; FastWARC panics (BaseException)
                     _reraise_control_flow(exc)
                     reason = _short_reason(exc)
+                    position = self._resume_at  # end of the last record read: the damage starts here
                     if kind.compression in ("lz4", "zstd"):
                         yield ReadProblem(path, position, f"{reason}; the rest of the file is skipped")
                         return
@@ -273,12 +277,11 @@ class ArchiveReader:
             yield ReadProblem(path, offset, reason)
 
     def _warcio_records(self, path: str, stream: BinaryIO) -> Iterator[ArchiveRecord]:
-        from warcio.archiveiterator import ArchiveIterator
-
-        iterator = ArchiveIterator(stream, arc2warc=True, no_record_parse=True)
+        iterator = _quiet_archive_iterator(stream, arc2warc=True, no_record_parse=True)
         for rec in iterator:
             block = rec.raw_stream.read(self.max_block + 1)
             offset = iterator.get_record_offset()  # absolute: warcio starts from stream.tell()
+            self._resume_at = offset + iterator.get_record_length()
             is_arc = rec.format.startswith("arc")
             if is_arc and rec.rec_type == "warcinfo":
                 continue  # the ARC file header: nothing to fingerprint
@@ -310,6 +313,7 @@ class ArchiveReader:
         for rec in iterator:
             block = rec.reader.read(self.max_block + 1)
             headers = rec.headers
+            self._resume_at = base + rec.stream_pos + 1  # FastWARC does not tell the length
             yield ArchiveRecord(
                 file=path,
                 offset=base + rec.stream_pos,  # FastWARC counts from where it started reading
@@ -332,6 +336,22 @@ def _record_type(value: str | None) -> str:
     """``response``, ``resource``...; anything that is not a short word (a damaged header) is ``unknown``."""
     value = (value or "").strip().lower()
     return value if value and len(value) <= 32 and value.replace("-", "").isalnum() else "unknown"
+
+
+def _quiet_iterator_class() -> type:
+    from warcio.archiveiterator import ArchiveIterator
+
+    class QuietArchiveIterator(ArchiveIterator):
+        """warcio prints a warning to stderr for each record not followed by blank lines; we count
+        damage ourselves, and a progress line should not be broken by library chatter."""
+
+        INC_RECORD = ""
+
+    return QuietArchiveIterator
+
+
+def _quiet_archive_iterator(*args: Any, **kwargs: Any) -> Any:
+    return _quiet_iterator_class()(*args, **kwargs)
 
 
 class _OffsetStream(io.RawIOBase):

@@ -64,6 +64,16 @@ class WarcFileWriter:
         self.records += 1
         return offset, len(data)
 
+    def abandon(self) -> None:
+        """Stop writing (an interrupted run): the ``.open`` file stays, marking the output unfinished."""
+        if not self._fh.closed:
+            self._fh.close()
+
+    def discard(self) -> None:
+        """Stop writing and delete the unfinished file."""
+        self.abandon()
+        self.open_path.unlink(missing_ok=True)
+
     def close(self) -> Path:
         """Close and drop the ``.open`` suffix; returns the final path."""
         if not self._fh.closed:

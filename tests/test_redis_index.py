@@ -8,7 +8,9 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
+import index_contract as contract
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -48,50 +50,67 @@ def index(uri: str) -> RedisIndex:
     idx.close()
 
 
-def flip(h: int, bits: list[int]) -> int:
-    for b in bits:
-        h ^= 1 << b
-    return h
+# -- the backend contract (the same checks as the embedded index) -------------------------------
 
-
-def brute(stored: dict[str, tuple[int, int]], q: int, k: int) -> list[tuple[int, int, str]]:
-    """(distance, seq, key) of every stored fingerprint within k, best first."""
-    return sorted((hamming(q, h), seq, key) for key, (h, seq) in stored.items() if hamming(q, h) <= k)
-
-
-# -- exact answers ---------------------------------------------------------------------------
-
-fingerprints = st.integers(min_value=1, max_value=MAX64)
-near_offsets = st.lists(st.integers(0, 63), max_size=5)
-
-
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    bases=st.lists(fingerprints, min_size=1, max_size=6),
-    variants=st.lists(st.tuples(st.integers(0, 5), near_offsets), max_size=40),
-    probes=st.lists(st.tuples(st.integers(0, 5), near_offsets), min_size=1, max_size=10),
-    layout=st.sampled_from([None, "blocks:5", "manku"]),
+SETTINGS = settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-def test_query_and_check_and_add_equal_brute_force(server, bases, variants, probes, layout) -> None:
-    """Planted near-duplicates (0..5 bits from a base) are found exactly, for every k <= 3 and layout."""
-    idx = open_index(f"{server.url}?prefix=prop-{uuid.uuid4().hex}", layout=layout)
-    try:
-        stored: dict[str, tuple[int, int]] = {}
-        for i, (b, bits) in enumerate(variants):
-            h = flip(bases[b % len(bases)], bits) or 1
-            key = f"doc{i % 25}"  # some keys repeat: replacing a key
-            matches = idx.check_and_add(h, key, {"i": i})
-            assert [(m.distance, m.seq, m.key) for m in matches] == brute(stored, h, 3)
-            stored[key] = (h, idx.get(key).seq)
-        assert len(idx) == len(stored)
-        queries = [flip(bases[b % len(bases)], bits) or 1 for b, bits in probes]
-        for k in (0, 1, 3):
-            expected = [brute(stored, q, k) for q in queries]
-            assert [[(m.distance, m.seq, m.key) for m in r] for r in idx.query_many(queries, k)] == expected
-            assert [(m.distance, m.seq, m.key) for m in idx.query(queries[0], k)] == expected[0]
-    finally:
-        idx.clear()
-        idx.close()
+
+
+@pytest.fixture
+def factory(server: RedisServer) -> contract.Factory:
+    opened: list[RedisIndex] = []
+
+    def make(k: int = 3, **options: Any) -> RedisIndex:
+        idx = open_index(f"{server.url}?prefix=contract-{uuid.uuid4().hex}", k=k, **options)
+        opened.append(idx)
+        return idx
+
+    yield make
+    for idx in opened:  # drop the namespaces (through a fresh connection: the test closed its own)
+        with open_index(f"{server.url}?prefix={idx.prefix}", k=idx.k) as again:
+            again.clear()
+
+
+def reopen(index: RedisIndex) -> RedisIndex:  # type: ignore[override]
+    """Another connection to the same namespace, as a second crawler process would open it."""
+    index.close()
+    return open_index(f"{index.location}?prefix={index.prefix}", k=index.k)
+
+
+@pytest.mark.parametrize("check", contract.ALL_FIXED, ids=lambda c: c.__name__)
+def test_contract(factory: contract.Factory, check: Any) -> None:
+    check(factory)
+
+
+@pytest.mark.parametrize("k", range(9))
+def test_distance_exactly_k_every_k(factory: contract.Factory, k: int) -> None:
+    contract.check_distance_exactly_k_included(factory, k)
+
+
+def test_reopen_keeps_everything(factory: contract.Factory) -> None:
+    contract.check_reopen_keeps_everything(factory, reopen)
+
+
+@SETTINGS
+@given(st.data())
+def test_random_programs_default_layout(factory: contract.Factory, data: st.DataObject) -> None:
+    contract.run_program(factory, reopen, 3, data.draw(contract.programs(3)))
+
+
+@SETTINGS
+@given(st.data(), st.sampled_from(["manku", "blocks:5", "tiered:5:2:4:1", "blocks:6"]))
+def test_random_programs_other_layouts(factory: contract.Factory, data: st.DataObject, layout: str) -> None:
+    contract.run_program(factory, reopen, 3, data.draw(contract.programs(3)), layout=layout)
+
+
+@SETTINGS
+@given(st.data(), st.sampled_from([0, 1, 2, 5, 8]))
+def test_random_programs_other_k(factory: contract.Factory, data: st.DataObject, k: int) -> None:
+    contract.run_program(factory, reopen, k, data.draw(contract.programs(k, max_ops=25)))
+
+
+# -- Redis specifics ----------------------------------------------------------------------------
 
 
 def test_low_bits_survive_no_float_scores(index: RedisIndex, server: RedisServer) -> None:
@@ -103,49 +122,11 @@ def test_low_bits_survive_no_float_scores(index: RedisIndex, server: RedisServer
     assert [(m.key, m.distance) for m in index.query(high | 1, 0)] == [("a", 0)]
     assert [(m.key, m.distance) for m in index.query(high | 3, 1)] == [("a", 1), ("b", 1)]
     client = server.client()
-    tables = [key for key in client.scan_iter(match=f"simhash:{{{index.prefix}}}:t*")]
-    assert tables
+    tables = list(client.scan_iter(match=f"simhash:{{{index.prefix}}}:t*"))
+    assert len(tables) == len(index.layout.tables)
     for table in tables:
         assert {score for _, score in client.zrange(table, 0, -1, withscores=True)} == {0.0}
     client.close()
-
-
-def test_same_fingerprint_under_several_keys_ordered_by_age(index: RedisIndex) -> None:
-    h = 0x0123456789ABCDEF
-    for key in ("first", "second", "third"):
-        index.add(h, key, {"url": f"https://example.org/{key}"})
-    matches = index.query(h)
-    assert [m.key for m in matches] == ["first", "second", "third"]
-    assert matches[0].meta == {"url": "https://example.org/first"}
-    assert matches[0].seq < matches[1].seq < matches[2].seq
-
-
-def test_replace_remove_get_len(index: RedisIndex) -> None:
-    a, b = 0xF0F0F0F0F0F0F0F0, 0x0F0F0F0F0F0F0F0F
-    index.add(a, "k", {"v": 1})
-    index.add(b, "k", {"v": 2})  # replaces: the old fingerprint is gone from every table
-    assert len(index) == 1
-    assert index.query(a) == []
-    assert index.get("k").simhash == b and index.get("k").meta == {"v": 2}
-    assert "k" in index and "other" not in index
-    assert index.remove("k") is True
-    assert index.remove("k") is False
-    assert index.get("k") is None and len(index) == 0 and index.query(b) == []
-    assert list(index) == []
-
-
-def test_bad_input_is_refused_and_stores_nothing(index: RedisIndex) -> None:
-    with pytest.raises(ValueError, match="fingerprint 0"):
-        index.add(0, "empty")
-    with pytest.raises(ValueError):
-        index.check_and_add(1 << 64, "big")
-    with pytest.raises(TypeError):
-        index.add(5, 7)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="JSON"):
-        index.add(5, "meta", {"when": object()})
-    with pytest.raises(LayoutError):
-        index.query(5, k=4)
-    assert len(index) == 0
 
 
 def test_iteration_and_stats(index: RedisIndex) -> None:
@@ -252,7 +233,7 @@ def planted_clusters(n: int, seed: int) -> list[list[int]]:
     for b in bases:
         bits = rng.sample(range(64), 3)
         clusters.append(
-            [flip(b, [bit for j, bit in enumerate(bits) if mask >> j & 1]) or 1 for mask in range(8)]
+            [contract.flip(b, [bit for j, bit in enumerate(bits) if mask >> j & 1]) or 1 for mask in range(8)]
         )
     return clusters
 

@@ -239,17 +239,15 @@ class RedisIndex(NearDuplicateIndex):
         self._run(self._write_args(b"a", simhash, key, meta), "adding a fingerprint")
 
     def add_many(self, items: Iterable[tuple[int, str, Meta | None]]) -> int:
-        """Pipelined inserts, ``BATCH`` scripts per round trip; each insert is atomic on its own."""
-        count = 0
-        batch: list[list[bytes]] = []
-        for simhash, key, meta in items:
-            batch.append(self._write_args(b"a", simhash, key, meta))
-            if len(batch) >= BATCH:
-                count += len(self._run_many(batch, "adding fingerprints"))
-                batch = []
-        if batch:
-            count += len(self._run_many(batch, "adding fingerprints"))
-        return count
+        """Pipelined inserts, ``BATCH`` scripts per round trip; each insert is atomic on its own.
+
+        Every item is validated before the first is sent: a batch with one bad item stores nothing.
+        """
+        rows = [_row(simhash, key, meta) for simhash, key, meta in items]
+        for start in range(0, len(rows), BATCH):
+            batch = [self._row_args(b"a", *row) for row in rows[start : start + BATCH]]
+            self._run_many(batch, "adding fingerprints")
+        return len(rows)
 
     def query(self, simhash: int, k: int | None = None) -> list[Match]:
         args = self._query_args(simhash, k)
@@ -344,8 +342,10 @@ class RedisIndex(NearDuplicateIndex):
             k = self.k
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
-        if k > self.k:
-            raise LayoutError(f"this index guarantees exact answers up to k={self.k}, asked for k={k}")
+        if k > self.layout.max_k:
+            raise LayoutError(
+                f"layout {self.layout.spec} guarantees exact answers up to k={self.layout.max_k}, not k={k}"
+            )
         args = [b"q", str(k).encode(), self._retention_ms, b"", b""]
         for table in self._tables:
             permuted = table.permute(simhash)
@@ -353,10 +353,9 @@ class RedisIndex(NearDuplicateIndex):
         return args
 
     def _write_args(self, mode: bytes, simhash: int, key: str, meta: Meta | None) -> list[bytes]:
-        _check_simhash(simhash)
-        _check_key(key)
-        meta_bytes = _encode_meta(meta)
-        key_bytes = key.encode()
+        return self._row_args(mode, *_row(simhash, key, meta))
+
+    def _row_args(self, mode: bytes, simhash: int, key_bytes: bytes, meta_bytes: bytes) -> list[bytes]:
         permuted = [table.permute(simhash) for table in self._tables]
         record = b"".join(
             [
@@ -490,6 +489,13 @@ def _check_simhash(simhash: int) -> None:
         raise ValueError(f"a simhash is an unsigned 64-bit int, got {simhash}")
 
 
+def _row(simhash: int, key: str, meta: Meta | None) -> tuple[int, bytes, bytes]:
+    """A validated, encoded insert; raises before anything is sent."""
+    _check_simhash(simhash)
+    _check_key(key)
+    return simhash, key.encode(), _encode_meta(meta)
+
+
 def _check_key(key: str) -> None:
     if not isinstance(key, str):
         raise TypeError(f"key must be a str, got {type(key).__name__}")
@@ -501,7 +507,7 @@ def _encode_meta(meta: Meta | None) -> bytes:
     try:
         return json.dumps(dict(meta), ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"meta must be a JSON-serialisable mapping: {exc}") from exc
+        raise ValueError(f"meta must be a JSON-serialisable mapping: {exc}") from exc
 
 
 def _truthy(value: Any) -> bool:

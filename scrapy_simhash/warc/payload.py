@@ -76,11 +76,10 @@ def media_type(content_type: str | None) -> str:
 
 
 def charset(content_type: str | None) -> str | None:
-    for param in (content_type or "").split(";")[1:]:
-        key, _, value = param.partition("=")
-        if key.strip().lower() == "charset":
-            return value.strip().strip("\"'") or None
-    return None
+    """The declared encoding, exactly as the Scrapy middleware reads it (w3lib), so both agree."""
+    from w3lib.encoding import http_content_type_encoding
+
+    return http_content_type_encoding(content_type) if content_type else None
 
 
 def dechunk(body: bytes) -> bytes:
@@ -123,6 +122,10 @@ def decode_content(body: bytes, coding: str | None) -> bytes:
             import brotli  # type: ignore[import-not-found]
 
             return brotli.decompress(body)
+        if coding == "zstd":
+            import zstandard  # type: ignore[import-not-found]
+
+            return zstandard.ZstdDecompressor().decompressobj().decompress(body)
     except Exception:  # not what the header claims: leave it to the extractor to call it binary
         return body
     return body
@@ -135,11 +138,6 @@ def decoded_body(message: HttpMessage) -> bytes:
         with contextlib.suppress(ValueError):
             body = dechunk(body)
     return decode_content(body, message.header("Content-Encoding"))
-
-
-def _looks_like_html(body: bytes) -> bool:
-    head = body[:512].lstrip().lower()
-    return head.startswith((b"<!doctype html", b"<html"))
 
 
 def html_page(record: ArchiveRecord) -> HtmlPage | None:
@@ -161,7 +159,6 @@ def html_page(record: ArchiveRecord) -> HtmlPage | None:
         if "application/http" in (content_type or ""):
             return None  # claims HTTP but has no status line: damaged
         body = record.block
-    kind = media_type(content_type)
-    if kind not in HTML_TYPES and not (not kind and _looks_like_html(body)):
-        return None
+    if media_type(content_type) not in HTML_TYPES:
+        return None  # as in the crawl: the declared type decides, bodies are not sniffed
     return HtmlPage(body, record.target_uri, charset(content_type))

@@ -199,11 +199,19 @@ def http_head(first_line: str, headers: Iterable[tuple[str | bytes, str | bytes]
 
 
 def response_record(
-    uri: str, date: str, head: bytes, body: bytes, *, ip_address: str | None = None
+    uri: str,
+    date: str,
+    head: bytes,
+    body: bytes,
+    *,
+    ip_address: str | None = None,
+    truncated: str | None = None,
 ) -> WarcRecord:
     headers = [("WARC-Target-URI", uri), ("WARC-Date", date)]
     if ip_address:
         headers.append(("WARC-IP-Address", ip_address))
+    if truncated:
+        headers.append(("WARC-Truncated", truncated))
     headers += [("Content-Type", HTTP_RESPONSE), ("WARC-Payload-Digest", sha1_digest(body))]
     return WarcRecord("response", headers, head + body)
 

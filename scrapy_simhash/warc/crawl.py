@@ -1,0 +1,221 @@
+"""The Scrapy extension that writes the crawl to WARC/1.1, with a simhash ``metadata`` record per page.
+
+Enable with ``SIMHASH_WARC_ENABLED = True`` (the add-on then installs it), or
+``EXTENSIONS = {"scrapy_simhash.warc.crawl.WarcWriterExtension": 500}``.
+
+- ``response_downloaded``: the response exactly as received (before the
+  decompression middleware; ``Content-Encoding`` kept, chunked transfer coding
+  already removed by Scrapy, so ``Transfer-Encoding`` is not written) and the
+  request that fetched it. The response record's id goes into
+  ``request.meta["warc_record_id"]``, which the simhash middleware stores in
+  the index as the page's ``record_id``.
+- ``fingerprint_computed`` (sent by the middleware): a ``metadata`` record,
+  ``WARC-Concurrent-To`` that response, with the simhash fields.
+
+Settings: ``SIMHASH_WARC_DIR`` (``warcs``), ``SIMHASH_WARC_PREFIX`` (the spider
+name), ``SIMHASH_WARC_MAX_SIZE`` (1 GB: a new file after that size).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+
+from ..fingerprint import SCHEME, from_base32
+from ..signals import fingerprint_computed
+from .records import (
+    Duplicate,
+    SimhashFields,
+    http_head,
+    metadata_record,
+    request_record,
+    response_record,
+    warc_date,
+)
+from .writer import DEFAULT_MAX_SIZE, SOFTWARE, RollingWarcWriter, base_warcinfo_fields
+
+if TYPE_CHECKING:
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+RECORD_ID_META = "warc_record_id"
+"""``request.meta`` key: the WARC-Record-ID of the response record written for this request."""
+
+_NOT_WRITTEN_HEADERS = frozenset(
+    {b"transfer-encoding"}
+)  # Scrapy has removed the chunked coding from the body
+
+
+def status_line(response: Response) -> str:
+    """``HTTP/1.1 200 OK``; Scrapy does not keep the reason phrase, so the standard one is used."""
+    protocol = getattr(response, "protocol", None) or "HTTP/1.1"
+    try:
+        phrase = HTTPStatus(response.status).phrase
+    except ValueError:
+        phrase = ""
+    return f"{protocol} {response.status} {phrase}".rstrip()
+
+
+def request_line(request: Request, protocol: str) -> str:
+    parts = urlsplit(request.url)
+    target = parts.path or "/"
+    if parts.query:
+        target += "?" + parts.query
+    return f"{request.method} {target} {protocol}"
+
+
+def _header_pairs(headers: Any, skip: frozenset[bytes] = frozenset()) -> list[tuple[bytes, bytes]]:
+    pairs = []
+    for name, values in headers.items():
+        if name.lower() in skip:
+            continue
+        pairs.extend((name, value) for value in values)
+    return pairs
+
+
+def _truncation(response: Response) -> str | None:
+    flags = set(response.flags or ())
+    if "dataloss" in flags:
+        return "disconnect"
+    if "download_stopped" in flags:
+        return "unspecified"
+    return None
+
+
+class WarcWriterExtension:
+    """Writes request, response and simhash metadata records for every HTTP(S) download."""
+
+    def __init__(self, crawler: Crawler, writer: RollingWarcWriter) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.writer = writer
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        settings = crawler.settings
+        if not settings.getbool("SIMHASH_WARC_ENABLED", False):
+            raise NotConfigured("SIMHASH_WARC_ENABLED is off")
+        max_size = settings.getint("SIMHASH_WARC_MAX_SIZE", DEFAULT_MAX_SIZE)
+        if max_size <= 0:
+            raise ValueError(f"SIMHASH_WARC_MAX_SIZE must be a positive number of bytes; got {max_size!r}")
+        spider_name = getattr(crawler.spidercls, "name", None) or "crawl"
+        prefix = settings.get("SIMHASH_WARC_PREFIX") or spider_name
+        writer = RollingWarcWriter(
+            settings.get("SIMHASH_WARC_DIR") or "warcs",
+            prefix,
+            max_size=max_size,
+            warcinfo_fields=cls._warcinfo_fields(crawler, prefix),
+        )
+        extension = cls(crawler, writer)
+        crawler.signals.connect(extension.response_downloaded, signal=signals.response_downloaded)
+        crawler.signals.connect(extension.fingerprint_computed, signal=fingerprint_computed)
+        crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        return extension
+
+    @staticmethod
+    def _warcinfo_fields(crawler: Crawler, prefix: str) -> list[tuple[str, str]]:
+        import scrapy
+
+        from ..settings import SimhashSettings
+
+        settings = crawler.settings
+        fields = [
+            ("isPartOf", prefix),
+            ("operator-software", f"Scrapy/{scrapy.__version__} {SOFTWARE}"),
+            ("robots", "obey" if settings.getbool("ROBOTSTXT_OBEY") else "ignore"),
+            ("http-header-user-agent", str(settings.get("USER_AGENT") or "")),
+            ("simhash-scheme", SCHEME),
+        ]
+        with contextlib.suppress(ValueError):  # a bad SIMHASH_* value: the middleware reports it
+            fields.append(("text-extractor", SimhashSettings.from_settings(settings).extractor.description))
+        return base_warcinfo_fields(fields)
+
+    # -- signals -------------------------------------------------------------------------------------
+
+    def response_downloaded(self, response: Response, request: Request, spider: Spider | None = None) -> None:
+        if urlsplit(response.url).scheme not in ("http", "https"):
+            return
+        date = warc_date()
+        protocol = getattr(response, "protocol", None) or "HTTP/1.1"
+        head = http_head(status_line(response), _header_pairs(response.headers, _NOT_WRITTEN_HEADERS))
+        ip = getattr(response, "ip_address", None)
+        resp = response_record(
+            response.url,
+            date,
+            head,
+            response.body,
+            ip_address=str(ip) if ip is not None else None,
+            truncated=_truncation(response),
+        )
+        request_headers = _header_pairs(request.headers)
+        if not any(name.lower() == b"host" for name, _ in request_headers):
+            request_headers.insert(0, (b"Host", urlsplit(request.url).netloc.encode("latin-1")))
+        req = request_record(
+            request.url,
+            date,
+            http_head(request_line(request, protocol), request_headers),
+            request.body or b"",
+            concurrent_to=resp.record_id,
+        )
+        try:
+            self.writer.write(resp)
+            self.writer.write(req)
+        except OSError as exc:  # disk full, permissions: the crawl goes on, the loss is counted and logged
+            self.stats.inc_value("simhash/warc/error/write")
+            logger.error("simhash: cannot write WARC record for %s: %s", response.url, exc)
+            return
+        request.meta[RECORD_ID_META] = resp.record_id
+        self.stats.inc_value("simhash/warc/records", 2)
+
+    def fingerprint_computed(
+        self, response: Response, request: Request, result: dict[str, Any], spider: Spider | None = None
+    ) -> None:
+        concurrent_to = request.meta.get(RECORD_ID_META)
+        if not concurrent_to:  # e.g. a response from the HTTP cache: nothing downloaded, nothing written
+            self.stats.inc_value("simhash/warc/metadata_without_response")
+            return
+        record = metadata_record(response.url, fields_from_result(result), concurrent_to=concurrent_to)
+        try:
+            self.writer.write(record)
+        except OSError as exc:
+            self.stats.inc_value("simhash/warc/error/write")
+            logger.error("simhash: cannot write WARC metadata for %s: %s", response.url, exc)
+            return
+        self.stats.inc_value("simhash/warc/records")
+        self.stats.inc_value("simhash/warc/metadata")
+
+    def spider_closed(self, spider: Spider | None = None, reason: str | None = None) -> None:
+        files = self.writer.close()
+        self.stats.set_value("simhash/warc/files", len(files))
+        if files:
+            logger.info("simhash: wrote %d WARC file(s) to %s", len(files), self.writer.directory)
+
+
+def fields_from_result(result: dict[str, Any]) -> SimhashFields:
+    """The middleware's ``response.meta["simhash"]`` dict as metadata record fields."""
+    original = result.get("duplicate_of")
+    duplicate = None
+    if original:
+        duplicate = Duplicate(
+            record_id=original.get("record_id"),
+            uri=original.get("url"),
+            date=original.get("date"),
+            distance=int(original["distance"]),
+        )
+    return SimhashFields(
+        simhash=from_base32(result["simhash"]),
+        tokens=int(result["tokens"]),
+        extractor=result["extractor"],
+        scheme=result["scheme"],
+        duplicate=duplicate,
+    )

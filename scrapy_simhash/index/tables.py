@@ -103,17 +103,16 @@ class Segment:
         if not self.keys.shape[0]:
             return Hits.empty()
         flat = combined.ravel()
-        lo = np.searchsorted(self.keys, flat, side="left")
-        hi = np.searchsorted(self.keys, flat, side="right")
-        counts = hi - lo
-        nonzero = np.flatnonzero(counts)
-        if not nonzero.size:
+        position = None
+        if flat.shape[0] > 64:
+            # binary searches in ascending order touch the big array far more cache-friendly
+            flat, position = _sorted_with_positions(flat)
+        offsets, which = _equal_ranges(self.keys, flat)
+        if not offsets.size:
             return Hits.empty()
-        counts = counts[nonzero]
-        total = int(counts.sum())
-        ends = np.cumsum(counts)
-        offsets = np.arange(total) + np.repeat(lo[nonzero] - (ends - counts), counts)
-        qidx = np.repeat(nonzero // layout.num_tables, counts)
+        if position is not None:
+            which = position[which]
+        qidx = which // layout.num_tables
         rows = self.rows[offsets]
         found = self.hashes[rows]
         dist = popcount64(found ^ query[qidx])
@@ -172,6 +171,57 @@ class Segment:
         if self.keys.dtype != layout.combined_dtype or self.rows.dtype != ROW_DTYPE:
             return "table arrays have the wrong type"
         return None
+
+
+def _sorted_with_positions(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``values`` sorted and the original position of each (a packed sort when it fits)."""
+    n = values.shape[0]
+    if values.dtype == np.uint32 and n < 1 << 32:
+        packed = (values.astype(np.uint64) << np.uint64(32)) | np.arange(n, dtype=np.uint64)
+        packed.sort()
+        return (packed >> np.uint64(32)).astype(np.uint32), (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    order = np.argsort(values, kind="stable")
+    return values[order], order
+
+
+def _equal_ranges(keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions in sorted ``keys`` equal to each wanted key, with the index of that key.
+
+    One left binary search per key, then a few steps forward (runs are short for distinct
+    fingerprints); long runs (many identical fingerprints) fall back to a right search.
+    """
+    n = keys.shape[0]
+    lo = np.searchsorted(keys, wanted, side="left")
+    at = np.minimum(lo, n - 1)
+    which = np.flatnonzero(keys[at] == wanted)
+    if not which.size:
+        return which, which
+    offsets_parts = [lo[which]]
+    which_parts = [which]
+    current, current_which = lo[which] + 1, which
+    for _ in range(4):
+        inside = current < n
+        current, current_which = current[inside], current_which[inside]
+        same = keys[current] == wanted[current_which]
+        if not same.any():
+            break
+        current, current_which = current[same], current_which[same]
+        offsets_parts.append(current)
+        which_parts.append(current_which)
+        current = current + 1
+    else:
+        inside = current < n
+        current, current_which = current[inside], current_which[inside]
+        same = keys[current] == wanted[current_which]
+        current, current_which = current[same], current_which[same]
+        if current.size:
+            hi = np.searchsorted(keys, wanted[current_which], side="right")
+            counts = hi - current
+            total = int(counts.sum())
+            ends = np.cumsum(counts)
+            offsets_parts.append(np.arange(total) + np.repeat(current - (ends - counts), counts))
+            which_parts.append(np.repeat(current_which, counts))
+    return np.concatenate(offsets_parts), np.concatenate(which_parts)
 
 
 def brute_force(hashes: np.ndarray, seqs: np.ndarray, query: np.ndarray, k: int) -> Hits:

@@ -1,0 +1,105 @@
+"""The building blocks of the embedded index: layouts' completeness and the sorted-table probe."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_simhash.index import LayoutError
+from scrapy_simhash.index.layouts import MAX_K, blocks_layout, resolve, tiered_layout
+from scrapy_simhash.index.tables import Segment, _equal_ranges
+
+
+@pytest.mark.parametrize("k", range(MAX_K + 1))
+def test_auto_layout_exists_for_every_k(k: int) -> None:
+    layout = resolve(None, k)
+    assert layout.max_k >= k
+    for table in layout.tables:
+        assert len(set(table)) == len(table) and all(0 <= b < 64 for b in table)
+
+
+def test_default_layout_is_mankus_16_tables_of_28_bits() -> None:
+    layout = resolve(None, 3)
+    assert layout.spec == "tiered:4:1:4:1"
+    assert layout.num_tables == 16 and {len(t) for t in layout.tables} == {28}
+    assert layout.combined_dtype == np.uint32
+
+
+@pytest.mark.parametrize(
+    "spec,k", [("manku", 3), ("blocks:5", 3), ("blocks:4:2", 2), ("tiered:5:2:4:1", 3), ("blocks:3", 2)]
+)
+def test_every_difference_pattern_leaves_one_table_key_intact(spec: str, k: int) -> None:
+    """Exhaustive over which blocks hold the differing bits: some table's key is untouched."""
+    layout = resolve(spec, k)
+    # the key bits of each table; a pattern of k flipped bits is missed only if it hits every table
+    tables = [set(t) for t in layout.tables]
+    # differences anywhere in a block behave alike, so try one bit per distinct table-membership class
+    classes: dict[frozenset[int], int] = {}
+    for bit in range(64):
+        classes.setdefault(frozenset(i for i, t in enumerate(tables) if bit in t), bit)
+    for combo in itertools.combinations_with_replacement(list(classes.values()), k):
+        hit = set().union(*(c for c in (frozenset(i for i, t in enumerate(tables) if b in t) for b in combo)))
+        assert len(hit) < len(tables), f"{spec} misses the difference pattern {combo}"
+
+
+def test_incomplete_layouts_are_refused() -> None:
+    with pytest.raises(LayoutError):
+        resolve("blocks:5:3", 3)
+    with pytest.raises(LayoutError):
+        resolve("blocks:3", 3)
+    with pytest.raises(LayoutError):
+        resolve("manku", 4)
+    with pytest.raises(LayoutError):
+        resolve("nonsense:1", 3)
+    with pytest.raises(LayoutError):
+        resolve(None, 9)
+    with pytest.raises(LayoutError):
+        blocks_layout(20, 10)  # 184756 tables
+    assert tiered_layout(4, 1, 4, 1).num_tables == 16
+    assert blocks_layout(6, 3).num_tables == math.comb(6, 3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 40), max_size=120),
+    st.lists(st.integers(-1, 42), max_size=30),
+)
+def test_equal_ranges_finds_every_equal_key(stored: list[int], wanted: list[int]) -> None:
+    keys = np.array(sorted(stored), dtype=np.int64)
+    want = np.array(wanted, dtype=np.int64)
+    if not keys.size:
+        return
+    offsets, which = _equal_ranges(keys, want)
+    got = sorted(zip(which.tolist(), offsets.tolist(), strict=True))
+    expected = sorted(
+        (w, i) for w, value in enumerate(wanted) for i, s in enumerate(keys.tolist()) if s == value
+    )
+    assert got == expected
+
+
+def test_segment_merge_and_removal_keep_probe_exact() -> None:
+    layout = resolve(None, 3)
+    rng = np.random.default_rng(3)
+    hashes = rng.integers(1, 2**64, size=300, dtype=np.uint64)
+    hashes[100:150] = hashes[0]  # a long run of identical fingerprints
+    seqs = np.arange(1, 301, dtype=np.int64)
+    whole = Segment.build(layout, hashes, seqs)
+    merged = Segment.build(layout, hashes[:120], seqs[:120]).merged(
+        layout, Segment.build(layout, hashes[120:], seqs[120:]), dead=np.array([5, 130], dtype=np.int64)
+    )
+    queries = np.concatenate([hashes[:10], hashes[:10] ^ np.uint64(0b111)])
+    for segment, dead in ((whole, set()), (merged, {5, 130})):
+        hits = segment.probe(layout, queries, layout.combined_keys(queries), 3)
+        got = sorted(zip(hits.query.tolist(), hits.seq.tolist(), strict=True))
+        expected = sorted(
+            (q, int(s))
+            for q, qh in enumerate(queries.tolist())
+            for h, s in zip(hashes.tolist(), seqs.tolist(), strict=True)
+            if bin(qh ^ h).count("1") <= 3 and s not in dead
+        )
+        assert got == expected

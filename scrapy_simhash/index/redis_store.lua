@@ -6,7 +6,7 @@
 --   6 .. 5+T  Manku tables: sorted sets, every score 0, member = permuted fingerprint (8 bytes, big-endian)
 --             .. seq8, so ZRANGEBYLEX over a key prefix is an exact bucket lookup.
 -- ARGV: 1 mode, 2 k, 3 retention in ms (0: keep forever), 4 key, 5 record,
---       then per table: permuted query (8 bytes), ZRANGEBYLEX min, max.
+--       6 probe: per table 24 bytes = permuted query, lowest and highest permuted value of its bucket.
 -- record = fingerprint (8) .. request id (8) .. T permuted fingerprints (8 each) .. key length (4) .. key .. meta
 -- Lua numbers are doubles: 64-bit values are only ever handled as 8-byte strings.
 
@@ -16,14 +16,16 @@ local retention = tonumber(ARGV[3])
 local T = #KEYS - 5
 local CONFIG, SEQ, KEYMAP, DOCS, TIMES = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 
-local POP = {}
-for i = 0, 255 do
-  local n, c = i, 0
-  while n > 0 do
-    c = c + (n % 2)
-    n = math.floor(n / 2)
-  end
-  POP[i] = c
+local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
+
+-- Set bits of a 32-bit word (SWAR; no table to rebuild on every call).
+local function popcount32(x)
+  x = x - band(rshift(x, 1), 0x55555555)
+  x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
+  x = band(x + rshift(x, 4), 0x0F0F0F0F)
+  x = x + rshift(x, 8)
+  x = x + rshift(x, 16)
+  return band(x, 0x3F)
 end
 
 local now_ms, cutoff
@@ -99,19 +101,26 @@ end
 
 -- Every stored document within k of the query, as a flat list {seq8, distance, record, ...}.
 -- below: when given, only documents with a smaller seq (older): used to replay a retried call.
+local FF8 = string.rep('\255', 8)
+
 local function find(below)
+  local probe = ARGV[6]
   local seen, out = {}, {}
   for i = 1, T do
-    local base = 5 + 3 * (i - 1)
-    local q1, q2, q3, q4, q5, q6, q7, q8 = string.byte(ARGV[base + 1], 1, 8)
-    local members = redis.call('ZRANGEBYLEX', KEYS[5 + i], ARGV[base + 2], ARGV[base + 3])
+    local off = 24 * (i - 1)
+    local q1, q2, q3, q4, q5, q6, q7, q8 = string.byte(probe, off + 1, off + 8)
+    local qhi = ((q1 * 256 + q2) * 256 + q3) * 256 + q4
+    local qlo = ((q5 * 256 + q6) * 256 + q7) * 256 + q8
+    -- members are 16 bytes, so 8 bytes of 0xFF after the bucket's highest value bound it inclusively
+    local low, high = string.sub(probe, off + 9, off + 16), string.sub(probe, off + 17, off + 24)
+    local members = redis.call('ZRANGEBYLEX', KEYS[5 + i], '[' .. low, '[' .. high .. FF8)
     for _, m in ipairs(members) do
       local seq8 = string.sub(m, 9, 16)
       if not seen[seq8] then
         seen[seq8] = true
         local m1, m2, m3, m4, m5, m6, m7, m8 = string.byte(m, 1, 8)
-        local d = POP[bit.bxor(q1, m1)] + POP[bit.bxor(q2, m2)] + POP[bit.bxor(q3, m3)] + POP[bit.bxor(q4, m4)]
-          + POP[bit.bxor(q5, m5)] + POP[bit.bxor(q6, m6)] + POP[bit.bxor(q7, m7)] + POP[bit.bxor(q8, m8)]
+        local d = popcount32(bxor(qhi, ((m1 * 256 + m2) * 256 + m3) * 256 + m4))
+          + popcount32(bxor(qlo, ((m5 * 256 + m6) * 256 + m7) * 256 + m8))
         if d <= k and (below == nil or num8(seq8) < below) and not expired(seq8) then
           local rec = redis.call('HGET', DOCS, seq8)
           if rec then

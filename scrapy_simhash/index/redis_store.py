@@ -98,12 +98,10 @@ class _Table:
             out |= ((simhash >> shift) & mask) << dest
         return out
 
-    def bucket(self, permuted: int) -> tuple[bytes, bytes]:
-        """ZRANGEBYLEX bounds of the bucket holding ``permuted``."""
+    def probe(self, permuted: int) -> bytes:
+        """The permuted value and its bucket's lowest and highest value: 24 bytes for the script."""
         low = permuted & ~self._low_mask
-        high = low | self._low_mask
-        upper = b"+" if high == MAX64 else b"(" + (high + 1).to_bytes(8, "big")
-        return b"[" + low.to_bytes(8, "big"), upper
+        return b"".join(v.to_bytes(8, "big") for v in (permuted, low, low | self._low_mask))
 
 
 def default_layout(k: int) -> str:
@@ -346,11 +344,8 @@ class RedisIndex(NearDuplicateIndex):
             raise LayoutError(
                 f"layout {self.layout.spec} guarantees exact answers up to k={self.layout.max_k}, not k={k}"
             )
-        args = [b"q", str(k).encode(), self._retention_ms, b"", b""]
-        for table in self._tables:
-            permuted = table.permute(simhash)
-            args += [permuted.to_bytes(8, "big"), *table.bucket(permuted)]
-        return args
+        probe = b"".join(table.probe(table.permute(simhash)) for table in self._tables)
+        return [b"q", str(k).encode(), self._retention_ms, b"", b"", probe]
 
     def _write_args(self, mode: bytes, simhash: int, key: str, meta: Meta | None) -> list[bytes]:
         return self._row_args(mode, *_row(simhash, key, meta))
@@ -367,10 +362,8 @@ class RedisIndex(NearDuplicateIndex):
                 meta_bytes,
             ]
         )
-        args = [mode, str(self.k).encode(), self._retention_ms, key_bytes, record]
-        for table, p in zip(self._tables, permuted, strict=True):
-            args += [p.to_bytes(8, "big"), *table.bucket(p)]
-        return args
+        probe = b"".join(table.probe(p) for table, p in zip(self._tables, permuted, strict=True))
+        return [mode, str(self.k).encode(), self._retention_ms, key_bytes, record, probe]
 
     def _decode(self, seq8: bytes, distance: int, record: bytes) -> Match:
         offset = 16 + 8 * len(self._tables)

@@ -403,3 +403,85 @@ def test_redis_error_reply_becomes_index_error(index: RedisIndex, server: RedisS
     client.close()
     with pytest.raises(SimhashIndexError, match="refused"):
         index.add(0x55, "a")
+
+
+# -- end to end: the example project's spider as two crawler processes ---------------------------
+
+
+def crawl_outcome(items: list[dict[str, Any]], base: str) -> dict[str, str | None]:
+    """path -> path of the original it duplicates (None for an original), pages with a fingerprint."""
+    return {
+        item["url"][len(base) :]: item["near_duplicate_of"][len(base) :]
+        if item["near_duplicate_of"]
+        else None
+        for item in items
+        if item.get("simhash")
+    }
+
+
+def as_clusters(outcome: dict[str, str | None]) -> set[frozenset[str]]:
+    groups: dict[str, set[str]] = {}
+    for path, original in outcome.items():
+        groups.setdefault(original or path, set()).add(path)
+    return {frozenset(g) for g in groups.values()}
+
+
+@pytest.mark.slow  # three Scrapy crawls, ~20 s
+def test_example_spider_as_two_processes_finds_what_one_process_finds(
+    server: RedisServer, tmp_path: Path
+) -> None:
+    from crawl_partition import share
+    from crawl_support import demo_site, run_crawl
+
+    articles = 8
+    clusters = demo_site.expected_clusters(articles)
+    settings = {"SIMHASH_WORKERS": 1, "LOG_LEVEL": "INFO"}
+    with demo_site.serve(demo_site.build_site(articles)) as base:
+        split = [{share(base + path, 2) for path in cluster} for cluster in clusters]
+        assert any(len(s) == 2 for s in split)  # some clusters are spread over both processes
+
+        single_uri = f"{server.url}?prefix=e2e-one-{uuid.uuid4().hex}"
+        single = run_crawl(base + "/", tmp_path / "single", {**settings, "SIMHASH_INDEX": single_uri})
+        one = crawl_outcome(single.items, base)
+
+        shared_uri = f"{server.url}?prefix=e2e-two-{uuid.uuid4().hex}"
+        results: dict[int, Any] = {}
+
+        def crawl(part: int) -> None:
+            results[part] = run_crawl(
+                base + "/",
+                tmp_path / f"part{part}",
+                {
+                    **settings,
+                    "SIMHASH_INDEX": shared_uri,
+                    "PARTITION": f"{part}/2",
+                    "DOWNLOADER_MIDDLEWARES": {"crawl_partition.PartitionMiddleware": 50},
+                },
+            )
+
+        threads = [threading.Thread(target=crawl, args=(part,)) for part in (0, 1)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(200)
+    assert set(results) == {0, 1}, "a crawl process failed"
+    parts = [crawl_outcome(results[p].items, base) for p in (0, 1)]
+    # every page was downloaded by exactly one process, except the start page (by both)
+    assert set(parts[0]) & set(parts[1]) <= {"/"}
+    two = {**parts[1], **parts[0]}
+    assert set(two) == set(one)
+    # the same near-duplicates: the same groups, one original each, as many duplicates
+    assert as_clusters(two) == as_clusters(one)
+    assert {frozenset(c) for c in clusters} <= as_clusters(one)
+    assert (
+        sum(1 for o in two.values() if o)
+        == sum(1 for o in one.values() if o)
+        == sum(len(c) - 1 for c in clusters)
+    )
+    # and some were found against an original that the other process recorded
+    owner = {path: p for p in (0, 1) for path in parts[p]}
+    assert any(o and o != "/" and owner[o] != owner[path] for path, o in two.items())
+    with open_index(shared_uri) as shared, open_index(single_uri) as alone:
+        assert len(shared) == len(alone) == len(one)
+        shared.clear()
+        alone.clear()

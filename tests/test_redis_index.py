@@ -131,11 +131,15 @@ def test_low_bits_survive_no_float_scores(index: RedisIndex, server: RedisServer
 
 def test_iteration_and_stats(index: RedisIndex) -> None:
     index.add_many((i * 0x9E3779B97F4A7C15 & MAX64 or 1, f"k{i}", {"i": i}) for i in range(1, 1201))
-    assert len(index) == 1200
-    seen = {m.key: m.meta["i"] for m in index}
-    assert seen == {f"k{i}": i for i in range(1, 1201)}
+    index.remove("k7")
+    index.add(0x99, "k3", {"i": "again"})  # replaced: now the newest
+    assert len(index) == 1199
+    listed = list(index)  # oldest first, across several 1,000-seq chunks
+    assert [m.key for m in listed] == [f"k{i}" for i in range(1, 1201) if i not in (3, 7)] + ["k3"]
+    assert [m.seq for m in listed] == sorted(m.seq for m in listed)
+    assert listed[-1].meta == {"i": "again"} and listed[-1].simhash == 0x99
     stats = index.stats()
-    assert stats["size"] == 1200 and stats["backend"] == "redis" and stats["redis_used_memory"] > 0
+    assert stats["size"] == 1199 and stats["backend"] == "redis" and stats["redis_used_memory"] > 0
 
 
 # -- namespaces, configuration, cluster slots -----------------------------------------------------
@@ -196,7 +200,7 @@ def test_retention_forgets_old_fingerprints(server: RedisServer) -> None:
         idx.add(0xAAAA, "old")
         assert [m.key for m in idx.query(0xAAAA)] == ["old"]
         time.sleep(0.6)
-        assert idx.query(0xAAAA) == [] and idx.get("old") is None and len(idx) == 0
+        assert idx.query(0xAAAA) == [] and idx.get("old") is None and len(idx) == 0 and list(idx) == []
         assert idx.check_and_add(0xAAAB, "new") == []  # expired: not an original any more
         client = server.client()
         assert client.hlen(f"simhash:{{{idx.prefix}}}:docs") == 1  # the write trimmed "old" away

@@ -212,6 +212,22 @@ if mode == 'n' then
   return n
 end
 
+if mode == 'e' then
+  -- Export: the live records with seq in [ARGV[4], ARGV[4] + ARGV[5]), oldest first.
+  local first, count = tonumber(ARGV[4]), tonumber(ARGV[5])
+  local out = {}
+  for s = first, first + count - 1 do
+    local seq8 = be8(s)
+    local rec = redis.call('HGET', DOCS, seq8)
+    if rec and not expired(seq8) then
+      out[#out + 1] = seq8
+      out[#out + 1] = 0
+      out[#out + 1] = rec
+    end
+  end
+  return out
+end
+
 if mode == 't' then
   return trim(tonumber(ARGV[4]))
 end

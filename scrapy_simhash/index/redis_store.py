@@ -280,17 +280,15 @@ class RedisIndex(NearDuplicateIndex):
         return int(self._run(self._args(b"n"), "counting keys"))
 
     def __iter__(self) -> Iterator[Match]:
-        """Every stored fingerprint (distance 0), in no particular order; not a snapshot."""
-        docs = self._keys[3]
-        cursor: int | bytes = 0
-        while True:
-            cursor, chunk = self._call(lambda c=cursor: self._client.hscan(docs, c, count=1000), "iterating")
-            for seq8, rec in chunk.items():
-                match = self._decode(seq8, 0, rec)
-                if self.get(match.key) == match:  # skips expired and replaced entries
-                    yield match
-            if not cursor or cursor == b"0":
-                return
+        """Every stored fingerprint (distance 0), oldest first; 1,000 sequence numbers per round trip.
+
+        Not a snapshot: entries added while iterating may or may not appear.
+        """
+        chunk = 1000
+        last = int(self._call(lambda: self._client.get(self._keys[1]) or 0, "iterating"))
+        for first in range(1, last + 1, chunk):
+            reply = self._run(self._args(b"e", str(first).encode(), str(chunk).encode()), "iterating")
+            yield from self._matches(reply)
 
     def compact(self) -> None:
         """Forget every fingerprint past the retention window now (writes also do it, a few at a time)."""

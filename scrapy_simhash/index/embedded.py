@@ -85,6 +85,9 @@ class SimhashIndex(NearDuplicateIndex):
     ``layout``: table layout spec (see :mod:`.layouts`); fixed when the index is created.
     ``read_only``: no lock, no writes; a snapshot as of opening.
     ``verify``: check the table files' CRC-32s on open (a damaged file is rebuilt).
+    ``synchronous``: ``"full"`` (default) fsyncs every commit, so an acknowledged insert
+    survives a power cut; ``"normal"`` survives a crash of the process (SIGKILL, OOM) but
+    may lose the last commits on power loss, for about 100x more single inserts per second.
     """
 
     def __init__(
@@ -97,6 +100,7 @@ class SimhashIndex(NearDuplicateIndex):
         verify: bool = True,
         pending_max: int = 4096,
         delta_min: int = 1 << 18,
+        synchronous: str = "full",
     ) -> None:
         self.path = Path(path)
         self.read_only = read_only
@@ -117,7 +121,7 @@ class SimhashIndex(NearDuplicateIndex):
             self.path.mkdir(parents=True, exist_ok=True)
             self._acquire_lock()
         try:
-            self._store = Store(self.path / DATABASE, read_only=read_only)
+            self._store = Store(self.path / DATABASE, read_only=read_only, synchronous=synchronous)
             try:
                 self.layout, self.k = self._settle_layout(k, layout)
                 self._load()

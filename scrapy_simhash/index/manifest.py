@@ -14,6 +14,7 @@ Any damage (missing, truncated, flipped bits, wrong shape) is reported as
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import zlib
 from pathlib import Path
@@ -115,6 +116,32 @@ def read_manifest(directory: Path) -> dict[str, Any] | None:
         raise TablesInvalid(f"manifest.json is damaged ({type(exc).__name__}: {exc})") from None
 
 
+def _map_array(path: Path) -> np.ndarray:
+    """A read-only array backed by the file's pages, mapped with MAP_POPULATE where available.
+
+    Pre-faulting the mapping costs a little at open but keeps page faults (tens to hundreds
+    of microseconds each on a busy machine) out of query latency; a plain ndarray over the
+    mapping also avoids np.memmap's per-call subclass overhead.
+    """
+    with path.open("rb") as f:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        else:
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+        offset = f.tell()
+        if fortran or len(shape) != 1 or dtype.hasobject:
+            raise ValueError("expected a one-dimensional numeric array")
+        size = os.fstat(f.fileno()).st_size
+        if offset + shape[0] * dtype.itemsize != size:
+            raise ValueError(f"{size - offset} data bytes for {shape[0]} items of {dtype}")
+        if shape[0] == 0:
+            return np.zeros(0, dtype=dtype)
+        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+        mapping = mmap.mmap(f.fileno(), size, flags=flags, prot=mmap.PROT_READ)
+    return np.frombuffer(mapping, dtype=dtype, count=shape[0], offset=offset)
+
+
 def load_generation(
     directory: Path, manifest: dict[str, Any], layout: Layout, verify: bool = True
 ) -> Segment:
@@ -132,9 +159,7 @@ def load_generation(
         if verify and _crc(path) != entry["crc32"]:
             raise TablesInvalid(f"{entry['name']} fails its CRC-32 check")
         try:
-            # an empty array cannot be memory-mapped
-            mode = "r" if int(manifest["count"]) else None
-            arrays[part] = np.load(path, mmap_mode=mode, allow_pickle=False)
+            arrays[part] = _map_array(path)
         except (ValueError, OSError) as exc:
             raise TablesInvalid(f"{entry['name']} is not a valid array file ({exc})") from None
     segment = Segment(**arrays)

@@ -60,7 +60,9 @@ def _chunks(values: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]
 class Store:
     """Durable rows of the index. Not thread-safe by itself: the index serialises calls."""
 
-    def __init__(self, path: Path, read_only: bool = False) -> None:
+    def __init__(self, path: Path, read_only: bool = False, synchronous: str = "full") -> None:
+        if synchronous not in ("full", "normal"):
+            raise ValueError(f"synchronous must be 'full' or 'normal', not {synchronous!r}")
         self.path = path
         self.read_only = read_only
         try:
@@ -71,7 +73,7 @@ class Store:
             else:
                 self.conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
                 self.conn.execute("PRAGMA journal_mode=WAL")
-                self.conn.execute("PRAGMA synchronous=FULL")
+                self.conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
                 self.conn.executescript(_SCHEMA)
             self.conn.execute("SELECT seq FROM entries LIMIT 1").fetchall()
         except sqlite3.DatabaseError as exc:
@@ -116,6 +118,18 @@ class Store:
         Replaced rows at or below ``tombstone_upto`` (the table files' last seq) get a
         tombstone in the same transaction.
         """
+        start = self.next_seq
+        seqs = list(range(start, start + len(items)))
+        rows = [(s, key, to_signed(h), meta) for s, (h, key, meta) in zip(seqs, items, strict=True)]
+        try:  # fast path: all keys new (the common case in a crawl), one pass over the key index
+            with self._transaction():
+                self.conn.executemany(
+                    "INSERT INTO entries (seq, key, simhash, meta) VALUES (?, ?, ?, ?)", rows
+                )
+            self.next_seq = start + len(items)
+            return seqs, []
+        except sqlite3.IntegrityError:
+            pass  # some key exists: rolled back; replace explicitly
         keys = [key for _, key, _ in items]
         with self._transaction():
             replaced: list[int] = []
@@ -127,12 +141,7 @@ class Store:
             if replaced:
                 self.conn.executemany("DELETE FROM entries WHERE seq = ?", [(s,) for s in replaced])
                 self._tombstone([s for s in replaced if s <= tombstone_upto])
-            start = self.next_seq
-            seqs = list(range(start, start + len(items)))
-            self.conn.executemany(
-                "INSERT INTO entries (seq, key, simhash, meta) VALUES (?, ?, ?, ?)",
-                [(s, key, to_signed(h), meta) for s, (h, key, meta) in zip(seqs, items, strict=True)],
-            )
+            self.conn.executemany("INSERT INTO entries (seq, key, simhash, meta) VALUES (?, ?, ?, ?)", rows)
         self.next_seq = start + len(items)
         return seqs, replaced
 

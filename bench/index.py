@@ -1,0 +1,202 @@
+"""The embedded SimhashIndex at scale, one run: inserts, latency, batch throughput, RAM, disk, compaction.
+
+For each size N the script fills a fresh index (in a temporary directory) with N fingerprints under
+URL-like keys and measures, side by side in one run:
+
+- durable inserts/s: ``add_many`` batches of ``--batch`` (one SQLite transaction, fsync, each);
+- single check_and_add/s: one durable insert at a time, as a crawler without batching does;
+- compaction: ``compact()`` time (merging the in-memory layers into a new on-disk generation);
+- query latency p50/p99 (µs), one ``query`` at a time, for random fingerprints (misses) and for
+  near-duplicates 0-3 bits from stored ones (hits); beside it, the p50/p99 of a bare
+  ``np.searchsorted`` of 16 keys into the same table array: the floor this machine's noise allows;
+- batched queries/s: ``query_many`` over ``--batch-queries`` random fingerprints;
+- RAM per fingerprint: the table arrays' bytes / N, and the growth of the process's RSS when a fresh
+  handle opens the index and answers a batch (memory-mapped pages count as they are touched);
+- disk bytes per fingerprint: the whole directory (SQLite with keys, plus table files) / N.
+
+Datasets: ``random`` (uniform fingerprints) and ``clustered`` (10% seeds, each with 9 near-duplicates
+at 1-6 bits, as crawls of syndicated pages look).
+
+Run:  python bench/index.py                       # 1M random and clustered (~3 min)
+      python bench/index.py --sizes 10000000 --datasets random   (~8 min, < 4 GiB)
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scrapy_simhash.index import SimhashIndex
+
+
+def rss() -> dict[str, int]:
+    """Resident memory (bytes) of this process: total, anonymous, file-backed (mmapped)."""
+    fields = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "RssAnon", "RssFile"):
+            fields[name] = int(value.split()[0]) * 1024
+    return fields
+
+
+def dataset(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    if kind == "random":
+        return rng.integers(1, 2**64, size=n, dtype=np.uint64)
+    seeds = rng.integers(1, 2**64, size=(n + 9) // 10, dtype=np.uint64)
+    out = np.repeat(seeds, 10)[:n]
+    flips = rng.integers(1, 7, size=n)
+    for bit in range(6):
+        active = flips > bit
+        out[active] ^= np.uint64(1) << rng.integers(0, 64, size=int(active.sum())).astype(np.uint64)
+    out[::10] = seeds[: out[::10].shape[0]]  # each cluster keeps its seed exactly
+    out[out == 0] = 1
+    return out
+
+
+def near(stored: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
+    picks = stored[rng.integers(0, stored.shape[0], size=count)].copy()
+    for _ in range(3):
+        flip = rng.random(count) < 0.7
+        picks[flip] ^= np.uint64(1) << rng.integers(0, 64, size=int(flip.sum())).astype(np.uint64)
+    picks[picks == 0] = 1
+    return picks
+
+
+def latencies(fn: Any, values: list[int]) -> tuple[float, float]:
+    times = np.empty(len(values))
+    gc.collect()
+    gc.disable()  # a long-running crawler's steady state; collections are measured elsewhere
+    try:
+        for i, v in enumerate(values):
+            start = time.perf_counter_ns()
+            fn(v)
+            times[i] = time.perf_counter_ns() - start
+    finally:
+        gc.enable()
+    return float(np.percentile(times, 50) / 1e3), float(np.percentile(times, 99) / 1e3)
+
+
+def run(kind: str, n: int, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    rng = np.random.default_rng(args.seed)
+    hashes = dataset(kind, n, rng)
+    path = workdir / f"{kind}-{n}"
+    out: dict[str, Any] = {"dataset": kind, "n": n}
+    index = SimhashIndex(path)
+    start = time.perf_counter()
+    values = hashes.tolist()
+    for s in range(0, n, args.batch):
+        index.add_many(
+            [
+                (h, f"https://site{(s + i) % 997}.example/article/{s + i}", None)
+                for i, h in enumerate(values[s : s + args.batch])
+            ]
+        )
+    out["inserts_per_s"] = n / (time.perf_counter() - start)
+    probes = hashes[rng.integers(0, n, size=args.single)].tolist()
+    start = time.perf_counter()
+    for i, h in enumerate(probes):
+        index.check_and_add(h ^ (1 << (i % 64)) or 1, f"https://single.example/{i}")
+    out["check_and_add_per_s"] = args.single / (time.perf_counter() - start)
+    start = time.perf_counter()
+    index.compact()
+    out["compact_s"] = time.perf_counter() - start
+    stats = index.stats()
+    out["table_bytes_per_fp"] = stats["table_bytes"] / len(index)
+    out["disk_bytes_per_fp"] = stats["disk_bytes"] / len(index)
+    index.close()
+    del values
+    gc.collect()
+
+    before = rss()
+    start = time.perf_counter()
+    index = SimhashIndex(path)
+    out["open_s"] = time.perf_counter() - start
+    misses = rng.integers(1, 2**64, size=args.queries, dtype=np.uint64).tolist()
+    hits = near(hashes, args.queries, rng).tolist()
+    base_keys = index._base.keys  # the floor: one bare binary search of 16 keys in the same array
+    sixteen = [index.layout.combined_keys(np.array([h], dtype=np.uint64))[0] for h in misses[:2000]]
+    out["floor_p50_us"], out["floor_p99_us"] = latencies(
+        lambda q: np.searchsorted(base_keys, q), sixteen * 10
+    )
+    out["miss_p50_us"], out["miss_p99_us"] = latencies(index.query, misses)
+    out["hit_p50_us"], out["hit_p99_us"] = latencies(index.query, hits)
+    out["hit_mean_matches"] = float(np.mean([len(index.query(h)) for h in hits[:2000]]))
+    batch = rng.integers(1, 2**64, size=args.batch_queries, dtype=np.uint64)
+    start = time.perf_counter()
+    index.query_many(batch)
+    out["batch_queries_per_s"] = args.batch_queries / (time.perf_counter() - start)
+    batch_hits = near(hashes, args.batch_queries, rng)
+    start = time.perf_counter()
+    index.query_many(batch_hits)
+    out["batch_hit_queries_per_s"] = args.batch_queries / (time.perf_counter() - start)
+    after = rss()
+    out["rss_bytes_per_fp"] = (after["VmRSS"] - before["VmRSS"]) / len(index)
+    out["rss_anon_bytes_per_fp"] = (after["RssAnon"] - before["RssAnon"]) / len(index)
+    index.close()
+    if not args.keep:
+        shutil.rmtree(path)
+    return out
+
+
+ROWS = [
+    ("durable inserts/s (add_many)", "inserts_per_s", "{:,.0f}", ">= 50,000"),
+    ("check_and_add/s (one at a time)", "check_and_add_per_s", "{:,.0f}", ""),
+    ("compact() s", "compact_s", "{:.2f}", ""),
+    ("open s (CRC check + map)", "open_s", "{:.2f}", ""),
+    ("query p50 µs, random (miss)", "miss_p50_us", "{:.1f}", ""),
+    ("query p99 µs, random (miss)", "miss_p99_us", "{:.1f}", "<= 100 (1M) / 200 (10M)"),
+    ("query p50 µs, near-dup (hit)", "hit_p50_us", "{:.1f}", ""),
+    ("query p99 µs, near-dup (hit)", "hit_p99_us", "{:.1f}", "<= 100 (1M) / 200 (10M)"),
+    ("  matches per hit query", "hit_mean_matches", "{:.1f}", ""),
+    ("floor p50 µs (bare searchsorted)", "floor_p50_us", "{:.1f}", ""),
+    ("floor p99 µs (bare searchsorted)", "floor_p99_us", "{:.1f}", ""),
+    ("query_many/s, random", "batch_queries_per_s", "{:,.0f}", ">= 200,000"),
+    ("query_many/s, near-dup", "batch_hit_queries_per_s", "{:,.0f}", ""),
+    ("table RAM bytes/fp (arrays)", "table_bytes_per_fp", "{:.0f}", "<= 150"),
+    ("RSS growth bytes/fp (open+query)", "rss_bytes_per_fp", "{:.0f}", ""),
+    ("  of which anonymous", "rss_anon_bytes_per_fp", "{:.0f}", ""),
+    ("disk bytes/fp (SQLite + tables)", "disk_bytes_per_fp", "{:.0f}", ""),
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", default="1000000", help="comma-separated index sizes")
+    parser.add_argument("--datasets", default="random,clustered")
+    parser.add_argument("--batch", type=int, default=50_000, help="add_many batch size")
+    parser.add_argument("--queries", type=int, default=20_000, help="single queries per latency figure")
+    parser.add_argument("--batch-queries", type=int, default=200_000)
+    parser.add_argument("--single", type=int, default=2_000, help="check_and_add calls")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--dir", default=None, help="working directory (default: a temporary one)")
+    parser.add_argument("--keep", action="store_true", help="keep the index directories")
+    args = parser.parse_args()
+    workdir = Path(args.dir or tempfile.mkdtemp(prefix="bench-index-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    results = []
+    for n in (int(s) for s in args.sizes.split(",")):
+        for kind in args.datasets.split(","):
+            started = time.perf_counter()
+            results.append(run(kind, n, args, workdir))
+            print(f"# {kind} {n:,}: {time.perf_counter() - started:.0f} s", flush=True)
+    header = (
+        f"{'':36}" + "".join(f"{r['dataset'] + ' ' + format(r['n'], ','):>22}" for r in results) + "   goal"
+    )
+    print(header)
+    for label, key, fmt, goal in ROWS:
+        print(f"{label:36}" + "".join(f"{fmt.format(r[key]):>22}" for r in results) + f"   {goal}")
+    if args.dir is None and not args.keep:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

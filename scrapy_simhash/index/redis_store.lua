@@ -5,8 +5,12 @@
 --   4 docs hash (seq8 -> record)        5 time zset (seq8 scored by insertion ms; retention only)
 --   6 .. 5+T  Manku tables: sorted sets, every score 0, member = permuted fingerprint (8 bytes, big-endian)
 --             .. seq8, so ZRANGEBYLEX over a key prefix is an exact bucket lookup.
--- ARGV: 1 mode, 2 k, 3 retention in ms (0: keep forever), 4 key, 5 record,
---       6 probe: per table 24 bytes = permuted query, lowest and highest permuted value of its bucket.
+-- ARGV: 1 mode, 2 k, 3 retention in ms (0: keep forever), then by mode:
+--       'q' query, 'c' check_and_add, 'a' add: 4 key, 5 record, 6 probe
+--       'Q' many queries: 4.. probes;  'A' many adds: 4.. key, record pairs
+--       'g' get, 'r' remove: 4 key;  'n' count;  'e' export: 4 first seq, 5 count;  't' trim: 4 limit
+--       'i' create/read config: 4.. field, value pairs;  'x' delete the namespace
+-- probe: per table 24 bytes = permuted query, lowest and highest permuted value of its bucket.
 -- record = fingerprint (8) .. request id (8) .. T permuted fingerprints (8 each) .. key length (4) .. key .. meta
 -- Lua numbers are doubles: 64-bit values are only ever handled as 8-byte strings.
 
@@ -99,12 +103,11 @@ local function trim(limit)
   return #old
 end
 
--- Every stored document within k of the query, as a flat list {seq8, distance, record, ...}.
--- below: when given, only documents with a smaller seq (older): used to replay a retried call.
 local FF8 = string.rep('\255', 8)
 
-local function find(below)
-  local probe = ARGV[6]
+-- Every stored document within k of the probe, as a flat list {seq8, distance, record, ...}.
+-- below: when given, only documents with a smaller seq (older): used to replay a retried call.
+local function find(probe, below)
   local seen, out = {}, {}
   for i = 1, T do
     local off = 24 * (i - 1)
@@ -148,34 +151,56 @@ local function insert(key, rec)
   end
 end
 
-if mode == 'q' then
-  return find(nil)
-end
-
-if mode == 'c' or mode == 'a' then
-  local key, rec = ARGV[4], ARGV[5]
+-- add ('a') or check_and_add ('c') of one record; returns the matches before the insert ('c').
+local function write(what, key, rec, probe)
   local old = redis.call('HGET', KEYMAP, key)
   if old then
     local old_rec = redis.call('HGET', DOCS, old)
     if old_rec and string.sub(old_rec, 9, 16) == string.sub(rec, 9, 16) then
       -- Same request id: this call already ran and its reply was lost with the connection.
       -- Answer as the first run did and do not insert twice.
-      if mode == 'c' then
-        return find(num8(old))
+      if what == 'c' then
+        return find(probe, num8(old))
       end
       return {}
     end
   end
-  trim(64)
   local matches = {}
-  if mode == 'c' then
-    matches = find(nil)
+  if what == 'c' then
+    matches = find(probe, nil)
   end
   if old then
     drop(old)
   end
   insert(key, rec)
   return matches
+end
+
+if mode == 'q' then
+  return find(ARGV[6], nil)
+end
+
+if mode == 'Q' then
+  -- Many lookups in one call: ARGV[4..] are probes; one flat list per probe.
+  local out = {}
+  for i = 4, #ARGV do
+    out[#out + 1] = find(ARGV[i], nil)
+  end
+  return out
+end
+
+if mode == 'c' or mode == 'a' then
+  trim(64)
+  return write(mode, ARGV[4], ARGV[5], ARGV[6])
+end
+
+if mode == 'A' then
+  -- Many inserts in one call: ARGV[4..] are key, record pairs, applied in order.
+  trim(64)
+  for i = 4, #ARGV, 2 do
+    write('a', ARGV[i], ARGV[i + 1], nil)
+  end
+  return (#ARGV - 3) / 2
 end
 
 if mode == 'g' then

@@ -53,9 +53,11 @@ logger = logging.getLogger(__name__)
 
 FORMAT = "scrapy-simhash-redis/1"
 MAX64 = (1 << 64) - 1
-BATCH = 500
-"""Commands per pipeline in add_many/query_many: large enough to hide the round trip, small enough to
-keep Redis responsive to the other crawlers between batches."""
+ROWS_PER_CALL = 50
+"""Inserts or lookups per script call in add_many/query_many: one call blocks Redis for ~1-3 ms, short
+enough for the other crawlers' lookups to interleave."""
+CALLS_PER_ROUND_TRIP = 10
+"""Script calls per pipeline: 500 inserts or lookups per round trip."""
 
 _URI_OPTIONS = ("prefix", "retention", "cluster", "retries", "retry_cap", "timeout", "layout")
 _UNAVAILABLE = (
@@ -237,30 +239,36 @@ class RedisIndex(NearDuplicateIndex):
         self._run(self._write_args(b"a", simhash, key, meta), "adding a fingerprint")
 
     def add_many(self, items: Iterable[tuple[int, str, Meta | None]]) -> int:
-        """Pipelined inserts, ``BATCH`` scripts per round trip; each insert is atomic on its own.
+        """Batched inserts: 50 per script call, 10 calls per round trip; each call is atomic.
 
         Every item is validated before the first is sent: a batch with one bad item stores nothing.
         """
         rows = [_row(simhash, key, meta) for simhash, key, meta in items]
-        for start in range(0, len(rows), BATCH):
-            batch = [self._row_args(b"a", *row) for row in rows[start : start + BATCH]]
-            self._run_many(batch, "adding fingerprints")
+        calls = []
+        for start in range(0, len(rows), ROWS_PER_CALL):
+            args = self._args(b"A")
+            for simhash, key_bytes, meta_bytes in rows[start : start + ROWS_PER_CALL]:
+                args += [key_bytes, self._record(simhash, key_bytes, meta_bytes)]
+            calls.append(args)
+        for start in range(0, len(calls), CALLS_PER_ROUND_TRIP):
+            self._run_many(calls[start : start + CALLS_PER_ROUND_TRIP], "adding fingerprints")
         return len(rows)
 
     def query(self, simhash: int, k: int | None = None) -> list[Match]:
-        args = self._query_args(simhash, k)
-        return self._matches(self._run(args, "querying"))
+        probe = self._probe(simhash, k)
+        return self._matches(
+            self._run([b"q", str(self._k(k)).encode(), self._retention_ms, b"", b"", probe], "querying")
+        )
 
     def query_many(self, simhashes: Iterable[int], k: int | None = None) -> list[list[Match]]:
+        """Batched lookups: 50 per script call, 10 calls per round trip."""
+        probes = [self._probe(simhash, k) for simhash in simhashes]
+        head = [b"Q", str(self._k(k)).encode(), self._retention_ms]
+        calls = [head + probes[i : i + ROWS_PER_CALL] for i in range(0, len(probes), ROWS_PER_CALL)]
         out: list[list[Match]] = []
-        batch: list[list[bytes]] = []
-        for simhash in simhashes:
-            batch.append(self._query_args(simhash, k))
-            if len(batch) >= BATCH:
-                out.extend(self._matches(r) for r in self._run_many(batch, "querying"))
-                batch = []
-        if batch:
-            out.extend(self._matches(r) for r in self._run_many(batch, "querying"))
+        for start in range(0, len(calls), CALLS_PER_ROUND_TRIP):
+            for reply in self._run_many(calls[start : start + CALLS_PER_ROUND_TRIP], "querying"):
+                out.extend(self._matches(r) for r in reply)
         return out
 
     def check_and_add(self, simhash: int, key: str, meta: Meta | None = None) -> list[Match]:
@@ -332,25 +340,39 @@ class RedisIndex(NearDuplicateIndex):
     def _args(self, mode: bytes, *extra: bytes) -> list[bytes]:
         return [mode, str(self.k).encode(), self._retention_ms, *extra]
 
-    def _query_args(self, simhash: int, k: int | None) -> list[bytes]:
-        _check_simhash(simhash)
+    def _k(self, k: int | None) -> int:
         if k is None:
-            k = self.k
+            return self.k
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise TypeError(f"k must be an int, got {type(k).__name__}")
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
         if k > self.layout.max_k:
             raise LayoutError(
                 f"layout {self.layout.spec} guarantees exact answers up to k={self.layout.max_k}, not k={k}"
             )
-        probe = b"".join(table.probe(table.permute(simhash)) for table in self._tables)
-        return [b"q", str(k).encode(), self._retention_ms, b"", b"", probe]
+        return k
+
+    def _probe(self, simhash: int, k: int | None = None) -> bytes:
+        """Validated query: per table the permuted fingerprint and its bucket's bounds."""
+        _check_simhash(simhash)
+        self._k(k)
+        return b"".join(table.probe(table.permute(simhash)) for table in self._tables)
 
     def _write_args(self, mode: bytes, simhash: int, key: str, meta: Meta | None) -> list[bytes]:
-        return self._row_args(mode, *_row(simhash, key, meta))
-
-    def _row_args(self, mode: bytes, simhash: int, key_bytes: bytes, meta_bytes: bytes) -> list[bytes]:
+        simhash, key_bytes, meta_bytes = _row(simhash, key, meta)
         permuted = [table.permute(simhash) for table in self._tables]
-        record = b"".join(
+        record = self._record(simhash, key_bytes, meta_bytes, permuted)
+        probe = b"".join(table.probe(p) for table, p in zip(self._tables, permuted, strict=True))
+        return [mode, str(self.k).encode(), self._retention_ms, key_bytes, record, probe]
+
+    def _record(
+        self, simhash: int, key_bytes: bytes, meta_bytes: bytes, permuted: list[int] | None = None
+    ) -> bytes:
+        """The stored record, with a fresh request id."""
+        if permuted is None:
+            permuted = [table.permute(simhash) for table in self._tables]
+        return b"".join(
             [
                 simhash.to_bytes(8, "big"),
                 os.urandom(8),  # request id: recognises a retried call that already ran
@@ -360,8 +382,6 @@ class RedisIndex(NearDuplicateIndex):
                 meta_bytes,
             ]
         )
-        probe = b"".join(table.probe(p) for table, p in zip(self._tables, permuted, strict=True))
-        return [mode, str(self.k).encode(), self._retention_ms, key_bytes, record, probe]
 
     def _decode(self, seq8: bytes, distance: int, record: bytes) -> Match:
         offset = 16 + 8 * len(self._tables)

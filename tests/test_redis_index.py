@@ -295,6 +295,7 @@ def test_redis_cluster_three_primaries(tmp_path: Path) -> None:
                 expected[0] = ["a", "b"]
                 assert [sorted(m.key for m in r) for r in idx.query_many(probes)] == expected
                 assert len(idx) == 701 and idx.remove("a") and idx.get("b").simhash == 0xC0FFEF
+                assert idx.stats()["size"] == 700 and idx.stats()["redis_used_memory"] > 0
         # different crawls land on different primaries: the cluster spreads crawls, not one crawl
         owners = set()
         for prefix in prefixes:

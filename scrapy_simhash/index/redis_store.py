@@ -244,14 +244,15 @@ class RedisIndex(NearDuplicateIndex):
         Every item is validated before the first is sent: a batch with one bad item stores nothing.
         """
         rows = [_row(simhash, key, meta) for simhash, key, meta in items]
-        calls = []
-        for start in range(0, len(rows), ROWS_PER_CALL):
-            args = self._args(b"A")
-            for simhash, key_bytes, meta_bytes in rows[start : start + ROWS_PER_CALL]:
-                args += [key_bytes, self._record(simhash, key_bytes, meta_bytes)]
-            calls.append(args)
-        for start in range(0, len(calls), CALLS_PER_ROUND_TRIP):
-            self._run_many(calls[start : start + CALLS_PER_ROUND_TRIP], "adding fingerprints")
+        per_trip = ROWS_PER_CALL * CALLS_PER_ROUND_TRIP
+        for trip in range(0, len(rows), per_trip):
+            calls = []
+            for start in range(trip, min(len(rows), trip + per_trip), ROWS_PER_CALL):
+                args = self._args(b"A")
+                for simhash, key_bytes, meta_bytes in rows[start : start + ROWS_PER_CALL]:
+                    args += [key_bytes, self._record(simhash, key_bytes, meta_bytes)]
+                calls.append(args)
+            self._run_many(calls, "adding fingerprints")
         return len(rows)
 
     def query(self, simhash: int, k: int | None = None) -> list[Match]:
@@ -316,6 +317,7 @@ class RedisIndex(NearDuplicateIndex):
             "prefix": self.prefix,
             "size": len(self),
             "k": self.k,
+            "layout": self.layout.spec,
             "tables": len(self._tables),
             "retention": self.retention,
             "redis_used_memory": used,

@@ -16,7 +16,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 
 
-def crawl(start_url: str, overrides: dict[str, Any], stats_path: str | None = None) -> dict[str, Any]:
+def crawl(
+    start_url: str, overrides: dict[str, Any], stats_path: str | None = None, **spider_args: Any
+) -> dict[str, Any]:
     """Crawl the site at ``start_url`` with the project settings plus ``overrides``; returns the stats."""
     sys.path.insert(0, str(HERE))
     os.environ.setdefault("SCRAPY_SETTINGS_MODULE", "demo_crawler.settings")
@@ -36,7 +38,7 @@ def crawl(start_url: str, overrides: dict[str, Any], stats_path: str | None = No
         stats["finish_reason"] = reason
 
     crawler.signals.connect(on_closed, signal=signals.spider_closed)
-    process.crawl(crawler, start_url=start_url)
+    process.crawl(crawler, start_url=start_url, **spider_args)
     process.start()
     if stats_path:
         Path(stats_path).write_text(json.dumps(stats, default=str, indent=1, sort_keys=True))
@@ -63,6 +65,9 @@ def main() -> None:
     )
     parser.add_argument("--stats", help="write the crawl's stats here as JSON")
     parser.add_argument("--items", help="write the items here as JSON Lines")
+    parser.add_argument(
+        "-a", dest="spider_args", action="append", default=[], metavar="NAME=VALUE", help="a spider argument"
+    )
     args = parser.parse_args()
     overrides = {}
     for item in args.set:
@@ -70,7 +75,8 @@ def main() -> None:
         overrides[name] = _parse_value(value)
     if args.items:
         overrides["FEEDS"] = {args.items: {"format": "jsonlines", "overwrite": True}}
-    crawl(args.start_url, overrides, args.stats)
+    spider_args = dict(item.partition("=")[::2] for item in args.spider_args)
+    crawl(args.start_url, overrides, args.stats, **spider_args)
 
 
 if __name__ == "__main__":

@@ -60,6 +60,12 @@ def decode_html(body: bytes, encoding: str | None = None) -> str:
 
     header = f"text/html; charset={encoding}" if encoding else None
     _, text = html_to_unicode(header, body, default_encoding="utf-8", auto_detect_fun=_detect_encoding)
+    if "\ufffd" in text and b"\xef\xbf\xbd" not in body:
+        # The declared encoding does not fit the bytes (a server that says UTF-8 and
+        # sends Latin-1 is common): trust detection over the declaration.
+        detected = _detect_encoding(body)
+        if detected:
+            text = body.decode(detected, errors="replace")
     return text
 
 

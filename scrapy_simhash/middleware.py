@@ -126,6 +126,7 @@ class SimhashMiddleware:
             self.config.action,
             self.config.workers,
         )
+        self.stats.set_value("simhash/index/size", len(self.index))
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
         self.pool.close()
@@ -234,7 +235,10 @@ class SimhashMiddleware:
             self.stats.inc_value("simhash/revisit")
             return duplicate_of(self.index.query(simhash), url, known)
         meta = {"url": url, "date": _now(), "record_id": request.meta.get("warc_record_id")}
-        return duplicate_of(self.index.check_and_add(simhash, url, meta), url, None)
+        matches = self.index.check_and_add(simhash, url, meta)
+        if known is None:
+            self.stats.inc_value("simhash/index/size")
+        return duplicate_of(matches, url, None)
 
     def _result(self, page: PageFingerprint, original: Match | None) -> dict[str, Any]:
         assert page.simhash is not None

@@ -2,20 +2,28 @@
 
 trafilatura is CPU-bound and not thread-safe (adbar/trafilatura#925), so pages
 are fingerprinted in a process pool. A worker that crashes or hangs costs its
-page only: the pool is replaced, the other pages that were in flight are
-retried once on the new pool, and the failed page is reported as
-``worker_crash`` or ``timeout``.
+own page only:
+
+- a page that runs past the timeout is answered ``timeout`` and its pool is
+  replaced; the other pages that were in flight there start again;
+- when a worker dies, the pool cannot tell which page killed it, so every page
+  that was in flight is re-run alone in a one-worker *isolation* pool: the page
+  that crashes there is the culprit (``worker_crash``), the others succeed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
+import os
+import signal
 import sys
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from twisted.internet.defer import Deferred, succeed
@@ -36,25 +44,67 @@ def _init_worker(function: FingerprintFunction, options: dict[str, Any]) -> None
     global _worker_function, _worker_options
     _worker_function, _worker_options = function, options
     # Pay the one-time costs (imports, the tokeniser's class table) before the first page.
-    _worker_function(b"<html><body><p>warm up</p></body></html>", None, None, **_worker_options)
+    fingerprint_page(b"<html><body><p>warm up</p></body></html>", None, None, **options)
 
 
 def _run_in_worker(body: bytes, url: str | None, encoding: str | None) -> PageFingerprint:
     return _worker_function(body, url, encoding, **_worker_options)
 
 
-@dataclass
+@dataclass(eq=False)
 class _Task:
     body: bytes
     url: str | None
     encoding: str | None
-    deferred: Deferred
-    attempts: int = 0
+    deferred: Deferred = field(default_factory=Deferred)
     timer: Any = None
+
+
+def _ready() -> int:
+    return os.getpid()
+
+
+class _Workers:
+    """One ProcessPoolExecutor, its queue and the tasks in flight on it; replaced, never repaired.
+
+    At most ``size`` tasks are in the executor at once, so a task's timeout
+    measures its own run, not its wait behind others; and none is sent before
+    every worker has started (imports and warm-up are not charged to a page).
+    """
+
+    def __init__(
+        self, size: int, function: FingerprintFunction, options: dict[str, Any], *, isolation: bool = False
+    ) -> None:
+        # fork would copy the reactor's threads and sockets into the workers.
+        method = "forkserver" if sys.platform.startswith("linux") else "spawn"
+        self.size = size
+        self.executor = ProcessPoolExecutor(
+            max_workers=size,
+            mp_context=multiprocessing.get_context(method),
+            initializer=_init_worker,
+            initargs=(function, options),
+        )
+        self.pending: deque[_Task] = deque()
+        self.in_flight: set[_Task] = set()
+        self.ready = False
+        self.killed_for_timeout = False
+        self.isolation = isolation
+        """Runs one suspect page at a time after a crash, to find the page that crashed."""
+
+    def kill(self) -> None:
+        # ProcessPoolExecutor has no public way to kill a hung worker: kill its processes by pid.
+        pids = list(getattr(self.executor, "_processes", None) or {})
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 class FingerprintPool:
     """Fingerprints pages in ``workers`` processes (0: inline, in the calling thread)."""
+
+    STARTUP_TIMEOUT = 120.0
+    """Seconds a new pool may take to start all its workers."""
 
     def __init__(
         self,
@@ -70,100 +120,130 @@ class FingerprintPool:
         self.timeout = timeout
         self.function = function
         self.options = {"extractor": extractor, "min_tokens": min_tokens}
-        self.crashes = 0
-        self.timeouts = 0
-        self._generation = 0
-        self._executor: ProcessPoolExecutor | None = None
         if reactor is None:
             from twisted.internet import reactor
         self._reactor = reactor
-        if workers > 0:
-            self._executor = self._new_executor()
+        self._closed = False
+        self._main: _Workers | None = self._new(workers) if workers > 0 else None
+        self._isolation: _Workers | None = None
 
-    def _new_executor(self) -> ProcessPoolExecutor:
-        # fork would copy the reactor's threads and sockets into the workers.
-        method = "forkserver" if sys.platform.startswith("linux") else "spawn"
-        return ProcessPoolExecutor(
-            max_workers=self.workers,
-            mp_context=multiprocessing.get_context(method),
-            initializer=_init_worker,
-            initargs=(self.function, self.options),
-        )
+    # -- pools -----------------------------------------------------------
+
+    def _new(self, size: int, *, isolation: bool = False) -> _Workers:
+        workers = _Workers(size, self.function, self.options, isolation=isolation)
+        warmups = [workers.executor.submit(_ready) for _ in range(size)]
+        remaining = [len(warmups)]
+
+        def started(future: Future) -> None:
+            remaining[0] -= 1
+            if future.cancelled() or future.exception() is not None:
+                self._replace(workers, broken=True)
+            elif remaining[0] == 0:
+                workers.ready = True
+                self._dispatch(workers)
+
+        for future in warmups:
+            future.add_done_callback(lambda f: self._reactor.callFromThread(started, f))
+        return workers
+
+    def _replace(self, workers: _Workers, *, broken: bool = False) -> None:
+        """Swap a broken or hung pool for a fresh one (once per pool)."""
+        if self._closed:
+            return
+        if workers is self._main:
+            self._main = self._new(self.workers)
+            self._main.pending.extend(workers.pending)
+        elif workers is self._isolation:
+            self._isolation = None
+            if workers.pending:
+                self._isolated().pending.extend(workers.pending)
+        else:
+            return
+        workers.pending.clear()
+        workers.kill()
+
+    def _isolated(self) -> _Workers:
+        if self._isolation is None:
+            self._isolation = self._new(1, isolation=True)
+        return self._isolation
+
+    # -- tasks -----------------------------------------------------------
 
     def submit(self, body: bytes, url: str | None = None, encoding: str | None = None) -> Deferred:
         """A Deferred that fires with the page's :class:`PageFingerprint` (never errbacks)."""
-        if self._executor is None:
+        if self._main is None:
+            if self._closed:
+                return succeed(PageFingerprint(None, 0, "worker_error"))
             return succeed(self.function(body, url, encoding, **self.options))
-        task = _Task(body, url, encoding, Deferred())
-        self._start(task)
+        task = _Task(body, url, encoding)
+        self._main.pending.append(task)
+        self._dispatch(self._main)
         return task.deferred
 
-    def _start(self, task: _Task) -> None:
-        assert self._executor is not None
-        task.attempts += 1
-        generation = self._generation
-        try:
-            future = self._executor.submit(_run_in_worker, task.body, task.url, task.encoding)
-        except (BrokenProcessPool, RuntimeError):
-            self._replace_executor(generation)
-            if task.attempts < 2:
-                self._start(task)
-            else:
-                task.deferred.callback(PageFingerprint(None, 0, "worker_crash"))
-            return
-        task.timer = self._reactor.callLater(self.timeout, self._on_timeout, task, future, generation)
-        future.add_done_callback(lambda f: self._reactor.callFromThread(self._on_done, task, f, generation))
+    def _dispatch(self, workers: _Workers) -> None:
+        while workers.ready and workers.pending and len(workers.in_flight) < workers.size:
+            task = workers.pending.popleft()
+            try:
+                future = workers.executor.submit(_run_in_worker, task.body, task.url, task.encoding)
+            except (BrokenProcessPool, RuntimeError):  # broke between two of our callbacks
+                workers.pending.appendleft(task)
+                self._replace(workers, broken=True)
+                return
+            workers.in_flight.add(task)
+            task.timer = self._reactor.callLater(self.timeout, self._on_timeout, task, workers)
+            future.add_done_callback(
+                lambda f, t=task: self._reactor.callFromThread(self._on_done, t, workers, f)
+            )
 
-    def _on_done(self, task: _Task, future: Future, generation: int) -> None:
-        if task.deferred.called:  # already answered by the timeout
-            return
+    def _on_done(self, task: _Task, workers: _Workers, future: Future) -> None:
+        workers.in_flight.discard(task)
         if task.timer is not None and task.timer.active():
             task.timer.cancel()
+        if task.deferred.called:  # answered by its timeout already
+            return
         try:
             result = future.result()
-        except (BrokenProcessPool, CancelledError):  # cancelled: its pool was replaced
-            self._replace_executor(generation)
-            if task.attempts < 2:
-                # Most likely another page crashed the pool; give this one another chance.
-                self._start(task)
-                return
-            self.crashes += 1
-            logger.warning("A fingerprint worker died while processing %s", task.url)
-            result = PageFingerprint(None, 0, "worker_crash")
+        except (BrokenProcessPool, CancelledError):
+            isolated = workers.isolation
+            self._replace(workers, broken=True)
+            if self._closed:
+                task.deferred.callback(PageFingerprint(None, 0, "worker_error"))
+            elif workers.killed_for_timeout and not isolated:  # another page hung: not this one's fault
+                assert self._main is not None
+                self._main.pending.appendleft(task)
+                self._dispatch(self._main)
+            elif isolated:  # it ran alone, so it killed its worker
+                logger.warning("A fingerprint worker died while processing %s", task.url)
+                task.deferred.callback(PageFingerprint(None, 0, "worker_crash"))
+            else:  # one of the pages in flight killed the pool: re-run each alone
+                isolation = self._isolated()
+                isolation.pending.append(task)
+                self._dispatch(isolation)
+            return
         except Exception as exc:  # a bug in a custom function must not stop the crawl
             logger.error("Fingerprinting %s failed: %r", task.url, exc)
             result = PageFingerprint(None, 0, "worker_error")
         task.deferred.callback(result)
+        self._dispatch(workers)
 
-    def _on_timeout(self, task: _Task, future: Future, generation: int) -> None:
-        if task.deferred.called or future.done():
+    def _on_timeout(self, task: _Task, workers: _Workers) -> None:
+        if task.deferred.called:
             return
-        self.timeouts += 1
         logger.warning(
             "Fingerprinting %s took more than %.1f s; its worker is replaced", task.url, self.timeout
         )
         task.deferred.callback(PageFingerprint(None, 0, "timeout"))
-        # The hung worker cannot be interrupted alone; replace the pool.
-        self._replace_executor(generation)
-
-    def _replace_executor(self, generation: int) -> None:
-        if generation != self._generation or self._executor is None:
-            return  # already replaced by another failure of the same pool
-        self._generation += 1
-        old, self._executor = self._executor, self._new_executor()
-        _kill(old)
+        workers.killed_for_timeout = True
+        self._replace(workers)
 
     def close(self) -> None:
-        """Stop the workers; pages still in flight are abandoned."""
-        if self._executor is not None:
-            _kill(self._executor)
-            self._executor = None
-
-
-def _kill(executor: ProcessPoolExecutor) -> None:
-    # ProcessPoolExecutor has no public way to kill a hung worker.
-    processes = list(getattr(executor, "_processes", {}).values())
-    executor.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
-        if process.is_alive():
-            process.kill()
+        """Stop the workers; pages still waiting are answered ``worker_error``."""
+        self._closed = True
+        for workers in (self._main, self._isolation):
+            if workers is None:
+                continue
+            for task in [*workers.pending, *workers.in_flight]:
+                if not task.deferred.called:
+                    task.deferred.callback(PageFingerprint(None, 0, "worker_error"))
+            workers.kill()
+        self._main = self._isolation = None

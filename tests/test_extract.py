@@ -128,3 +128,11 @@ def test_extractor_pickles_for_worker_processes():
 
     extractor = Extractor(fast=False)
     assert pickle.loads(pickle.dumps(extractor)) == extractor
+
+
+def test_wrongly_declared_encoding_falls_back_to_detection():
+    text = "Ça coûte très cher à Zürich, dit-elle, mais la qualité des pâtisseries est élevée. " * 10
+    body = f"<html><body><article><p>{text}</p></article></body></html>".encode("latin-1")
+    decoded = decode_html(body, encoding="utf-8")
+    assert "\ufffd" not in decoded
+    assert "pâtisseries" in decoded

@@ -1,0 +1,163 @@
+"""End-to-end: real Scrapy crawls of a real local site with scrapy-simhash enabled."""
+
+from __future__ import annotations
+
+import pytest
+from crawl_support import demo_site, run_crawl
+
+from scrapy_simhash import from_base32, hamming
+
+ARTICLES = 8
+CLUSTERS = demo_site.expected_clusters(ARTICLES)
+NEAR_DUPLICATES = sum(len(c) - 1 for c in CLUSTERS)
+ARTICLE_PAGES = sum(len(c) for c in CLUSTERS)
+
+
+@pytest.fixture(scope="module")
+def site():
+    with demo_site.serve(demo_site.build_site(ARTICLES)) as base:
+        yield base
+
+
+def _settings(tmp_path, **extra):
+    return {"SIMHASH_INDEX": str(tmp_path / "index"), "SIMHASH_WORKERS": 1, "LOG_LEVEL": "INFO", **extra}
+
+
+def test_tag_mode_finds_every_near_duplicate(site, tmp_path):
+    result = run_crawl(site + "/", tmp_path / "run", _settings(tmp_path))
+    assert result.stat("simhash/near_duplicate") == NEAR_DUPLICATES
+    assert result.stat("simhash/dropped") == 0
+    # the front page is the only other page with enough text
+    assert result.stat("simhash/computed") == ARTICLE_PAGES + 1
+    assert result.stat("simhash/unique") == ARTICLE_PAGES + 1 - NEAR_DUPLICATES
+    assert result.stat("simhash/skipped/too_few_tokens") > 0
+    assert result.stat("simhash/index/size") == ARTICLE_PAGES + 1
+    pages = result.by_path(site)
+    for cluster in CLUSTERS:
+        members = [pages[path] for path in cluster]
+        originals = [m for m in members if not m["near_duplicate_of"]]
+        assert len(originals) == 1, cluster
+        for member in members:
+            assert member["near_duplicate_of"] in (None, originals[0]["url"])
+            assert hamming(from_base32(member["simhash"]), from_base32(originals[0]["simhash"])) <= 3
+    # different articles in one template are not near-duplicates of each other
+    cluster_of = {path: i for i, cluster in enumerate(CLUSTERS) for path in cluster}
+    for path, item in pages.items():
+        if item.get("near_duplicate_of"):
+            assert cluster_of[path] == cluster_of[item["near_duplicate_of"][len(site) :]]
+    assert "simhash: " in result.log and "near-duplicates" in result.log
+
+
+def test_drop_mode_drops_near_duplicates(site, tmp_path):
+    result = run_crawl(site + "/", tmp_path / "run", _settings(tmp_path, SIMHASH_ACTION="drop"))
+    assert result.stat("simhash/dropped") == NEAR_DUPLICATES
+    assert result.stat("simhash/near_duplicate") == NEAR_DUPLICATES
+    stamped = [i for i in result.items if i.get("simhash")]
+    assert len(stamped) == ARTICLE_PAGES + 1 - NEAR_DUPLICATES
+    assert not any(i.get("near_duplicate_of") for i in result.items)
+    dropped_paths = {path for cluster in CLUSTERS for path in cluster} - set(result.by_path(site))
+    assert len(dropped_paths) == NEAR_DUPLICATES
+
+
+def test_second_run_sees_the_first_and_reset_forgets(site, tmp_path):
+    first = run_crawl(site + "/", tmp_path / "one", _settings(tmp_path))
+    second = run_crawl(site + "/", tmp_path / "two", _settings(tmp_path))
+    assert second.stat("simhash/revisit") == ARTICLE_PAGES + 1
+    assert second.stat("simhash/near_duplicate") == NEAR_DUPLICATES
+    assert second.stat("simhash/index/size") == first.stat("simhash/index/size")
+    # every page keeps the original it had in the first run
+    before = {i["url"]: i.get("near_duplicate_of") for i in first.items}
+    after = {i["url"]: i.get("near_duplicate_of") for i in second.items}
+    assert before == after
+    third = run_crawl(site + "/", tmp_path / "three", _settings(tmp_path, SIMHASH_RESET=True))
+    assert third.stat("simhash/revisit") == 0
+    assert third.stat("simhash/near_duplicate") == NEAR_DUPLICATES
+
+
+def test_dont_simhash_and_disabled(site, tmp_path):
+    off = run_crawl(site + "/", tmp_path / "off", _settings(tmp_path, SIMHASH_ENABLED=False))
+    assert not any(k.startswith("simhash/") for k in off.stats)
+    assert len(off.items) > ARTICLE_PAGES
+
+
+BAD_PAGES = {
+    "/image.png": demo_site.Page(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 10, "image/png"),
+    "/binary.html": demo_site.Page(b"\x00\x01\x02\x03PK\x03\x04" + bytes(range(256)) * 10),
+    "/empty.html": demo_site.Page(b""),
+    "/huge.html": demo_site.Page(b"<html><body>" + b"<p>lorem ipsum dolor</p>" * 20000 + b"</body></html>"),
+    "/missing.html": demo_site.Page(b"gone", status=404),
+    "/latin1.html": demo_site.Page(
+        (
+            "<html><body><article>"
+            + "".join(
+                f"<p>Ça coûte très cher à Zürich, dit-elle; la qualité n° {n} des pâtisseries "
+                f"françaises étonne "
+                f"{word} chaque matin.</p>"
+                for n, word in enumerate(
+                    ["Éloïse", "Cécile", "Noël", "Zoé", "Hélène", "Jérôme", "André", "Loïc"]
+                )
+            )
+            + "</article></body></html>"
+        ).encode("latin-1"),
+        "text/html; charset=utf-8",  # declared wrongly
+    ),
+    "/malformed.html": demo_site.Page(b"<html><body><p>unclosed <b><i><div></p></table>" * 50 + b"<<<>>>"),
+    "/crash.html": demo_site.Page(b"<html><body><p>CRASH-THIS-WORKER</p></body></html>"),
+    "/hang.html": demo_site.Page(b"<html><body><p>HANG-THIS-WORKER</p></body></html>"),
+}
+
+
+@pytest.fixture(scope="module")
+def bad_site():
+    pages = demo_site.build_site(4)
+    links = "".join(f'<a href="{path}">{path}</a>' for path in BAD_PAGES)
+    pages["/"] = pages["/"].replace(b"</ul>", links.encode() + b"</ul>")
+    with demo_site.serve({**pages, **BAD_PAGES}) as base:
+        yield base
+
+
+def test_bad_responses_are_counted_and_the_crawl_goes_on(bad_site, tmp_path):
+    settings = _settings(
+        tmp_path,
+        SIMHASH_WORKERS=2,
+        SIMHASH_TIMEOUT=4,
+        SIMHASH_MAX_BODY_SIZE=200_000,
+        SIMHASH_FINGERPRINT_FUNCTION="worker_faults.fingerprint",
+        HTTPERROR_ALLOW_ALL=True,
+    )
+    result = run_crawl(bad_site + "/", tmp_path / "run", settings)
+    assert result.stat("simhash/skipped/content_type") == 1
+    assert result.stat("simhash/skipped/binary") == 1
+    assert result.stat("simhash/skipped/empty") == 1
+    assert result.stat("simhash/skipped/too_large") == 1
+    assert result.stat("simhash/skipped/status") >= 1
+    assert result.stat("simhash/error/worker_crash") == 1
+    assert result.stat("simhash/error/timeout") == 1
+    pages = result.by_path(bad_site)
+    assert pages["/latin1.html"]["simhash"]  # mis-declared encoding still fingerprinted
+    good = demo_site.expected_clusters(4)
+    assert all(pages[path].get("simhash") for cluster in good for path in cluster)
+    assert result.stat("simhash/near_duplicate") == sum(len(c) - 1 for c in good)
+    assert result.stats["finish_reason"] == "finished"
+
+
+def test_item_pipeline_drops_items_stamped_from_pages(site, tmp_path):
+    result = run_crawl(site + "/", tmp_path / "run", _settings(tmp_path, SIMHASH_ITEM_ACTION="drop"))
+    assert result.stat("simhash/item/dropped") == NEAR_DUPLICATES
+    assert result.stat("item_dropped_count") == NEAR_DUPLICATES
+    assert not any(i.get("near_duplicate_of") for i in result.items)
+
+
+def test_item_pipeline_fingerprints_an_item_field(site, tmp_path):
+    settings = _settings(
+        tmp_path,
+        DOWNLOADER_MIDDLEWARES={"scrapy_simhash.middleware.SimhashMiddleware": None},
+        SIMHASH_ITEM_FIELD="text",
+    )
+    result = run_crawl(site + "/", tmp_path / "run", settings, {"with_text": "1"})
+    assert "simhash/computed" not in result.stats
+    assert result.stat("simhash/item/near_duplicate") == NEAR_DUPLICATES
+    assert result.stat("simhash/item/computed") == ARTICLE_PAGES
+    assert (tmp_path / "index-items").is_dir()
+    tagged = [i for i in result.items if i.get("near_duplicate_of")]
+    assert len(tagged) == NEAR_DUPLICATES

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scrapy_simhash import SimhashIndex, open_index
-from scrapy_simhash.index import IndexLockedError, LayoutError, SimhashIndexError
+from scrapy_simhash.index import IndexLockedError, LayoutError, SimhashIndexError, tables
 
 SETTINGS = settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -75,6 +75,16 @@ def test_random_programs_default_buffers(factory: contract.Factory, data: st.Dat
     """With production buffer sizes everything stays in the pending buffer until compact()."""
     ops = data.draw(contract.programs(3))
     contract.run_program(factory, reopen, 3, ops, pending_max=4096, delta_min=1 << 18)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_programs_without_the_c_probe(
+    factory: contract.Factory, data: st.DataObject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The numpy fallback (no compiler at install time) honours the same contract."""
+    monkeypatch.setattr(tables, "native", None)
+    contract.run_program(factory, reopen, 3, data.draw(contract.programs(3)))
 
 
 def test_second_writer_is_refused_and_reader_allowed(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_simhash.index import LayoutError
+from scrapy_simhash.index import LayoutError, tables
 from scrapy_simhash.index.layouts import MAX_K, blocks_layout, resolve, tiered_layout
 from scrapy_simhash.index.tables import Segment, _equal_ranges
 
@@ -103,3 +103,69 @@ def test_segment_merge_and_removal_keep_probe_exact() -> None:
             if bin(qh ^ h).count("1") <= 3 and s not in dead
         )
         assert got == expected
+
+
+@pytest.mark.skipif(tables.native is None, reason="the C probe is not built")
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from([0, 1, 2, 3, 4]), st.integers(0, 2**32 - 1), st.integers(1, 60))
+def test_c_probe_agrees_with_numpy(k: int, seed: int, copies: int) -> None:
+    """Both single-query paths give the same rows, for uint32 and uint64 tables and long runs."""
+    layout = resolve(None, k)
+    rng = np.random.default_rng(seed)
+    hashes = rng.integers(1, 2**64, size=200, dtype=np.uint64)
+    hashes[:copies] = hashes[0]
+    hashes[copies : copies + 40] = hashes[0] ^ (
+        np.uint64(1) << rng.integers(0, 64, size=40).astype(np.uint64)
+    )
+    segment = Segment.build(layout, hashes, np.arange(10, 210, dtype=np.int64))
+    for query in [int(hashes[0]), int(hashes[0]) ^ 0b1011, int(hashes[150]), int(rng.integers(1, 2**63))]:
+        native = sorted(segment.probe_one(layout, query, k))
+        q = np.array([query], dtype=np.uint64)
+        hits = segment.probe(layout, q, layout.combined_keys(q), k)
+        assert native == sorted(
+            zip(hits.seq.tolist(), hits.simhash.tolist(), hits.distance.tolist(), strict=True)
+        )
+        pending = sorted(tables.brute_force_one(hashes, segment.seqs, query, k))
+        assert native == pending  # the brute-force buffer path finds the same
+
+
+def test_c_probe_rejects_inconsistent_arrays() -> None:
+    if tables.native is None:
+        pytest.skip("the C probe is not built")
+    layout = resolve(None, 3)
+    segment = Segment.build(layout, np.array([5, 6], dtype=np.uint64), np.array([1, 2], dtype=np.int64))
+    shift, mask, outs = layout.segment_arrays
+    with pytest.raises(ValueError, match="inconsistent"):
+        tables.native.probe(
+            segment.keys,
+            segment.rows[:-1],
+            segment.hashes,
+            segment.seqs,
+            shift,
+            mask,
+            outs,
+            4,
+            16,
+            shift.shape[1],
+            28,
+            5,
+            3,
+        )
+    bad_rows = segment.rows.copy()
+    bad_rows[:] = 7  # row numbers beyond the two stored fingerprints
+    with pytest.raises(ValueError, match="out of range"):
+        tables.native.probe(
+            segment.keys,
+            bad_rows,
+            segment.hashes,
+            segment.seqs,
+            shift,
+            mask,
+            outs,
+            4,
+            16,
+            shift.shape[1],
+            28,
+            5,
+            3,
+        )

@@ -36,7 +36,7 @@ from .batch import as_hash_array
 from .layouts import DEFAULT_K, Layout, resolve
 from .manifest import TablesInvalid, load_generation, read_manifest, remove_stale, write_generation
 from .storage import Store
-from .tables import Hits, Segment, brute_force
+from .tables import Hits, Segment, brute_force, brute_force_one
 
 logger = logging.getLogger(__name__)
 
@@ -382,7 +382,28 @@ class SimhashIndex(NearDuplicateIndex):
                 out.extend(self._search(queries[start : start + _QUERY_CHUNK], k))
             return out
 
+    def _search_one(self, h: int, k: int) -> list[Match]:
+        """One query: the C probe per layer when built, without numpy's per-call overhead."""
+        found = self._base.probe_one(self.layout, h, k)
+        found += self._delta.probe_one(self.layout, h, k)
+        if self._pending_h:
+            hashes, seqs = self._pending()
+            found += brute_force_one(hashes, seqs, h, k)
+        if not found:
+            return []
+        dead = self._dead
+        rows = self._store.fetch([seq for seq, _, _ in found if seq not in dead])
+        matches = [
+            Match(row[0], stored, distance, row[1], seq)
+            for seq, stored, distance in found
+            if (row := rows.get(seq)) is not None
+        ]
+        matches.sort(key=lambda m: (m.distance, m.seq))
+        return matches
+
     def _search(self, queries: np.ndarray, k: int) -> list[list[Match]]:
+        if queries.shape[0] == 1:
+            return [self._search_one(int(queries[0]), k)]
         combined = self.layout.combined_keys(queries)
         parts = [
             self._base.probe(self.layout, queries, combined, k),

@@ -116,6 +116,11 @@ class Layout:
                 outs[t, s] = out
         return shift, mask, outs
 
+    @property
+    def segment_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per table and run of key bits: (shift, mask, out_shift), uint64, shape (tables, runs)."""
+        return self._segments
+
     def keys(self, hashes: np.ndarray) -> np.ndarray:
         """Table keys of each fingerprint: shape (n, tables), uint64."""
         h = np.asarray(hashes, dtype=np.uint64).reshape(-1, 1, 1)

@@ -16,6 +16,11 @@ import numpy as np
 from .batch import popcount64
 from .layouts import Layout
 
+try:  # the optional C probe for single queries (built by pip install where a compiler exists)
+    from . import _probe as native
+except ImportError:  # pragma: no cover - depends on the build
+    native = None
+
 ROW_DTYPE = np.dtype(np.uint32)
 MAX_ROWS = int(np.iinfo(ROW_DTYPE).max)
 
@@ -126,6 +131,23 @@ class Segment:
             qidx, rows, found, dist = qidx[first], rows[first], found[first], dist[first]
         return Hits(qidx.astype(np.int64), self.seqs[rows].astype(np.int64), found, dist.astype(np.uint8))
 
+    def probe_one(self, layout: Layout, query: int, k: int) -> list[tuple[int, int, int]]:
+        """``(seq, simhash, distance)`` of every row within ``k`` of one query.
+
+        Uses the C probe when built (one call instead of ~15 numpy calls), else :meth:`probe`.
+        """
+        if not self.keys.shape[0]:
+            return []
+        if native is not None:
+            shift, mask, outs = layout.segment_arrays
+            return native.probe(
+                self.keys, self.rows, self.hashes, self.seqs, shift, mask, outs,
+                self.keys.dtype.itemsize, layout.num_tables, shift.shape[1], layout.key_bits, query, k,
+            )  # fmt: skip
+        q = np.array([query], dtype=np.uint64)
+        hits = self.probe(layout, q, layout.combined_keys(q), k)
+        return list(zip(hits.seq.tolist(), hits.simhash.tolist(), hits.distance.tolist(), strict=True))
+
     def merged(self, layout: Layout, other: Segment, dead: np.ndarray | None = None) -> Segment:
         """This segment plus ``other`` (both sorted), dropping rows whose seq is in ``dead``.
 
@@ -222,6 +244,16 @@ def _equal_ranges(keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.
             offsets_parts.append(np.arange(total) + np.repeat(current - (ends - counts), counts))
             which_parts.append(np.repeat(current_which, counts))
     return np.concatenate(offsets_parts), np.concatenate(which_parts)
+
+
+def brute_force_one(hashes: np.ndarray, seqs: np.ndarray, query: int, k: int) -> list[tuple[int, int, int]]:
+    """``(seq, simhash, distance)`` of every buffered fingerprint within ``k`` of one query."""
+    if not hashes.size:
+        return []
+    if native is not None:
+        return native.brute(hashes, seqs, query, k)
+    hits = brute_force(hashes, seqs, np.array([query], dtype=np.uint64), k)
+    return list(zip(hits.seq.tolist(), hits.simhash.tolist(), hits.distance.tolist(), strict=True))
 
 
 def brute_force(hashes: np.ndarray, seqs: np.ndarray, query: np.ndarray, k: int) -> Hits:

@@ -1,0 +1,66 @@
+"""``scrapy simhash-tag`` and ``scrapy simhash-dedupe``: the reprocessing commands inside ``scrapy``.
+
+Registered through the ``scrapy.commands`` entry point. Same options, output
+and exit status as ``scrapy-simhash tag`` / ``dedupe``; inside a project,
+``--index`` defaults to the project's ``SIMHASH_INDEX``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, ClassVar
+
+from scrapy.commands import ScrapyCommand
+
+from ..cli import warc as cli
+
+
+class _ReprocessCommand(ScrapyCommand):
+    name: str
+    requires_project = False
+    requires_crawler_process = False
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "[options] INPUT..."
+
+    def _finish(self, opts: argparse.Namespace) -> argparse.Namespace:
+        if not opts.index and self.settings is not None:
+            opts.index = self.settings.get("SIMHASH_INDEX") or None
+        return opts
+
+    def _run(self, function, opts: argparse.Namespace) -> None:  # type: ignore[no-untyped-def]
+        try:
+            self.exitcode = int(function(self._finish(opts)) or 0)
+        except (ValueError, OSError) as exc:
+            print(f"scrapy {self.name}: error: {exc}", file=sys.stderr)
+            self.exitcode = 2
+
+
+class TagCommand(_ReprocessCommand):
+    name = "simhash-tag"
+
+    def short_desc(self) -> str:
+        return "Write sidecar WARCs of simhash metadata records for WARC/ARC files"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        cli.add_tag_arguments(parser)
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        self._run(cli.run_tag, opts)
+
+
+class DedupeCommand(_ReprocessCommand):
+    name = "simhash-dedupe"
+
+    def short_desc(self) -> str:
+        return "Report near-duplicate clusters across WARC/ARC files"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        cli.add_dedupe_arguments(parser)
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        self._run(cli.run_dedupe, opts)

@@ -15,7 +15,7 @@ from scrapy_simhash import SimhashIndex, open_index
 from scrapy_simhash.index import IndexLockedError, LayoutError, SimhashIndexError, tables
 
 SETTINGS = settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 
 

@@ -18,8 +18,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from scrapy_simhash import SimhashIndex
 
 CHILD = r"""
@@ -79,7 +77,6 @@ def _run_and_kill(path: Path, round_: int, rng: random.Random) -> list[str]:
     return out.splitlines()
 
 
-@pytest.mark.slow
 def test_sigkill_loses_no_acknowledged_insert(tmp_path: Path) -> None:
     rng = random.Random(20240607)
     path = tmp_path / "ix"

@@ -195,6 +195,18 @@ class ArchiveReader:
     def read(self, path: str | os.PathLike[str]) -> Iterator[ArchiveRecord | ReadProblem]:
         """Every record of ``path`` in file order, with problems interleaved where they occur."""
         path = os.fspath(path)
+        for item in self._read(path):
+            yield item
+            if isinstance(item, ArchiveRecord) and item.truncated:
+                yield ReadProblem(
+                    path,
+                    item.offset,
+                    f"record block incomplete (clipped, or over the {self.max_block} byte limit): "
+                    f"the page is fingerprinted from what is there",
+                    skipped=False,
+                )
+
+    def _read(self, path: str) -> Iterator[ArchiveRecord | ReadProblem]:
         try:
             kind = sniff(path)
         except OSError as exc:
@@ -228,11 +240,13 @@ class ArchiveReader:
             )
         yield from self._read_file(path, kind)
 
-    def _records(self, path: str, kind: FileKind, stream: BinaryIO, base: int) -> Iterator[ArchiveRecord]:
+    def _records(
+        self, path: str, kind: FileKind, stream: BinaryIO, base: int
+    ) -> Iterator[ArchiveRecord | ReadProblem]:
         """Records of ``stream`` (positioned at ``base``) by the chosen backend."""
         if self.backend == "fastwarc" and kind.archive_format == "warc":
             return self._fastwarc_records(path, stream, base)
-        return self._warcio_records(path, stream)
+        return self._warcio_records(path, stream, kind.archive_format == "arc")
 
     def _read_file(self, path: str, kind: FileKind) -> Iterator[ArchiveRecord | ReadProblem]:
         with open(path, "rb") as raw:
@@ -254,12 +268,14 @@ class ArchiveReader:
                     if kind.compression in ("lz4", "zstd"):
                         yield ReadProblem(path, position, f"{reason}; the rest of the file is skipped")
                         return
-                    next_start = _resync(raw, position + 1, kind)
+                    # a record may start right where the last good one ended, but never where we began
+                    next_start = _resync(raw, position if position > start else start + 1, kind)
                     resyncs += 1
                     if next_start is None or resyncs > MAX_RESYNCS:
                         yield ReadProblem(path, position, f"{reason}; no further record found, rest skipped")
                         return
-                    yield ReadProblem(path, position, f"{reason}; skipped {next_start - position} bytes")
+                    lost = next_start - position
+                    yield ReadProblem(path, position, f"{reason}; skipped {lost} bytes", skipped=lost > 0)
                     start = next_start
 
     def _read_single_stream(
@@ -276,28 +292,38 @@ class ArchiveReader:
             offset, reason = stream.problem
             yield ReadProblem(path, offset, reason)
 
-    def _warcio_records(self, path: str, stream: BinaryIO) -> Iterator[ArchiveRecord]:
-        iterator = _quiet_archive_iterator(stream, arc2warc=True, no_record_parse=True)
+    def _warcio_records(
+        self, path: str, stream: BinaryIO, is_arc: bool
+    ) -> Iterator[ArchiveRecord | ReadProblem]:
+        iterator = _warcio_iterator(stream)
+        mismatches = iterator.INC_RECORD.found
         for rec in iterator:
             block = rec.raw_stream.read(self.max_block + 1)
             offset = iterator.get_record_offset()  # absolute: warcio starts from stream.tell()
             self._resume_at = offset + iterator.get_record_length()
-            is_arc = rec.format.startswith("arc")
-            if is_arc and rec.rec_type == "warcinfo":
-                continue  # the ARC file header: nothing to fingerprint
-            headers = rec.rec_headers
-            yield ArchiveRecord(
-                file=path,
-                offset=offset,
-                record_type=_record_type(rec.rec_type),
-                record_id=None if is_arc else headers.get_header("WARC-Record-ID"),
-                target_uri=clean_uri(headers.get_header("WARC-Target-URI")),
-                date=headers.get_header("WARC-Date") or None,
-                content_type=headers.get_header("Content-Type"),
-                block=block[: self.max_block],
-                truncated=len(block) > self.max_block or (rec.length or 0) > len(block),
-                archive_format="arc" if is_arc else "warc",
-            )
+            # ARC records have no id: warcio's arc2warc invents a random one, which must not be used
+            if not (is_arc and rec.rec_type == "warcinfo"):  # the ARC file header: nothing to fingerprint
+                headers = rec.rec_headers
+                yield ArchiveRecord(
+                    file=path,
+                    offset=offset,
+                    record_type=_record_type(rec.rec_type),
+                    record_id=None if is_arc else headers.get_header("WARC-Record-ID"),
+                    target_uri=clean_uri(headers.get_header("WARC-Target-URI")),
+                    date=headers.get_header("WARC-Date") or None,
+                    content_type=headers.get_header("Content-Type"),
+                    block=block[: self.max_block],
+                    truncated=len(block) > self.max_block or (rec.length or 0) > len(block),
+                    archive_format="arc" if is_arc else "warc",
+                )
+            for where, line in mismatches:
+                yield ReadProblem(
+                    path,
+                    where,
+                    f"the record at {offset} is not followed by blank lines (wrong Content-Length?); "
+                    f"skipped {len(line)} bytes: {line[:40]!r}",
+                )
+            mismatches.clear()
 
     def _fastwarc_records(self, path: str, stream: BinaryIO, base: int) -> Iterator[ArchiveRecord]:
         from fastwarc.warc import ArchiveIterator, WarcRecordType
@@ -338,20 +364,25 @@ def _record_type(value: str | None) -> str:
     return value if value and len(value) <= 32 and value.replace("-", "").isalnum() else "unknown"
 
 
-def _quiet_iterator_class() -> type:
+class _LengthMismatches:
+    """Stands in for warcio's warning template: collects (offset, line) instead of printing them."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[int, str]] = []
+
+    def format(self, offset: int, line: bytes | str) -> str:
+        self.found.append((offset, line.decode("latin-1") if isinstance(line, bytes) else line))
+        return ""
+
+
+def _warcio_iterator(stream: BinaryIO) -> Any:
+    """warcio's ArchiveIterator, with its "record not followed by newline" warnings collected
+    (in ``iterator.INC_RECORD.found``) instead of written to stderr."""
     from warcio.archiveiterator import ArchiveIterator
 
-    class QuietArchiveIterator(ArchiveIterator):
-        """warcio prints a warning to stderr for each record not followed by blank lines; we count
-        damage ourselves, and a progress line should not be broken by library chatter."""
-
-        INC_RECORD = ""
-
-    return QuietArchiveIterator
-
-
-def _quiet_archive_iterator(*args: Any, **kwargs: Any) -> Any:
-    return _quiet_iterator_class()(*args, **kwargs)
+    iterator = ArchiveIterator(stream, arc2warc=True, no_record_parse=True)
+    iterator.INC_RECORD = _LengthMismatches()
+    return iterator
 
 
 class _OffsetStream(io.RawIOBase):
@@ -464,6 +495,8 @@ def _resync(fh: BinaryIO, start: int, kind: FileKind) -> int | None:
     needles = [GZIP_MAGIC] if kind.compression == "gzip" else [b"\nWARC/1.", b"\nWARC/0."]
     if kind.archive_format == "arc" and kind.compression == "none":
         needles = [b"\nhttp://", b"\nhttps://", b"\ndns:", b"\nfiledesc:"]
+    if kind.compression != "gzip" and start > 0:
+        start -= 1  # the needles begin with the newline that ends the previous line
     fh.seek(start)
     offset = start
     tail = b""

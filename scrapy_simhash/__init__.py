@@ -59,11 +59,14 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # let type checkers and IDEs see the lazy names
+    from .addon import Addon as Addon
     from .index import Match as Match
     from .index import SimhashIndex as SimhashIndex
     from .index import clusters as clusters
     from .index import find_all as find_all
     from .index import open_index as open_index
+    from .middleware import SimhashMiddleware as SimhashMiddleware
+    from .pipeline import SimhashPipeline as SimhashPipeline
 
 __all__ = [
     "SCHEME",

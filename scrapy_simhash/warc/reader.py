@@ -241,33 +241,54 @@ class ArchiveReader:
         yield from self._read_file(path, kind)
 
     def _records(
-        self, path: str, kind: FileKind, stream: BinaryIO, base: int
+        self, path: str, kind: FileKind, stream: BinaryIO, base: int, warcio: bool = False
     ) -> Iterator[ArchiveRecord | ReadProblem]:
-        """Records of ``stream`` (positioned at ``base``) by the chosen backend."""
-        if self.backend == "fastwarc" and kind.archive_format == "warc":
+        """Records of ``stream`` (positioned at ``base``) by the chosen backend (or warcio)."""
+        if self.backend == "fastwarc" and kind.archive_format == "warc" and not warcio:
             return self._fastwarc_records(path, stream, base)
         return self._warcio_records(path, stream, kind.archive_format == "arc")
 
+    def _uses_fastwarc(self, kind: FileKind) -> bool:
+        return self.backend == "fastwarc" and kind.archive_format == "warc"
+
     def _read_file(self, path: str, kind: FileKind) -> Iterator[ArchiveRecord | ReadProblem]:
+        """Read, and on damage resynchronise at the next record boundary.
+
+        FastWARC does not tell where a record ends, so at the first damage the
+        rest of the file is read by warcio, from the last good record on (records
+        already returned are not returned twice): the damage is then located and
+        reported the same way whichever backend was chosen.
+        """
         with open(path, "rb") as raw:
             if kind.single_stream:
                 yield from self._read_single_stream(path, kind, raw)
                 return
             start = 0
             resyncs = 0
+            warcio = False
+            last_offset = -1
             while True:
                 raw.seek(start)
                 self._resume_at = start
                 try:
-                    yield from self._records(path, kind, raw, start)
+                    for item in self._records(path, kind, raw, start, warcio):
+                        if isinstance(item, ArchiveRecord):
+                            if item.offset <= last_offset:
+                                continue  # returned before the switch to warcio
+                            last_offset = item.offset
+                        yield item
                     return
                 except BaseException as exc:  # many types on damaged input; FastWARC panics (BaseException)
                     _reraise_control_flow(exc)
                     reason = _short_reason(exc)
-                    position = self._resume_at  # end of the last record read: the damage starts here
                     if kind.compression in ("lz4", "zstd"):
-                        yield ReadProblem(path, position, f"{reason}; the rest of the file is skipped")
+                        yield ReadProblem(path, self._resume_at, f"{reason}; the rest of the file is skipped")
                         return
+                    if self._uses_fastwarc(kind) and not warcio:
+                        warcio = True
+                        start = max(last_offset, 0)
+                        continue
+                    position = self._resume_at  # end of the last record read: the damage starts here
                     # a record may start right where the last good one ended, but never where we began
                     next_start = _resync(raw, position if position > start else start + 1, kind)
                     resyncs += 1
@@ -282,20 +303,33 @@ class ArchiveReader:
         self, path: str, kind: FileKind, raw: BinaryIO
     ) -> Iterator[ArchiveRecord | ReadProblem]:
         """A file gzipped as one stream: read it decompressed; offsets are uncompressed positions."""
-        stream = _MemberStream(raw)
-        try:
-            yield from self._records(path, kind, stream, 0)  # type: ignore[arg-type]
-        except BaseException as exc:
-            _reraise_control_flow(exc)
-            yield ReadProblem(path, stream.tell(), f"{_short_reason(exc)}; the rest of the file is skipped")
-        if stream.problem is not None:
-            offset, reason = stream.problem
-            yield ReadProblem(path, offset, reason)
+        last_offset = -1
+        for warcio in (False, True) if self._uses_fastwarc(kind) else (True,):
+            raw.seek(0)
+            stream = _MemberStream(raw)
+            try:
+                for item in self._records(path, kind, stream, 0, warcio):  # type: ignore[arg-type]
+                    if isinstance(item, ArchiveRecord):
+                        if item.offset <= last_offset:
+                            continue
+                        last_offset = item.offset
+                    yield item
+            except BaseException as exc:
+                _reraise_control_flow(exc)
+                if not warcio:
+                    continue  # FastWARC gave up: warcio reads the rest and reports the damage
+                yield ReadProblem(
+                    path, stream.tell(), f"{_short_reason(exc)}; the rest of the file is skipped"
+                )
+            if stream.problem is not None:
+                offset, reason = stream.problem
+                yield ReadProblem(path, offset, reason)
+            return
 
     def _warcio_records(
         self, path: str, stream: BinaryIO, is_arc: bool
     ) -> Iterator[ArchiveRecord | ReadProblem]:
-        iterator = _warcio_iterator(stream)
+        iterator = _warcio_iterator(stream, is_arc)
         mismatches = iterator.INC_RECORD.found
         for rec in iterator:
             block = rec.raw_stream.read(self.max_block + 1)
@@ -375,13 +409,18 @@ class _LengthMismatches:
         return ""
 
 
-def _warcio_iterator(stream: BinaryIO) -> Any:
-    """warcio's ArchiveIterator, with its "record not followed by newline" warnings collected
-    (in ``iterator.INC_RECORD.found``) instead of written to stderr."""
+def _warcio_iterator(stream: BinaryIO, is_arc: bool) -> Any:
+    """warcio's ArchiveIterator for one known format, with its "record not followed by newline"
+    warnings collected (in ``iterator.INC_RECORD.found``) instead of written to stderr.
+
+    The format is fixed: left to guess per record, warcio reads any stray text line in a WARC
+    file as an ARC header and invents a record from it."""
     from warcio.archiveiterator import ArchiveIterator
 
     iterator = ArchiveIterator(stream, arc2warc=True, no_record_parse=True)
     iterator.INC_RECORD = _LengthMismatches()
+    iterator.known_format = "arc" if is_arc else "warc"
+    iterator.mixed_arc_warc = True  # keep it fixed (warcio would overwrite it after each record)
     return iterator
 
 

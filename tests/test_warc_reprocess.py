@@ -1,0 +1,210 @@
+"""Reprocessing real archives: sidecar WARCs, near-duplicates across files and formats, resuming, CLI."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from scrapy_simhash.cli import main
+from scrapy_simhash.index import open_index
+from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord
+from scrapy_simhash.warc.records import SimhashFields, parse_fields
+from scrapy_simhash.warc.reprocess import Options, dedupe, plan_inputs, tag
+
+SMALL = ["resiliparse/warcfile.warc", "resiliparse/warcfile.warc.gz"]  # the same 16 HTML pages, twice
+
+
+def _metadata(sidecar: Path) -> list[tuple[dict, SimhashFields]]:
+    """(WARC headers, fields) of every metadata record, read with warcio and its digest checks."""
+    out = []
+    with open(sidecar, "rb") as fh:
+        for rec in ArchiveIterator(fh, check_digests=True):
+            block = rec.content_stream().read()
+            assert rec.digest_checker.passed is not False, rec.digest_checker.problems
+            if rec.rec_type == "metadata":
+                headers = dict(rec.rec_headers.headers)
+                assert "WARC-Payload-Digest" not in headers
+                out.append((headers, SimhashFields.from_pairs(parse_fields(block))))
+    return out
+
+
+@pytest.fixture(scope="module")
+def small_inputs(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Copies of two small corpus files (so sidecars can be written next to them)."""
+    base = tmp_path_factory.mktemp("small")
+    copies = []
+    for name in SMALL:
+        target = base / name.replace("/", "__")
+        shutil.copyfile(corpus / "warcs" / name, target)
+        copies.append(target)
+    return copies
+
+
+@pytest.fixture(scope="module")
+def tagged(small_inputs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> dict:
+    digests = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in small_inputs}
+    index_dir = tmp_path_factory.mktemp("index") / "ix"
+    with open_index(index_dir, k=3) as index:
+        summary = tag(plan_inputs(small_inputs), Options(workers=2), index)
+    return {"summary": summary, "digests": digests, "index": index_dir}
+
+
+def test_sidecars_describe_existing_records_and_leave_inputs_untouched(
+    small_inputs: list[Path], tagged: dict
+) -> None:
+    summary = tagged["summary"]
+    assert summary.exit_status == 0 and summary.pages == 32 and summary.fingerprinted >= 28
+    for path in small_inputs:
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == tagged["digests"][path]
+        sidecar = path.with_name(path.name + ".simhash.warc.gz")
+        records = {r.record_id: r for r in ArchiveReader("warcio").read(path) if isinstance(r, ArchiveRecord)}
+        metadata = _metadata(sidecar)
+        assert len(metadata) == summary.fingerprinted // 2
+        for headers, fields in metadata:
+            described = records[headers["WARC-Refers-To"]]  # refers to a record that exists
+            assert described.record_type == "response"
+            assert headers["WARC-Target-URI"] == described.target_uri
+            assert fields.source_file == path.name and fields.source_offset == described.offset
+
+
+def test_with_an_index_the_second_copy_is_tagged_as_near_duplicate_of_the_first(
+    small_inputs: list[Path], tagged: dict
+) -> None:
+    first, second = small_inputs
+    firsts = {h["WARC-Refers-To"]: f for h, f in _metadata(first.with_name(first.name + ".simhash.warc.gz"))}
+    assert all(f.duplicate is None for f in firsts.values())  # 16 distinct pages
+    for headers, fields in _metadata(second.with_name(second.name + ".simhash.warc.gz")):
+        dup = fields.duplicate
+        assert dup is not None and dup.distance == 0
+        assert dup.file == str(first.resolve()) and dup.record_id == headers["WARC-Refers-To"]
+        assert fields.simhash == firsts[dup.record_id].simhash
+    with open_index(tagged["index"], k=3) as index:
+        assert len(index) == tagged["summary"].fingerprinted
+        meta = next(iter(index.query(fields.simhash)), None).meta
+        assert {"url", "date", "record_id", "file", "offset"} <= set(meta)
+
+
+def test_a_rerun_skips_complete_sidecars_and_redoes_interrupted_ones(
+    small_inputs: list[Path], tagged: dict
+) -> None:
+    first, second = small_inputs
+    done = first.with_name(first.name + ".simhash.warc.gz")
+    before = done.read_bytes()
+    interrupted = second.with_name(second.name + ".simhash.warc.gz")
+    interrupted.unlink()
+    interrupted.with_name(interrupted.name + ".open").write_bytes(b"half a record")
+    summary = tag(plan_inputs(small_inputs), Options(workers=1))
+    assert summary.files_skipped_complete == 1 and summary.files == 1
+    assert done.read_bytes() == before
+    assert interrupted.exists() and not interrupted.with_name(interrupted.name + ".open").exists()
+    assert len(_metadata(interrupted)) == tagged["summary"].fingerprinted // 2
+
+
+def test_worker_count_does_not_change_the_output(small_inputs: list[Path], tmp_path: Path) -> None:
+    def fields(workers: int) -> list:
+        out = tmp_path / f"w{workers}"
+        entries = plan_inputs(small_inputs[:1], out)
+        tag(entries, Options(workers=workers))
+        return [(h["WARC-Refers-To"], f) for h, f in _metadata(entries[0].sidecar)]
+
+    assert fields(1) == fields(2)
+
+
+def test_dedupe_report_lists_clusters_with_locations(small_inputs: list[Path], tmp_path: Path) -> None:
+    summary, rows = dedupe(plan_inputs(small_inputs), Options(workers=1))
+    assert summary.exit_status == 0
+    clusters: dict[int, list[dict]] = {}
+    for row in rows:
+        clusters.setdefault(row["cluster"], []).append(row)
+    per_file = summary.fingerprinted // 2
+    assert len(clusters) == per_file >= 14 and all(len(c) == 2 for c in clusters.values())
+    for members in clusters.values():
+        original, copy = members
+        assert (original["role"], copy["role"]) == ("original", "duplicate")
+        assert original["file"].endswith("warcfile.warc") and copy["file"].endswith("warcfile.warc.gz")
+        assert original["record_id"] == copy["record_id"] and copy["distance"] == 0
+
+
+def test_cli_dedupe_writes_csv_and_a_summary(small_inputs: list[Path], tmp_path: Path, capsys) -> None:
+    report = tmp_path / "clusters.csv"
+    status = main(
+        ["dedupe", *map(str, small_inputs), "--workers", "1", "--report", str(report), "--no-progress"]
+    )
+    assert status == 0
+    rows = list(csv.DictReader(report.open()))
+    assert len(rows) >= 28 and set(rows[0]) >= {"record_id", "uri", "date", "file", "offset", "distance"}
+    assert f"clusters: {len(rows) // 2} covering {len(rows)} records" in capsys.readouterr().out
+
+
+def test_cli_exit_status_says_whether_anything_was_skipped(corpus: Path, tmp_path: Path, capsys) -> None:
+    clean = corpus / "warcs/warcio/example.warc.gz"
+    assert main(["tag", str(clean), "--out", str(tmp_path / "a"), "--workers", "1", "--no-progress"]) == 0
+    damaged = corpus / "warcs/gowarc/corrupted-trailing-bytes.warc.gz.open"
+    status = main(["tag", str(damaged), "--out", str(tmp_path / "b"), "--workers", "1", "--no-progress"])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert f"skipped: {damaged} @ 2362: " in err and "recompress" in err
+    assert (tmp_path / "b" / (damaged.name + ".simhash.warc.gz")).exists()  # what could be read is tagged
+    assert main(["tag", str(tmp_path / "missing.warc.gz"), "--no-progress"]) == 2
+
+
+def test_directory_inputs_mirror_under_out_and_skip_our_own_sidecars(
+    small_inputs: list[Path], tmp_path: Path
+) -> None:
+    source = small_inputs[0].parent
+    entries = plan_inputs([source], tmp_path / "out")
+    names = sorted(e.path.name for e in entries)
+    assert names == sorted(p.name for p in small_inputs)  # sidecars next to them are not inputs
+    assert all(e.sidecar.parent == tmp_path / "out" for e in entries)
+    with pytest.raises(ValueError, match="share the sidecar"):
+        plan_inputs(
+            [
+                small_inputs[0],
+                small_inputs[0].parent / ".." / small_inputs[0].parent.name / small_inputs[0].name,
+            ],
+            tmp_path,
+        )
+
+
+@pytest.mark.slow
+def test_arc_and_warc_twins_pair_at_distance_zero(corpus: Path) -> None:
+    warc = corpus / "warcs/aut/warc/example.warc.gz"
+    arc = corpus / "warcs/aut/arc/example.arc.gz"
+    summary, rows = dedupe(plan_inputs([warc, arc]), Options(workers=2))
+    assert summary.exit_status == 0
+    pages: dict[str, dict[str, str]] = {}
+    for row in rows:
+        pages.setdefault(row["file"], {})[row["uri"]] = row["simhash"]
+    clusters: dict[int, set[str]] = {}
+    for row in rows:
+        clusters.setdefault(row["cluster"], set()).add(row["file"])
+    assert all(files == {str(warc), str(arc)} for files in clusters.values())
+    assert summary.fingerprinted == 2 * len(pages[str(warc)]) > 150
+    assert pages[str(warc)] == pages[str(arc)]  # every page, its twin, the same fingerprint
+    for row in rows:
+        twin_file = str(arc) if row["file"] == str(warc) else str(warc)
+        assert pages[twin_file][row["uri"]] == row["simhash"]
+
+
+@pytest.mark.slow
+def test_every_corpus_file_is_processed_without_a_crash(corpus: Path, tmp_path: Path, capsys) -> None:
+    status = main(["tag", str(corpus / "warcs"), "--out", str(tmp_path), "--workers", "2", "--no-progress"])
+    out, err = capsys.readouterr()
+    assert status == 1, "the corpus holds damaged files: the exit status must say so"
+    for name in ["badexample.arc.gz", "corrupted-mid-record.warc.gz.open", "example-trunc.warc"]:
+        assert any(line.startswith("skipped: ") and name in line for line in err.splitlines()), name
+    inputs = plan_inputs([corpus / "warcs"], tmp_path)
+    missing = [e.path.name for e in inputs if not e.sidecar.exists()]
+    assert missing == ["warcfile.warc.lz4", "block-sized-records.warc.lz4"] or set(missing) <= {
+        "warcfile.warc.lz4",
+        "block-sized-records.warc.lz4",
+        "LICENSE.warcio",
+    }
+    assert json.dumps(out)  # a summary was printed
+    assert "files: " in out and "problems: " in out

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 import shutil
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from scrapy_simhash.cli import main
 from scrapy_simhash.index import open_index
-from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord
+from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord, fastwarc_available
 from scrapy_simhash.warc.records import SimhashFields, parse_fields
 from scrapy_simhash.warc.reprocess import Options, dedupe, plan_inputs, tag
 
@@ -200,11 +199,9 @@ def test_every_corpus_file_is_processed_without_a_crash(corpus: Path, tmp_path: 
     for name in ["badexample.arc.gz", "corrupted-mid-record.warc.gz.open", "example-trunc.warc"]:
         assert any(line.startswith("skipped: ") and name in line for line in err.splitlines()), name
     inputs = plan_inputs([corpus / "warcs"], tmp_path)
-    missing = [e.path.name for e in inputs if not e.sidecar.exists()]
-    assert missing == ["warcfile.warc.lz4", "block-sized-records.warc.lz4"] or set(missing) <= {
-        "warcfile.warc.lz4",
-        "block-sized-records.warc.lz4",
-        "LICENSE.warcio",
-    }
-    assert json.dumps(out)  # a summary was printed
+    missing = {e.path.name for e in inputs if not e.sidecar.exists()}
+    # refused outright (nothing readable) files get no sidecar, so a later run retries them
+    assert missing == (
+        set() if fastwarc_available() else {"warcfile.warc.lz4", "block-sized-records.warc.lz4"}
+    )
     assert "files: " in out and "problems: " in out

@@ -6,7 +6,13 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: install system-deps test lint format demo bench clean
+.PHONY: install system-deps test test-oldest-scrapy lint format demo bench clean
+
+# The oldest Scrapy this package supports (pyproject: scrapy>=2.13), with a Twisted
+# of its time: Scrapy 2.13.0 does not start with Twisted >= 25.5.
+OLDEST_SCRAPY  ?= 2.13.0
+OLDEST_TWISTED ?= 24.11.0
+OLDEST_VENV   ?= .venv-scrapy-oldest
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +26,12 @@ install: $(BIN)/python system-deps
 
 test: install
 	$(BIN)/python -m pytest
+
+# The Scrapy tests again, against the oldest supported Scrapy (and its Twisted).
+test-oldest-scrapy: system-deps
+	test -x $(OLDEST_VENV)/bin/python || $(PYTHON) -m venv $(OLDEST_VENV)
+	$(OLDEST_VENV)/bin/python -m pip install -q -e ".[test]" "scrapy==$(OLDEST_SCRAPY)" "twisted==$(OLDEST_TWISTED)"
+	$(OLDEST_VENV)/bin/python -m pytest tests/test_scrapy_crawl.py tests/test_scrapy_components.py tests/test_warc_crawl.py
 
 lint: install
 	$(BIN)/ruff check .
@@ -37,4 +49,4 @@ bench: install
 	$(BIN)/python bench/fingerprint.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(OLDEST_VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -34,12 +34,13 @@ def crawl(
     stats: dict[str, Any] = {}
 
     def on_closed(spider: Any, reason: str) -> None:
-        stats.update(crawler.stats.get_stats())
         stats["finish_reason"] = reason
 
     crawler.signals.connect(on_closed, signal=signals.spider_closed)
     process.crawl(crawler, start_url=start_url, **spider_args)
     process.start()
+    # Read after the crawl: the components' closing stats and elapsed_time_seconds are in by then.
+    stats.update(crawler.stats.get_stats())
     if stats_path:
         Path(stats_path).write_text(json.dumps(stats, default=str, indent=1, sort_keys=True))
     return stats
@@ -76,7 +77,9 @@ def main() -> None:
     if args.items:
         overrides["FEEDS"] = {args.items: {"format": "jsonlines", "overwrite": True}}
     spider_args = dict(item.partition("=")[::2] for item in args.spider_args)
-    crawl(args.start_url, overrides, args.stats, **spider_args)
+    stats = crawl(args.start_url, overrides, args.stats, **spider_args)
+    if "finish_reason" not in stats:
+        sys.exit("run_crawl: the crawl did not run to its end (see the log above)")
 
 
 if __name__ == "__main__":

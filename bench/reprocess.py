@@ -1,0 +1,123 @@
+"""WARC reprocessing speed, side by side in one run, on a WARC built from real corpus pages.
+
+The WARC (``--pages``, default 2,000 response records; corpus pages reused
+under new URLs when the corpus has fewer, every other one gzip-encoded as
+crawlers store them) is written to a temporary directory and deleted at the end.
+
+(1) reading only (records -> HTML payloads, no fingerprint): warcio vs FastWARC;
+(2) ``tag`` (read, fingerprint, write the sidecar) with 1 and 2 workers.
+
+Run: python bench/reprocess.py [--pages 2000] [--workers 1 2] [--readers warcio fastwarc]
+Goal on 2 cores: (2) with 2 workers >= 1.8x 1 worker in records/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _corpus import corpus
+
+from scrapy_simhash.warc.payload import html_page
+from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord, fastwarc_available
+from scrapy_simhash.warc.records import http_head, response_record, warc_date
+from scrapy_simhash.warc.reprocess import Options, plan_inputs, tag
+from scrapy_simhash.warc.writer import RollingWarcWriter
+
+
+def build_warc(directory: Path, pages: int) -> tuple[Path, int]:
+    sources = sorted((corpus() / "pages").rglob("*.html.gz"))
+    if not sources:
+        sys.exit(f"no pages under {corpus() / 'pages'}")
+    writer = RollingWarcWriter(directory, "bench", max_size=1 << 40, host="bench")
+    size = 0
+    for i in range(pages):
+        html = gzip.decompress(sources[i % len(sources)].read_bytes())
+        headers = [("Content-Type", "text/html")]
+        body = html
+        if i % 2:
+            headers.append(("Content-Encoding", "gzip"))
+            body = gzip.compress(html, 6)
+        rel = sources[i % len(sources)].relative_to(corpus() / "pages")
+        uri = f"http://bench.example/{i // len(sources)}/{rel.as_posix()}"
+        writer.write(response_record(uri, warc_date(), http_head("HTTP/1.1 200 OK", headers), body))
+        size += len(html)
+    [path] = writer.close()
+    return path, size
+
+
+def read_only(path: Path, backend: str, decode: bool) -> float:
+    """Seconds to read every record (and, with ``decode``, its HTML payload: HTTP parsing, gunzip)."""
+    started = time.perf_counter()
+    for item in ArchiveReader(backend).read(path):
+        if decode and isinstance(item, ArchiveRecord):
+            html_page(item)
+    return time.perf_counter() - started
+
+
+def full(path: Path, out: Path, workers: int, reader: str) -> tuple[int, int, float]:
+    entries = plan_inputs([path], out)
+    started = time.perf_counter()
+    summary = tag(entries, Options(workers=workers, reader=reader))
+    elapsed = time.perf_counter() - started
+    if summary.exit_status:
+        sys.exit(f"benchmark WARC reported problems: {summary.problems[:3]}")
+    return summary.records, summary.fingerprinted, elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--pages", type=int, default=2000)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--readers", nargs="+", default=["warcio", "fastwarc"])
+    parser.add_argument("--full-reader", default="auto", help="reader for the tag runs (default: auto)")
+    args = parser.parse_args()
+    readers = [r for r in args.readers if r != "fastwarc" or fastwarc_available()]
+    if len(readers) < len(args.readers):
+        print("FastWARC not installed: reading it is not measured (pip install 'scrapy-simhash[warc-fast]')")
+
+    with tempfile.TemporaryDirectory(prefix="bench-reprocess-") as tmp:
+        base = Path(tmp)
+        started = time.perf_counter()
+        path, html_bytes = build_warc(base / "in", args.pages)
+        print(
+            f"WARC: {args.pages} response records from corpus pages, {path.stat().st_size / 1e6:.1f} MB gzip "
+            f"({html_bytes / 1e6:.1f} MB HTML), built in {time.perf_counter() - started:.1f}s"
+        )
+        print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (shared: figures vary)")
+
+        print("\n(1) reading only, records/s (best of 3): records | records + HTML payloads")
+        rates: dict[tuple[str, bool], float] = {}
+        for reader in readers:
+            for decode in (False, True):
+                rates[reader, decode] = args.pages / min(read_only(path, reader, decode) for _ in range(3))
+            print(f"  {reader:9s} {rates[reader, False]:10,.0f} | {rates[reader, True]:10,.0f}")
+        if len(readers) == 2:
+            ratios = [rates["fastwarc", d] / rates["warcio", d] for d in (False, True)]
+            print(f"  FastWARC / warcio: {ratios[0]:.2f}x | {ratios[1]:.2f}x")
+
+        print(f"\n(2) tag (read + fingerprint + sidecar), reader {args.full_reader}")
+        results = {}
+        for workers in args.workers:
+            records, fingerprinted, elapsed = full(path, base / f"out-w{workers}", workers, args.full_reader)
+            results[workers] = records / elapsed
+            print(
+                f"  {workers} worker(s): {results[workers]:8.1f} records/s  "
+                f"({records} records, {fingerprinted} fingerprinted, {elapsed:.1f}s)"
+            )
+        if 1 in results and 2 in results:
+            print(f"  2 workers / 1 worker: {results[2] / results[1]:.2f}x (goal >= 1.8x on 2 free cores)")
+        print(f"load average at the end: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

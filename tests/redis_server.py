@@ -133,6 +133,14 @@ class RedisClusterServers:
         return f"redis://127.0.0.1:{self.nodes[0].port}/0"
 
     def start(self, timeout: float = 30.0) -> RedisClusterServers:
+        try:
+            self._start(timeout)
+        except BaseException:
+            self.stop()  # never leave node processes behind
+            raise
+        return self
+
+    def _start(self, timeout: float) -> None:
         for node in self.nodes:
             node.start()
         hosts = [f"127.0.0.1:{n.port}" for n in self.nodes]
@@ -153,7 +161,6 @@ class RedisClusterServers:
                     time.sleep(0.1)
             finally:
                 client.close()
-        return self
 
     def stop(self) -> None:
         for node in self.nodes:

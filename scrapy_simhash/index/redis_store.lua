@@ -118,18 +118,23 @@ local function find(probe, below)
     local low, high = string.sub(probe, off + 9, off + 16), string.sub(probe, off + 17, off + 24)
     local members = redis.call('ZRANGEBYLEX', KEYS[5 + i], '[' .. low, '[' .. high .. FF8)
     for _, m in ipairs(members) do
-      local seq8 = string.sub(m, 9, 16)
-      if not seen[seq8] then
-        seen[seq8] = true
-        local m1, m2, m3, m4, m5, m6, m7, m8 = string.byte(m, 1, 8)
-        local d = popcount32(bxor(qhi, ((m1 * 256 + m2) * 256 + m3) * 256 + m4))
-          + popcount32(bxor(qlo, ((m5 * 256 + m6) * 256 + m7) * 256 + m8))
-        if d <= k and (below == nil or num8(seq8) < below) and not expired(seq8) then
-          local rec = redis.call('HGET', DOCS, seq8)
-          if rec then
-            out[#out + 1] = seq8
-            out[#out + 1] = d
-            out[#out + 1] = rec
+      -- distance first: most candidates are rejected without creating a string or a table entry
+      local m1, m2, m3, m4, m5, m6, m7, m8 = string.byte(m, 1, 8)
+      local d = popcount32(bxor(qhi, ((m1 * 256 + m2) * 256 + m3) * 256 + m4))
+      if d <= k then
+        d = d + popcount32(bxor(qlo, ((m5 * 256 + m6) * 256 + m7) * 256 + m8))
+        if d <= k then
+          local seq8 = string.sub(m, 9, 16)
+          if not seen[seq8] then
+            seen[seq8] = true
+            if (below == nil or num8(seq8) < below) and not expired(seq8) then
+              local rec = redis.call('HGET', DOCS, seq8)
+              if rec then
+                out[#out + 1] = seq8
+                out[#out + 1] = d
+                out[#out + 1] = rec
+              end
+            end
           end
         end
       end

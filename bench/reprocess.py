@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -46,7 +47,7 @@ def build_warc(directory: Path, pages: int) -> tuple[Path, int]:
             headers.append(("Content-Encoding", "gzip"))
             body = gzip.compress(html, 6)
         rel = sources[i % len(sources)].relative_to(corpus() / "pages")
-        uri = f"http://bench.example/{i // len(sources)}/{rel.as_posix()}"
+        uri = f"http://bench.example/{i // len(sources)}/{quote(rel.as_posix())}"
         writer.write(response_record(uri, warc_date(), http_head("HTTP/1.1 200 OK", headers), body))
         size += len(html)
     [path] = writer.close()

@@ -111,9 +111,29 @@ def _options(args: argparse.Namespace) -> Any:
 def _open_index(args: argparse.Namespace) -> Any:
     if not args.index:
         return None
-    from ..index import open_index
+    from ..index import SimhashIndexError, open_index
 
-    return open_index(args.index, k=args.distance)
+    try:
+        return open_index(args.index, k=args.distance)
+    except SimhashIndexError as exc:  # locked, corrupt, unreachable: a usage/environment error (status 2)
+        raise ValueError(f"cannot open the index {args.index}: {exc}") from exc
+
+
+def _run_with_index(args: argparse.Namespace, function: Any) -> Any:
+    """``function(index)`` with the index open; an index failure mid-run is reported, not a traceback.
+
+    Sidecars finished before the failure stay; the interrupted one is redone by the next run.
+    """
+    from ..index import SimhashIndexError
+
+    index = _open_index(args)
+    try:
+        return function(index)
+    except SimhashIndexError as exc:
+        raise ValueError(f"index error, run stopped (rerun to resume): {exc}") from exc
+    finally:
+        if index is not None:
+            index.close()
 
 
 def run_tag(args: argparse.Namespace) -> int:
@@ -121,12 +141,7 @@ def run_tag(args: argparse.Namespace) -> int:
 
     inputs = plan_inputs(args.inputs, args.out)
     options = _options(args)
-    index = _open_index(args)
-    try:
-        summary = tag(inputs, options, index)
-    finally:
-        if index is not None:
-            index.close()
+    summary = _run_with_index(args, lambda index: tag(inputs, options, index))
     for line in summary.lines():
         print(line)
     return summary.exit_status
@@ -137,12 +152,7 @@ def run_dedupe(args: argparse.Namespace) -> int:
 
     inputs = plan_inputs(args.inputs)
     options = _options(args)
-    index = _open_index(args)
-    try:
-        summary, rows = dedupe(inputs, options, index)
-    finally:
-        if index is not None:
-            index.close()
+    summary, rows = _run_with_index(args, lambda index: dedupe(inputs, options, index))
     write_report(rows, args.report, args.format)
     clusters = len({row["cluster"] for row in rows})
     out = sys.stdout if args.report not in (None, "-") else sys.stderr

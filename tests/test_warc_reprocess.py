@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -205,3 +208,51 @@ def test_every_corpus_file_is_processed_without_a_crash(corpus: Path, tmp_path: 
         set() if fastwarc_available() else {"warcfile.warc.lz4", "block-sized-records.warc.lz4"}
     )
     assert "files: " in out and "problems: " in out
+
+
+def test_scrapy_commands_are_registered_and_behave_like_the_cli(
+    small_inputs: list[Path], tmp_path: Path
+) -> None:
+    scrapy = Path(sys.executable).with_name("scrapy")
+    common = ["--workers", "1", "--no-progress"]
+    tagged = subprocess.run(
+        [str(scrapy), "simhash-tag", str(small_inputs[0]), "--out", str(tmp_path), *common],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert tagged.returncode == 0, tagged.stderr
+    assert "files: 1 processed" in tagged.stdout
+    assert _metadata(tmp_path / (small_inputs[0].name + ".simhash.warc.gz"))
+    report = tmp_path / "r.jsonl"
+    deduped = subprocess.run(
+        [str(scrapy), "simhash-dedupe", *map(str, small_inputs), "--report", str(report), *common],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert deduped.returncode == 0, deduped.stderr
+    rows = [json.loads(line) for line in report.read_text().splitlines()]
+    assert rows and all(r["distance"] == 0 for r in rows)
+    missing = subprocess.run(
+        [str(scrapy), "simhash-tag", str(tmp_path / "nope.warc")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+def test_an_index_that_cannot_be_opened_is_a_clear_error(
+    small_inputs: list[Path], tmp_path: Path, capsys
+) -> None:
+    index_dir = tmp_path / "ix"
+    with open_index(index_dir, k=3):  # holds the writer lock
+        status = main(
+            ["tag", str(small_inputs[0]), "--out", str(tmp_path), "--index", str(index_dir), "--no-progress"]
+        )
+    assert status == 2
+    assert "cannot open the index" in capsys.readouterr().err
+    assert not (tmp_path / (small_inputs[0].name + ".simhash.warc.gz")).exists()

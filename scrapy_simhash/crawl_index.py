@@ -43,14 +43,21 @@ def derived_location(location: str, suffix: str) -> str:
     return urlunsplit(parts._replace(query=urlencode(query)))
 
 
-def open_crawl_index(location: str, k: int, *, reset: bool = False) -> NearDuplicateIndex:
-    """Open (creating) the index at ``location``; with ``reset``, empty it first."""
+def open_crawl_index(
+    location: str, k: int, *, reset: bool = False, sync: str = "normal"
+) -> NearDuplicateIndex:
+    """Open (creating) the index at ``location``; with ``reset``, empty it first.
+
+    ``sync`` applies to the embedded index: ``"normal"`` keeps every acknowledged
+    insert through a crash of the crawling process; ``"full"`` also through a power
+    cut, at about 3.5 ms per page on an SSD, in the crawl's reactor thread.
+    """
     if reset and not is_uri(location) and Path(location).exists():
         logger.info("SIMHASH_RESET: removing the index at %s", location)
         shutil.rmtree(location)
     if not is_uri(location):
         Path(location).parent.mkdir(parents=True, exist_ok=True)
-    index = open_index(location, k=k)
+    index = open_index(location, k=k) if is_uri(location) else open_index(location, k=k, synchronous=sync)
     if reset and is_uri(location):
         clear = getattr(index, "clear", None)
         if clear is None:

@@ -108,7 +108,9 @@ class SimhashMiddleware:
     def spider_opened(self, spider: Spider) -> None:
         self.location = self.config.index or default_location(spider.name)
         try:
-            self.index = open_crawl_index(self.location, self.config.distance, reset=self.config.reset)
+            self.index = open_crawl_index(
+                self.location, self.config.distance, reset=self.config.reset, sync=self.config.index_sync
+            )
         except SimhashIndexError as exc:
             self._open_error = exc
             self.stats.inc_value("simhash/error/index_open")

@@ -61,7 +61,9 @@ class SimhashPipeline:
         name = (spider or self.crawler.spider).name
         base = self.config.index or default_location(name)
         location = derived_location(base, ITEM_INDEX_SUFFIX)
-        self.index = open_crawl_index(location, self.config.distance, reset=self.config.reset)
+        self.index = open_crawl_index(
+            location, self.config.distance, reset=self.config.reset, sync=self.config.index_sync
+        )
 
     def spider_closed(self, spider: Spider) -> None:
         if self.index is not None:

@@ -24,6 +24,7 @@ DEFAULTS: dict[str, object] = {
     "SIMHASH_ACTION": "tag",
     "SIMHASH_INDEX": None,
     "SIMHASH_RESET": False,
+    "SIMHASH_INDEX_SYNC": "normal",
     "SIMHASH_MIN_TOKENS": defaults.MIN_TOKENS,
     "SIMHASH_CONTENT_TYPES": ["text/html", "application/xhtml+xml"],
     "SIMHASH_WORKERS": None,
@@ -70,6 +71,7 @@ class SimhashSettings:
     action: str
     index: str | None
     reset: bool
+    index_sync: str
     min_tokens: int
     content_types: tuple[str, ...]
     workers: int
@@ -98,6 +100,7 @@ class SimhashSettings:
             action=_choice(settings, "SIMHASH_ACTION", _ACTIONS),
             index=settings.get("SIMHASH_INDEX") or None,
             reset=settings.getbool("SIMHASH_RESET", False),
+            index_sync=_choice(settings, "SIMHASH_INDEX_SYNC", ("normal", "full")),
             min_tokens=int(_number(settings, "SIMHASH_MIN_TOKENS", 0)),
             content_types=tuple(c.strip().lower() for c in content_types if c.strip()),
             workers=workers,

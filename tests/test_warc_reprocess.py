@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
+import re
 import json
 import shutil
 import subprocess
@@ -256,3 +258,11 @@ def test_an_index_that_cannot_be_opened_is_a_clear_error(
     assert status == 2
     assert "cannot open the index" in capsys.readouterr().err
     assert not (tmp_path / (small_inputs[0].name + ".simhash.warc.gz")).exists()
+
+
+def test_progress_line_shows_records_per_second(small_inputs: list[Path], tmp_path: Path) -> None:
+    stream = io.StringIO()
+    tag(plan_inputs(small_inputs[:1], tmp_path), Options(workers=1, progress=True), stream=stream)
+    text = stream.getvalue()
+    assert re.search(r"\d/1 files  \d+ records  [\d,]+ rec/s  \d+ pages fingerprinted", text)
+    assert text.endswith("\r")  # the line is erased at the end, leaving the terminal clean

@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import re
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -21,7 +21,7 @@ from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord, fastwarc_av
 from scrapy_simhash.warc.records import SimhashFields, parse_fields
 from scrapy_simhash.warc.reprocess import Options, dedupe, plan_inputs, tag
 
-SMALL = ["resiliparse/warcfile.warc", "resiliparse/warcfile.warc.gz"]  # the same 16 HTML pages, twice
+SMALL = ["resiliparse/warcfile.warc", "resiliparse/warcfile.warc.gz"]  # the same HTML pages, twice
 
 
 def _metadata(sidecar: Path) -> list[tuple[dict, SimhashFields]]:

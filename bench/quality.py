@@ -1,0 +1,626 @@
+"""Detection quality of simhash-doc/1 on real pages: which defaults catch near-duplicates and nothing else.
+
+    .venv/bin/python bench/quality.py                 # whole corpus, seed 0; prints the markdown report
+    .venv/bin/python bench/quality.py --base 200      # transform only 200 pages (quicker)
+
+Positives are real pages against copies changed the way the web changes pages (``quality_pairs``);
+negatives are different articles of one site and template, and random pairs. For every text
+extractor and feature set it reports precision, recall and F1 per kind of change at k = 1..6 and
+per minimum token count, distance histograms, and the distance distribution over all pairs of
+different corpus pages, with the expected number of false pairs extrapolated to 10 million pages.
+
+Extracted texts are cached in ``bench/results/`` (git-ignored), keyed by seed and transform version:
+the first run extracts ~10,000 pages (about 10 minutes on 2 cores), later runs take seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import os
+import random
+import sys
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from quality_pairs import (
+    KINDS,
+    TRANSFORMS_VERSION,
+    Page,
+    article_matches_truth,
+    load_pages,
+    random_pairs,
+    same_site_pairs,
+    transform,
+)
+
+from scrapy_simhash.extract import Extractor
+from scrapy_simhash.fingerprint import simhash_features, simhash_with_count, tokens
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "bench" / "results"
+KS = (1, 2, 3, 4, 5, 6)
+MIN_TOKENS = (0, 10, 20, 30, 50, 100, 200)
+CRAWL_PAGES = 10_000_000
+
+
+def default_corpus() -> Path:
+    shared = Path(os.environ.get("SCRAPY_SIMHASH_SHARED", REPO.parent / "shared"))
+    return shared / "corpus"
+
+
+# --------------------------------------------------------------------------------------------------
+# Text extractors measured
+
+
+def _visible_text(html: str) -> str | None:
+    import trafilatura
+
+    return trafilatura.html2txt(html) or None
+
+
+def _resiliparse_main(html: str) -> str | None:
+    from resiliparse.extract.html2text import extract_plain_text
+    from resiliparse.parse.html import HTMLTree
+
+    text = extract_plain_text(
+        HTMLTree.parse(html),
+        main_content=True,
+        alt_texts=False,
+        links=False,
+        form_fields=False,
+        noscript=False,
+    )
+    return text or None
+
+
+def _trafilatura(extractor: Extractor) -> Callable[[str], str | None]:
+    return lambda html: extractor(html).text
+
+
+def resiliparse_available() -> bool:
+    try:
+        import resiliparse.extract.html2text  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+EXTRACTORS: dict[str, Callable[[str], str | None]] = {
+    "trafilatura": _trafilatura(Extractor(fast=False)),
+    "trafilatura-fast": _trafilatura(Extractor(fast=True)),
+    "trafilatura-precision": _trafilatura(Extractor(fast=False, favor_precision=True)),
+    "trafilatura-fast-precision": _trafilatura(Extractor(fast=True, favor_precision=True)),
+    "visible-text": _visible_text,
+}
+if resiliparse_available():
+    EXTRACTORS["resiliparse"] = _resiliparse_main
+EXTRACTOR_NOTES = {
+    "trafilatura": "Extractor(fast=False): trafilatura's default, with its fallback extractors",
+    "trafilatura-fast": "Extractor(fast=True): no fallback extractors (the default before this study)",
+    "trafilatura-precision": "Extractor(fast=False, favor_precision=True)",
+    "trafilatura-fast-precision": "Extractor(fast=True, favor_precision=True)",
+    "visible-text": "trafilatura.html2txt: all visible text, no main-text extraction",
+    "resiliparse": "resiliparse extract_plain_text(main_content=True) (optional extra `quality`)",
+}
+
+
+# --------------------------------------------------------------------------------------------------
+# Extraction with a cache (texts of ~10,000 page variants per extractor)
+
+_worker_pages: dict[str, Page] = {}
+_worker_all: list[Page] = []
+
+
+def _init_worker(corpus: str) -> None:
+    global _worker_all
+    _worker_all = load_pages(Path(corpus))
+    _worker_pages.update((p.id, p) for p in _worker_all)
+
+
+def _extract_variant(job: tuple[str, str | None, int, tuple[str, ...]]) -> tuple[str, dict[str, str | None]]:
+    page_id, kind, seed, names = job
+    page = _worker_pages[page_id]
+    key = variant_key(page_id, kind, seed)
+    try:
+        html = page.html() if kind is None else transform(page, kind, _worker_all, seed)
+    except Exception as exc:  # one bad page must not end a long run
+        print(f"transform failed for {key}: {exc!r}", file=sys.stderr)
+        return key, dict.fromkeys(names)
+    out: dict[str, str | None] = {}
+    for name in names:
+        try:
+            out[name] = EXTRACTORS[name](html)
+        except Exception as exc:
+            print(f"{name} failed on {key}: {exc!r}", file=sys.stderr)
+            out[name] = None
+    return key, out
+
+
+def variant_key(page_id: str, kind: str | None, seed: int) -> str:
+    return page_id if kind is None else f"{page_id}#{kind}@{seed}"
+
+
+def load_cache(path: Path) -> dict[str, dict[str, str | None]]:
+    if not path.exists():
+        return {}
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def save_cache(path: Path, cache: dict[str, dict[str, str | None]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with gzip.open(tmp, "wt", encoding="utf-8") as fh:
+        json.dump(cache, fh)
+    tmp.replace(path)
+
+
+def extract_all(
+    corpus: Path,
+    jobs_spec: list[tuple[str, str | None]],
+    seed: int,
+    names: list[str],
+    workers: int,
+    cache_path: Path,
+) -> dict[str, dict[str, str | None]]:
+    """Texts of every (page id, kind) for every extractor in ``names``, from the cache where possible."""
+    cache = load_cache(cache_path)
+    todo = []
+    for page_id, kind in jobs_spec:
+        have = cache.get(variant_key(page_id, kind, seed), {})
+        missing = tuple(n for n in names if n not in have)
+        if missing:
+            todo.append((page_id, kind, seed, missing))
+    if todo:
+        print(f"extracting {len(todo)} page variants with {workers} worker(s)...", file=sys.stderr)
+        started = time.monotonic()
+        with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(str(corpus),)) as pool:
+            for done, (key, texts) in enumerate(pool.map(_extract_variant, todo, chunksize=8), 1):
+                cache.setdefault(key, {}).update(texts)
+                if done % 500 == 0:
+                    print(f"  {done}/{len(todo)} ({time.monotonic() - started:.0f} s)", file=sys.stderr)
+                    save_cache(cache_path, cache)
+        save_cache(cache_path, cache)
+    return cache
+
+
+# --------------------------------------------------------------------------------------------------
+# Fingerprints
+
+
+FEATURES: dict[str, int] = {"tokens": 1, "shingles2": 2, "shingles3": 3}
+
+
+@dataclass(frozen=True)
+class Print:
+    """A fingerprint and the token count that decides whether the page is fingerprinted at all."""
+
+    value: int
+    count: int
+
+
+def fingerprint(text: str | None, shingle: int) -> Print:
+    if not text:
+        return Print(0, 0)
+    value, count = simhash_with_count(text, shingle=shingle)
+    return Print(value, count)
+
+
+def popcount64(values: np.ndarray) -> np.ndarray:
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(values)
+    # numpy < 2.0: byte-wise table lookup
+    table = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+    return table[values.view(np.uint8)].reshape(*values.shape, 8).sum(axis=-1)
+
+
+def all_pairs_histogram(values: Iterable[int]) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
+    """Histogram (65 bins) of the distances of all pairs, and the closest pairs (d, i, j)."""
+    fps = np.array(list(values), dtype=np.uint64)
+    hist = np.zeros(65, dtype=np.int64)
+    closest: list[tuple[int, int, int]] = []
+    for i in range(len(fps) - 1):
+        dist = popcount64(fps[i] ^ fps[i + 1 :])
+        hist += np.bincount(dist, minlength=65)
+        low = np.nonzero(dist <= 12)[0]
+        closest.extend((int(dist[j]), i, i + 1 + int(j)) for j in low)
+    closest.sort()
+    return hist, closest[:50]
+
+
+RELATED_JACCARD = 0.3
+REFERENCE_EXTRACTOR = "trafilatura"
+
+
+def related_pairs(pages: list[Page], texts: dict[str, dict[str, str | None]]) -> set[frozenset[str]]:
+    """Pairs of corpus pages that carry the same article (a copy, a syndicated story, a test fixture).
+
+    Judged by the Jaccard resemblance of their token sets (>= 0.3; unrelated articles stay below
+    0.15), on the reference extractor's text, for the pairs within 24 bits of each other. The corpus
+    does hold such pairs: counting them as unrelated would blame simhash for finding real duplicates.
+    """
+    sets = []
+    for page in pages:
+        entry = texts.get(page.id, {})
+        text = entry.get(REFERENCE_EXTRACTOR) or entry.get("visible-text") or ""
+        sets.append(set(tokens(text)))
+    fps = np.array([simhash_features(s) if s else 0 for s in sets], dtype=np.uint64)
+    related: set[frozenset[str]] = set()
+    for i in range(len(pages) - 1):
+        dist = popcount64(fps[i] ^ fps[i + 1 :])
+        for j in np.nonzero(dist <= 24)[0]:
+            a, b = sets[i], sets[i + 1 + int(j)]
+            if a and b and len(a & b) / len(a | b) >= RELATED_JACCARD:
+                related.add(frozenset((pages[i].id, pages[i + 1 + int(j)].id)))
+    return related
+
+
+# --------------------------------------------------------------------------------------------------
+# Tail extrapolation
+
+
+def beta_binomial_cdf(hist: np.ndarray, upto: int) -> float:
+    """P(d <= upto) under a beta-binomial(64) fitted to the histogram's mean and variance.
+
+    Each pair of unrelated pages flips each bit with its own probability p ~ Beta(a, b): the
+    overdispersed binomial that matches unrelated-page distances far better than Binomial(64, 1/2).
+    """
+    n = 64
+    d = np.arange(65)
+    total = hist.sum()
+    mean = float((hist * d).sum() / total)
+    var = float((hist * (d - mean) ** 2).sum() / total)
+    p = mean / n
+    rho = (var / (n * p * (1 - p)) - 1) / (n - 1)
+    if rho <= 0:  # no overdispersion: plain binomial
+        return sum(math.comb(n, x) * p**x * (1 - p) ** (n - x) for x in range(upto + 1))
+    s = 1 / rho - 1
+    a, b = p * s, (1 - p) * s
+
+    def log_pmf(x: int) -> float:
+        return (
+            math.lgamma(n + 1)
+            - math.lgamma(x + 1)
+            - math.lgamma(n - x + 1)
+            + math.lgamma(x + a)
+            + math.lgamma(n - x + b)
+            - math.lgamma(n + a + b)
+            + math.lgamma(a + b)
+            - math.lgamma(a)
+            - math.lgamma(b)
+        )
+
+    return sum(math.exp(log_pmf(x)) for x in range(upto + 1))
+
+
+def loglinear_tail_cdf(hist: np.ndarray, upto: int) -> float | None:
+    """P(d <= upto) from a straight line through log10 of the empirical lower-tail CDF.
+
+    Fitted where the CDF is between 1e-4 and 1e-2 (enough pairs to be measured); the true tail
+    falls faster than exponentially, so this overestimates: a conservative figure.
+    """
+    cdf = np.cumsum(hist) / hist.sum()
+    xs = [x for x in range(65) if 1e-4 <= cdf[x] <= 1e-2]
+    if len(xs) < 2:
+        xs = [x for x in range(65) if 0 < cdf[x] <= 5e-2][:4]
+    if len(xs) < 2:
+        return None
+    slope, intercept = np.polyfit(xs, np.log10(cdf[xs]), 1)
+    if upto >= xs[0]:
+        return float(cdf[upto])
+    return float(10 ** (intercept + slope * upto))
+
+
+def expected_false_pairs(probability: float | None, pages: int = CRAWL_PAGES) -> float | None:
+    return None if probability is None else probability * pages * (pages - 1) / 2
+
+
+# --------------------------------------------------------------------------------------------------
+# Scoring
+
+
+@dataclass
+class Scores:
+    tp: int = 0
+    fn: int = 0
+    fp: int = 0
+
+    @property
+    def precision(self) -> float:
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
+
+    @property
+    def f1(self) -> float:
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+
+def evaluate(
+    prints: dict[str, Print],
+    positives: dict[str, list[tuple[str, str]]],
+    negatives: dict[str, list[tuple[str, str]]],
+    min_tokens: int,
+) -> dict:
+    """Distances and per-k scores for one configuration.
+
+    A page with fewer than ``min_tokens`` tokens is not fingerprinted: a positive pair whose
+    original qualifies but whose copy does not is a miss; a positive pair whose original does not
+    qualify is left out (the page would not be deduplicated at all: reported as coverage); a
+    negative pair with a page that does not qualify cannot be a false match.
+    """
+    pos_d: dict[str, list[int]] = {}
+    for kind, pairs in positives.items():
+        dists = []
+        for a, b in pairs:
+            pa, pb = prints[a], prints[b]
+            if pa.count < max(min_tokens, 1):
+                continue
+            dists.append(64 if pb.count < max(min_tokens, 1) else (pa.value ^ pb.value).bit_count())
+        pos_d[kind] = dists
+    neg_d: dict[str, list[int]] = {}
+    for name, pairs in negatives.items():
+        neg_d[name] = [
+            (prints[a].value ^ prints[b].value).bit_count()
+            for a, b in pairs
+            if prints[a].count >= max(min_tokens, 1) and prints[b].count >= max(min_tokens, 1)
+        ]
+    all_neg = [d for dists in neg_d.values() for d in dists]
+    per_k = {}
+    for k in KS:
+        fp = sum(d <= k for d in all_neg)
+        kinds = {}
+        total = Scores(fp=fp)
+        for kind, dists in pos_d.items():
+            tp = sum(d <= k for d in dists)
+            kinds[kind] = Scores(tp, len(dists) - tp, fp)
+            total.tp += tp
+            total.fn += len(dists) - tp
+        per_k[k] = {
+            "kinds": kinds,
+            "all": total,
+            "fp": {name: sum(d <= k for d in dists) for name, dists in neg_d.items()},
+        }
+    return {"pos": pos_d, "neg": neg_d, "per_k": per_k}
+
+
+# --------------------------------------------------------------------------------------------------
+# Report
+
+
+def histogram_line(dists: list[int], top: int = 32) -> str:
+    counts = np.bincount(np.minimum(np.array(dists, dtype=np.int64), top), minlength=top + 1)
+    return " ".join(str(int(c)) for c in counts)
+
+
+def fmt_count(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if value < 0.01:
+        return f"{value:.1e}"
+    if value < 100:
+        return f"{value:.2f}"
+    return f"{value:.2e}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=default_corpus())
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--base", type=int, default=0, help="pages to transform (0: all)")
+    parser.add_argument("--random-pairs", type=int, default=20_000)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--extractors", default=",".join(EXTRACTORS))
+    parser.add_argument("--features", default=",".join(FEATURES))
+    parser.add_argument("--default", default="trafilatura-fast/tokens/30/3", help="extractor/features/min/k")
+    parser.add_argument("--json", type=Path, default=RESULTS / "quality.json")
+    args = parser.parse_args(argv)
+
+    if not (args.corpus / "pages").is_dir():
+        print(
+            f"corpus not found at {args.corpus}: the benchmark reads ../shared/corpus beside the repository "
+            "(or $SCRAPY_SIMHASH_SHARED/corpus)",
+            file=sys.stderr,
+        )
+        return 2
+    names = [n for n in args.extractors.split(",") if n]
+    unknown = [n for n in names if n not in EXTRACTORS]
+    if unknown:
+        print(f"unknown extractor(s) {unknown}; available: {', '.join(EXTRACTORS)}", file=sys.stderr)
+        return 2
+    feature_names = [f for f in args.features.split(",") if f]
+
+    pages = load_pages(args.corpus)
+    started = time.monotonic()
+    base = [p for p in pages if article_matches_truth(p)]
+    print(
+        f"{len(base)} pages whose article the ground truth confirms ({time.monotonic() - started:.0f} s)",
+        file=sys.stderr,
+    )
+    if args.base:
+        base = random.Random(f"base:{args.seed}").sample(base, min(args.base, len(base)))
+        base.sort(key=lambda p: p.id)
+    jobs_spec: list[tuple[str, str | None]] = [(p.id, None) for p in pages]
+    jobs_spec += [(p.id, kind) for p in base for kind in KINDS]
+    cache_path = RESULTS / f"quality-texts-seed{args.seed}-v{TRANSFORMS_VERSION}.json.gz"
+    texts = extract_all(args.corpus, jobs_spec, args.seed, names, args.jobs, cache_path)
+
+    positives = {kind: [(p.id, variant_key(p.id, kind, args.seed)) for p in base] for kind in KINDS}
+    related = related_pairs(pages, texts)
+    negatives = {
+        "same-site": [
+            (a.id, b.id) for a, b in same_site_pairs(pages) if frozenset((a.id, b.id)) not in related
+        ],
+        "random": [
+            (a.id, b.id)
+            for a, b in random_pairs(pages, args.random_pairs, args.seed)
+            if frozenset((a.id, b.id)) not in related
+        ],
+    }
+    out = sys.stdout
+    print("# Detection quality (bench/quality.py)\n", file=out)
+    print(
+        f"corpus: {len(pages)} pages; positives: {len(base)} pages x {len(KINDS)} kinds of change; "
+        f"negatives: {len(negatives['same-site'])} same-site pairs, {len(negatives['random'])} random pairs; "
+        f"all pairs of different pages: {len(pages) * (len(pages) - 1) // 2}, of which {len(related)} carry "
+        f"the same article (token Jaccard >= {RELATED_JACCARD}) and are left out of every negative; "
+        f"seed {args.seed}\n",
+        file=out,
+    )
+    print("Pages that carry the same article (left out of the negatives):\n", file=out)
+    for pair in sorted(sorted(p) for p in related)[:40]:
+        print(f"- {pair[0]} | {pair[1]}", file=out)
+    print(file=out)
+    summary: dict = {"seed": args.seed, "configs": {}}
+    results: dict[tuple[str, str], dict] = {}
+    for name in names:
+        for feat in feature_names:
+            prints = {key: fingerprint(t.get(name), FEATURES[feat]) for key, t in texts.items()}
+            results[(name, feat)] = {"prints": prints}
+
+    # 1. Overview per extractor x features x minimum tokens
+    print("## F1 at k = 1..6 (all kinds of change), same-site false positives, coverage\n", file=out)
+    print(
+        "| extractor | features | min tokens | coverage | F1 k=1 | k=2 | k=3 | k=4 | k=5 | k=6 "
+        "| same-site FP k=3 | k=4 | k=6 | random FP k=6 |",
+        file=out,
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", file=out)
+    for (name, feat), res in results.items():
+        prints = res["prints"]
+        res["eval"] = {}
+        for m in MIN_TOKENS:
+            ev = evaluate(prints, positives, negatives, m)
+            res["eval"][m] = ev
+            coverage = sum(prints[p.id].count >= max(m, 1) for p in pages) / len(pages)
+            pk = ev["per_k"]
+            f1s = " | ".join(f"{pk[k]['all'].f1:.4f}" for k in KS)
+            print(
+                f"| {name} | {feat} | {m} | {coverage:.1%} | {f1s} | {pk[3]['fp']['same-site']} "
+                f"| {pk[4]['fp']['same-site']} | {pk[6]['fp']['same-site']} | {pk[6]['fp']['random']} |",
+                file=out,
+            )
+    print(file=out)
+
+    # 2. Unrelated pages: all pairs of different corpus pages, tail and extrapolation
+    print("## Unrelated pages: all pairs of different corpus pages\n", file=out)
+    print(
+        "Expected false pairs in a collection of 10 million pages (5e13 pairs) at k, from a beta-binomial "
+        "fit (bb) and a conservative log-linear tail fit (tail).\n",
+        file=out,
+    )
+    print(
+        "| extractor | features | min tokens | pairs | median | p0.1% | min | <= 6 | <= 8 | <= 10 | <= 12 "
+        "| bb k=3 | tail k=3 | bb k=4 | tail k=4 |",
+        file=out,
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", file=out)
+    for (name, feat), res in results.items():
+        prints = res["prints"]
+        for m in (0, 30, 50, 100):
+            eligible = [p for p in pages if prints[p.id].count >= max(m, 1)]
+            hist, closest = all_pairs_histogram(prints[p.id].value for p in eligible)
+            # The corpus holds the same article more than once: those pairs are not unrelated.
+            ids = {p.id for p in eligible}
+            for pair in related:
+                a, b = tuple(pair)
+                if a in ids and b in ids:
+                    hist[(prints[a].value ^ prints[b].value).bit_count()] -= 1
+            closest = [
+                (d, i, j) for d, i, j in closest if frozenset((eligible[i].id, eligible[j].id)) not in related
+            ]
+            total = int(hist.sum())
+            cdf = np.cumsum(hist) / total
+            median = int(np.searchsorted(cdf, 0.5))
+            p001 = int(np.searchsorted(cdf, 0.001))
+            low = int(np.nonzero(hist)[0][0])
+            est = {
+                k: (
+                    expected_false_pairs(beta_binomial_cdf(hist, k)),
+                    expected_false_pairs(loglinear_tail_cdf(hist, k)),
+                )
+                for k in (3, 4)
+            }
+            res.setdefault("unrelated", {})[m] = {
+                "hist": hist.tolist(),
+                "closest": [(d, eligible[i].id, eligible[j].id) for d, i, j in closest[:20]],
+                "expected_false_pairs_10M": {k: v for k, v in est.items()},
+            }
+            print(
+                f"| {name} | {feat} | {m} | {total} | {median} | {p001} | {low} | {int(hist[:7].sum())} "
+                f"| {int(hist[:9].sum())} | {int(hist[:11].sum())} | {int(hist[:13].sum())} "
+                f"| {fmt_count(est[3][0])} | {fmt_count(est[3][1])} "
+                f"| {fmt_count(est[4][0])} | {fmt_count(est[4][1])} |",
+                file=out,
+            )
+    print(file=out)
+
+    # 3. Per kind of change for the chosen default and its alternatives
+    d_name, d_feat, d_min = args.default.split("/")[:3]
+    d_min_i = int(d_min)
+    print(f"## Per kind of change, min tokens {d_min_i}: precision / recall / F1 at k = 1..6\n", file=out)
+    for (name, feat), res in results.items():
+        if feat != d_feat and name != d_name:
+            continue
+        ev = res["eval"][d_min_i]
+        print(f"### {name}, {feat}\n", file=out)
+        print("| kind | pairs | " + " | ".join(f"k={k}" for k in KS) + " |", file=out)
+        print("|---|---|" + "---|" * len(KS), file=out)
+        for kind in [*KINDS, "all"]:
+            row = []
+            for k in KS:
+                s = ev["per_k"][k]["all"] if kind == "all" else ev["per_k"][k]["kinds"][kind]
+                row.append(f"{s.precision:.3f} / {s.recall:.3f} / {s.f1:.3f}")
+            n = sum(len(v) for v in ev["pos"].values()) if kind == "all" else len(ev["pos"][kind])
+            print(f"| {kind} | {n} | " + " | ".join(row) + " |", file=out)
+        print(file=out)
+
+    # 4. Histograms for the default
+    res = results[(d_name, d_feat)]
+    ev = res["eval"][d_min_i]
+    print(f"## Distance histograms: {d_name}, {d_feat}, min tokens {d_min_i}\n", file=out)
+    print(
+        "Counts of pairs at distance 0, 1, 2, ... 31, and >= 32 (a copy left without text counts as 64).\n",
+        file=out,
+    )
+    print("```", file=out)
+    for kind in KINDS:
+        print(f"{kind:>10}: {histogram_line(ev['pos'][kind])}", file=out)
+    for name, dists in ev["neg"].items():
+        print(f"{name:>10}: {histogram_line(dists)}", file=out)
+    hist = res["unrelated"][d_min_i if d_min_i in res["unrelated"] else 0]["hist"]
+    print(f"{'all pairs':>10}: " + " ".join(str(c) for c in hist[:32]) + f" {sum(hist[32:])}", file=out)
+    print("```\n", file=out)
+    print("Closest unrelated pairs (distance, pages):\n", file=out)
+    for d, a, b in res["unrelated"][d_min_i if d_min_i in res["unrelated"] else 0]["closest"][:10]:
+        print(f"- {d}: {a} | {b}", file=out)
+
+    # machine-readable summary
+    for (name, feat), res in results.items():
+        summary["configs"][f"{name}/{feat}"] = {
+            str(m): {
+                "f1": {k: res["eval"][m]["per_k"][k]["all"].f1 for k in KS},
+                "same_site_fp": {k: res["eval"][m]["per_k"][k]["fp"]["same-site"] for k in KS},
+            }
+            for m in MIN_TOKENS
+        } | {"unrelated": {str(m): v for m, v in res["unrelated"].items()}}
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(summary, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -169,3 +169,21 @@ def test_c_probe_rejects_inconsistent_arrays() -> None:
             5,
             3,
         )
+
+
+@pytest.mark.skipif(tables.native is None, reason="the C probe is not built")
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.integers(0, 2**32 - 1), max_size=300),
+    st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=80),
+    st.booleans(),
+    st.sampled_from([np.uint32, np.uint64]),
+)
+def test_galloping_lower_bound_equals_searchsorted(
+    stored: list[int], wanted: list[int], ascending: bool, dtype: type
+) -> None:
+    keys = np.array(sorted(stored + stored[:20]), dtype=dtype)  # with repeated keys
+    needles = np.array(sorted(wanted) if ascending else wanted, dtype=dtype)
+    out = np.empty(needles.shape[0], dtype=np.int64)
+    tables.native.lower_bound_sorted(keys, needles, keys.dtype.itemsize, out)
+    assert out.tolist() == np.searchsorted(keys, needles, side="left").tolist()

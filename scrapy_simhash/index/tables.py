@@ -110,9 +110,9 @@ class Segment:
         flat = combined.ravel()
         position = None
         if flat.shape[0] > 64:
-            # binary searches in ascending order touch the big array far more cache-friendly
+            # searches in ascending order walk the big array in order (a merge, not random probes)
             flat, position = _sorted_with_positions(flat)
-        offsets, which = _equal_ranges(self.keys, flat)
+        offsets, which = _equal_ranges(self.keys, flat, ascending=position is not None)
         if not offsets.size:
             return Hits.empty()
         if position is not None:
@@ -206,14 +206,25 @@ def _sorted_with_positions(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values[order], order
 
 
-def _equal_ranges(keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _lower_bound(keys: np.ndarray, wanted: np.ndarray, ascending: bool) -> np.ndarray:
+    """``np.searchsorted(keys, wanted)``; for ascending needles a galloping merge in C when built."""
+    if ascending and native is not None and wanted.shape[0] > 1 and keys.dtype == wanted.dtype:
+        out = np.empty(wanted.shape[0], dtype=np.int64)
+        native.lower_bound_sorted(keys, np.ascontiguousarray(wanted), keys.dtype.itemsize, out)
+        return out
+    return np.searchsorted(keys, wanted, side="left")
+
+
+def _equal_ranges(
+    keys: np.ndarray, wanted: np.ndarray, ascending: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """Positions in sorted ``keys`` equal to each wanted key, with the index of that key.
 
     One left binary search per key, then a few steps forward (runs are short for distinct
     fingerprints); long runs (many identical fingerprints) fall back to a right search.
     """
     n = keys.shape[0]
-    lo = np.searchsorted(keys, wanted, side="left")
+    lo = _lower_bound(keys, wanted, ascending)
     at = np.minimum(lo, n - 1)
     which = np.flatnonzero(keys[at] == wanted)
     if not which.size:

@@ -7,7 +7,7 @@ crawlers store them) is written to a temporary directory and deleted at the end.
 (1) reading only (records -> HTML payloads, no fingerprint): warcio vs FastWARC;
 (2) ``tag`` (read, fingerprint, write the sidecar) with 1 and 2 workers.
 
-Run: python bench/reprocess.py [--pages 2000] [--workers 1 2] [--readers warcio fastwarc]
+Run: python bench/reprocess.py [--pages 2000] [--workers 1 2] [--rounds 2] [--readers warcio fastwarc]
 Goal on 2 cores: (2) with 2 workers >= 1.8x 1 worker in records/s. "cores busy" (CPU seconds of
 this process and its workers / wall seconds) shows how much CPU the run actually got: on a shared
 machine 2 workers cannot go faster than the cores they are given.
@@ -19,6 +19,8 @@ import argparse
 import gzip
 import os
 import resource
+import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -91,6 +93,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--readers", nargs="+", default=["warcio", "fastwarc"])
     parser.add_argument("--full-reader", default="auto", help="reader for the tag runs (default: auto)")
+    parser.add_argument("--rounds", type=int, default=2, help="tag runs per setting, order alternating")
     args = parser.parse_args()
     readers = [r for r in args.readers if r != "fastwarc" or fastwarc_available()]
     if len(readers) < len(args.readers):
@@ -116,20 +119,35 @@ def main() -> None:
             ratios = [rates["fastwarc", d] / rates["warcio", d] for d in (False, True)]
             print(f"  FastWARC / warcio: {ratios[0]:.2f}x | {ratios[1]:.2f}x")
 
-        print(f"\n(2) tag (read + fingerprint + sidecar), reader {args.full_reader}")
-        results = {}
-        for workers in args.workers:
-            records, fingerprinted, elapsed, cpu = full(
-                path, base / f"out-w{workers}", workers, args.full_reader
-            )
-            results[workers] = records / elapsed
+        print(f"\n(2) tag (read + fingerprint + sidecar), reader {args.full_reader}, {args.rounds} round(s)")
+        results: dict[int, list[float]] = {w: [] for w in args.workers}
+        per_cpu: dict[int, list[float]] = {w: [] for w in args.workers}
+        run = 0
+        for round_ in range(args.rounds):
+            # alternate the order, so a change in the machine's load does not favour one setting
+            order = args.workers if round_ % 2 == 0 else list(reversed(args.workers))
+            for workers in order:
+                run += 1
+                out = base / f"out-{run}"
+                records, fingerprinted, elapsed, cpu = full(path, out, workers, args.full_reader)
+                shutil.rmtree(out)
+                results[workers].append(records / elapsed)
+                per_cpu[workers].append(records / cpu)
+                print(
+                    f"  {workers} worker(s): {records / elapsed:8.1f} records/s  "
+                    f"({records} records, {fingerprinted} fingerprinted, {elapsed:.1f}s wall, "
+                    f"{cpu:.1f}s CPU = {cpu / elapsed:.2f} cores busy, load {os.getloadavg()[0]:.1f})"
+                )
+        medians = {w: statistics.median(r) for w, r in results.items()}
+        if 1 in medians and 2 in medians:
+            print(f"  median: 1 worker {medians[1]:.1f}, 2 workers {medians[2]:.1f} records/s")
+            print(f"  2 workers / 1 worker: {medians[2] / medians[1]:.2f}x (goal >= 1.8x on 2 free cores)")
+            cost = statistics.median(per_cpu[1]) / statistics.median(per_cpu[2]) - 1
             print(
-                f"  {workers} worker(s): {results[workers]:8.1f} records/s  "
-                f"({records} records, {fingerprinted} fingerprinted, {elapsed:.1f}s wall, "
-                f"{cpu:.1f}s CPU = {cpu / elapsed:.2f} cores busy)"
+                f"  records per CPU-second: 1 worker {statistics.median(per_cpu[1]):.1f}, 2 workers "
+                f"{statistics.median(per_cpu[2]):.1f} (parallel overhead {cost:+.0%}: the speed-up 2 free "
+                f"cores allow is about {2 / (1 + cost):.2f}x)"
             )
-        if 1 in results and 2 in results:
-            print(f"  2 workers / 1 worker: {results[2] / results[1]:.2f}x (goal >= 1.8x on 2 free cores)")
         print(f"load average at the end: {os.getloadavg()[0]:.2f}")
 
 

@@ -162,3 +162,16 @@ def test_path_that_is_a_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match="not a directory"):
         SimhashIndex(tmp_path / "file")
+
+
+def test_synchronous_normal_is_accepted_and_bad_values_refused(tmp_path: Path) -> None:
+    with SimhashIndex(tmp_path / "ix", synchronous="normal") as index:
+        index.add(0x77, "a")
+        assert index._store.conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    with SimhashIndex(tmp_path / "ix") as index:
+        assert "a" in index
+        assert index._store.conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL by default
+    with pytest.raises(ValueError, match="synchronous"):
+        SimhashIndex(tmp_path / "ix", synchronous="off")
+    with SimhashIndex(tmp_path / "ix") as index:  # the refused open released the lock
+        assert len(index) == 1

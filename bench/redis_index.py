@@ -5,13 +5,16 @@ setting under which an acknowledged insert survives a crash) and fills both inde
 random fingerprints. Lookups: half are planted near-duplicates (1-3 bits from a stored fingerprint),
 half random; both backends must return identical answers, which the script checks.
 
+Both Redis table kinds run: sorted sets (``tables=zset``, the default) and hash buckets (``tables=hash``).
+
 Figures:
 - bulk inserts/s: ``add_many`` (Redis: pipelines of 500 scripts);
 - batched lookups/s: ``query_many`` (Redis: pipelined, one round trip per 500 lookups);
 - single lookups/s and check_and_add/s: one call at a time, as a crawler does (one round trip each);
 - Redis memory per fingerprint: ``INFO memory`` used_memory after the load minus before, divided by N.
 
-Run: python bench/redis_index.py [--n 1000000] [--lookups 20000] [--layout blocks:4]   (~3-6 min at 1M)
+Run: python bench/redis_index.py [--n 1000000] [--lookups 20000] [--tables zset,hash] [--fsync everysec]
+(about 6 minutes at 1M on a loaded 2-core machine)
 """
 
 from __future__ import annotations
@@ -120,24 +123,28 @@ def main() -> None:
     parser.add_argument("--lookups", type=int, default=20_000, help="batched lookups (default 20,000)")
     parser.add_argument("--singles", type=int, default=5_000, help="one-at-a-time calls (default 5,000)")
     parser.add_argument("--layout", default=None, help="Redis layout (default blocks:k+1, the least memory)")
+    parser.add_argument("--tables", default="zset,hash", help="Redis table kinds to run (default zset,hash)")
     parser.add_argument("--fsync", default="always", choices=["always", "everysec"], help="Redis appendfsync")
     parser.add_argument("--no-embedded", action="store_true", help="skip the embedded index")
     args = parser.parse_args()
 
     hashes, queries = workload(args.n, args.lookups, seed=6)
     rows = []
+    memory: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="bench-redis-") as tmp:
         process, port = start_redis(Path(tmp), args.fsync)
         try:
             client = redis.Redis(host="127.0.0.1", port=port)
-            before = int(client.info("memory")["used_memory"])
-            options = {"layout": args.layout} if args.layout else {}
-            index = open_index(f"redis://127.0.0.1:{port}/0?prefix=bench", **options)
-            rows.append(measure(f"redis {index.layout.spec}", index, hashes, queries, args.singles))
-            index.close()
-            # memory of the N bulk fingerprints plus the `singles` added by check_and_add
-            stored = args.n + args.singles
-            used = int(client.info("memory")["used_memory"]) - before
+            for kind in args.tables.split(","):
+                before = int(client.info("memory")["used_memory"])
+                options = {"layout": args.layout} if args.layout else {}
+                index = open_index(f"redis://127.0.0.1:{port}/0?prefix=bench-{kind}", tables=kind, **options)
+                name = f"redis {kind} {index.layout.spec}"
+                rows.append(measure(name, index, hashes, queries, args.singles))
+                # the N bulk fingerprints plus the `singles` added by check_and_add
+                memory[name] = int(client.info("memory")["used_memory"]) - before
+                index.clear()
+                index.close()
             client.close()
         finally:
             process.terminate()
@@ -150,18 +157,23 @@ def main() -> None:
     print(f"{args.n:,} fingerprints, k=3, {args.lookups:,} batched lookups (half planted near-duplicates), ")
     print(f"{args.singles:,} single calls; Redis appendfsync {args.fsync} on 127.0.0.1, one client process")
     header = ["backend", "inserts/s", "batched lookups/s", "single lookups/s", "check_and_add/s"]
-    print(" | ".join(f"{h:>22}" for h in header))
+    print(" | ".join(f"{h:>26}" for h in header))
     for row in rows:
-        print(" | ".join([f"{row['name']:>22}", *(f"{row[h]:>22,.0f}" for h in header[1:])]))
-    if len(rows) == 2:
-        ratio = {h: rows[0][h] / rows[1][h] for h in header[1:]}
-        print(" | ".join([f"{'redis / embedded':>22}", *(f"{ratio[h]:>22.2f}" for h in header[1:])]))
-        same = rows[0]["answers"] == rows[1]["answers"]
-        print(f"identical answers on all {args.lookups:,} lookups: {same} ({rows[0]['hits']:,} with matches)")
-        if not same:
-            sys.exit("the backends disagree: a bug")
-    mib = used / 2**20
-    print(f"Redis used_memory: {mib:,.1f} MiB for {stored:,} fingerprints = {used / stored:,.0f} B each")
+        print(" | ".join([f"{row['name']:>26}", *(f"{row[h]:>26,.0f}" for h in header[1:])]))
+    embedded = rows[-1] if rows[-1]["name"].startswith("embedded") else None
+    for row in rows:
+        if embedded is not None and row is not embedded:
+            ratios = [f"{row[h] / embedded[h]:>26.2f}" for h in header[1:]]
+            print(" | ".join([f"{row['name'].split(' ')[1] + ' / embedded':>26}", *ratios]))
+    same = all(row["answers"] == rows[0]["answers"] for row in rows)
+    hits = rows[0]["hits"]
+    print(f"identical answers from all backends on {args.lookups:,} lookups: {same} ({hits:,} with matches)")
+    stored = args.n + args.singles
+    for name, used in memory.items():
+        mib, each = used / 2**20, used / stored
+        print(f"{name}: Redis used_memory {mib:,.1f} MiB for {stored:,} fingerprints = {each:,.0f} B each")
+    if not same:
+        sys.exit("the backends disagree: a bug")
 
 
 if __name__ == "__main__":

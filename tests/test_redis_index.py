@@ -24,7 +24,7 @@ from scrapy_simhash.index import (
     SimhashIndexError,
     open_index,
 )
-from scrapy_simhash.index.redis_store import RedisIndex
+from scrapy_simhash.index.redis_store import TABLE_KINDS, RedisIndex
 
 MAX64 = (1 << 64) - 1
 
@@ -57,11 +57,13 @@ SETTINGS = settings(
 )
 
 
-@pytest.fixture
-def factory(server: RedisServer) -> contract.Factory:
+@pytest.fixture(params=["zset", "hash"])
+def factory(server: RedisServer, request: pytest.FixtureRequest) -> contract.Factory:
+    """Fresh namespaces, with the tables as sorted sets and as hash buckets."""
     opened: list[RedisIndex] = []
 
     def make(k: int = 3, **options: Any) -> RedisIndex:
+        options.setdefault("tables", request.param)
         idx = open_index(f"{server.url}?prefix=contract-{uuid.uuid4().hex}", k=k, **options)
         opened.append(idx)
         return idx
@@ -110,6 +112,18 @@ def test_random_programs_other_k(factory: contract.Factory, data: st.DataObject,
     contract.run_program(factory, reopen, k, data.draw(contract.programs(k, max_ops=25)))
 
 
+def test_crowded_buckets(factory: contract.Factory) -> None:
+    """200 fingerprints in one bucket of two tables: inserts, removals, replacements inside the bucket."""
+    rng = random.Random(7)
+    top = 0xABCD << 48  # one table key for the first table; few values for the others
+    hashes = [top | (rng.getrandbits(8) << 40) | rng.getrandbits(16) for _ in range(200)]
+    ops: list[tuple[Any, ...]] = [("add", h or 1, f"k{i}") for i, h in enumerate(hashes)]
+    ops += [("remove", f"k{i}") for i in range(0, 200, 3)]
+    ops += [("add", hashes[i] ^ 0b11, f"k{i}") for i in range(1, 200, 7)]
+    ops += [("query", h ^ (1 << rng.randrange(64))) for h in hashes[::10]]
+    contract.run_program(factory, reopen, 3, ops)
+
+
 # -- Redis specifics ----------------------------------------------------------------------------
 
 
@@ -122,7 +136,7 @@ def test_low_bits_survive_no_float_scores(index: RedisIndex, server: RedisServer
     assert [(m.key, m.distance) for m in index.query(high | 1, 0)] == [("a", 0)]
     assert [(m.key, m.distance) for m in index.query(high | 3, 1)] == [("a", 1), ("b", 1)]
     client = server.client()
-    tables = list(client.scan_iter(match=f"simhash:{{{index.prefix}}}:t*"))
+    tables = list(client.scan_iter(match=f"simhash:{{{index.prefix}}}:z*"))
     assert len(tables) == len(index.layout.tables)
     for table in tables:
         assert {score for _, score in client.zrange(table, 0, -1, withscores=True)} == {0.0}
@@ -178,8 +192,12 @@ def test_openers_must_agree_on_k_and_retention(uri: str) -> None:
             open_index(uri, layout="manku")
         with pytest.raises(ValueError, match="retention"):
             open_index(uri, retention=60)
+        with pytest.raises(LayoutError, match="hash tables"):
+            open_index(uri, tables="hash")
+        with pytest.raises(ValueError, match="tables must be"):
+            open_index(uri, tables="list")
         with open_index(uri) as second:  # no layout asked: the stored one is adopted
-            assert second.layout.spec == "blocks:5:2"
+            assert second.layout.spec == "blocks:5:2" and second.tables == "zset"
             assert [m.key for m in second.query(0xFE)] == ["a"]
     finally:
         first.clear()
@@ -284,8 +302,9 @@ def test_redis_cluster_three_primaries(tmp_path: Path) -> None:
     cluster = RedisClusterServers(tmp_path, size=3).start()
     try:
         prefixes = [f"crawl{i}" for i in range(6)]
-        for prefix in prefixes:
-            with open_index(f"{cluster.url}?cluster=1&prefix={prefix}") as idx:
+        for i, prefix in enumerate(prefixes):
+            kind = TABLE_KINDS[i % 2]
+            with open_index(f"{cluster.url}?cluster=1&prefix={prefix}&tables={kind}") as idx:
                 assert idx.check_and_add(0xC0FFEE, "a") == []
                 assert [m.key for m in idx.check_and_add(0xC0FFEF, "b")] == ["a"]
                 bulk = {f"bulk{i}": i * 0x9E3779B97F4A7C15 & MAX64 for i in range(1, 700)}

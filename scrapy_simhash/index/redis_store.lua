@@ -3,13 +3,15 @@
 -- KEYS (all share the hash tag {prefix}, so Redis Cluster keeps them in one slot):
 --   1 config hash     2 seq counter     3 keys hash (key -> seq8)
 --   4 docs hash (seq8 -> record)        5 time zset (seq8 scored by insertion ms; retention only)
---   6 .. 5+T  Manku tables: sorted sets, every score 0, member = permuted fingerprint (8 bytes, big-endian)
---             .. seq8, so ZRANGEBYLEX over a key prefix is an exact bucket lookup.
--- ARGV: 1 mode, 2 k, 3 retention in ms (0: keep forever), then by mode:
---       'q' query, 'c' check_and_add, 'a' add: 4 key, 5 record, 6 probe
---       'Q' many queries: 4.. probes;  'A' many adds: 4.. key, record pairs
---       'g' get, 'r' remove: 4 key;  'n' count;  'e' export: 4 first seq, 5 count;  't' trim: 4 limit
---       'i' create/read config: 4.. field, value pairs;  'x' delete the namespace
+--   6 .. 5+T  Manku tables; an entry is the permuted fingerprint (8 bytes, big-endian) .. seq8. Either
+--             sorted sets, every score 0, so that ZRANGEBYLEX over a key prefix is an exact bucket lookup;
+--             or hashes whose field is the table key and whose value is the bucket's entries, concatenated.
+-- ARGV: 1 mode, 2 k, 3 retention in ms (0: keep forever), 4 tables: 'z' (sorted sets) or 'h' (hashes)
+--       followed by one byte per table, its key length in bits; then by mode:
+--       'q' query, 'c' check_and_add, 'a' add: 5 key, 6 record, 7 probe
+--       'Q' many queries: 5.. probes;  'A' many adds: 5.. key, record pairs
+--       'g' get, 'r' remove: 5 key;  'n' count;  'e' export: 5 first seq, 6 count;  't' trim: 5 limit
+--       'i' create/read config: 5.. field, value pairs;  'x' delete the namespace
 -- probe: per table 24 bytes = permuted query, lowest and highest permuted value of its bucket.
 -- record = fingerprint (8) .. request id (8) .. T permuted fingerprints (8 each) .. key length (4) .. key .. meta
 -- Lua numbers are doubles: 64-bit values are only ever handled as 8-byte strings.
@@ -17,6 +19,7 @@
 local mode = ARGV[1]
 local k = tonumber(ARGV[2])
 local retention = tonumber(ARGV[3])
+local HASH = string.sub(ARGV[4], 1, 1) == 'h'
 local T = #KEYS - 5
 local CONFIG, SEQ, KEYMAP, DOCS, TIMES = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 
@@ -72,6 +75,58 @@ local function expired(seq8)
   return score ~= false and tonumber(score) < cutoff
 end
 
+-- The hash field of table i holding the permuted fingerprint p8: its leading key bits, zero-padded.
+local function field(i, p8)
+  local bits = string.byte(ARGV[4], 1 + i)
+  local nbytes = math.ceil(bits / 8)
+  local f = string.sub(p8, 1, nbytes)
+  local spare = nbytes * 8 - bits
+  if spare > 0 then
+    local last = string.byte(f, nbytes)
+    f = string.sub(f, 1, nbytes - 1) .. string.char(last - last % (2 ^ spare))
+  end
+  return f
+end
+
+local function table_add(i, p8, seq8)
+  if HASH then
+    local f = field(i, p8)
+    local bucket = redis.call('HGET', KEYS[5 + i], f)
+    redis.call('HSET', KEYS[5 + i], f, (bucket or '') .. p8 .. seq8)
+  else
+    redis.call('ZADD', KEYS[5 + i], 0, p8 .. seq8)
+  end
+end
+
+local function table_remove(i, p8, seq8)
+  if not HASH then
+    redis.call('ZREM', KEYS[5 + i], p8 .. seq8)
+    return
+  end
+  local f = field(i, p8)
+  local bucket = redis.call('HGET', KEYS[5 + i], f)
+  if not bucket then
+    return
+  end
+  local entry, from = p8 .. seq8, 1
+  while true do
+    local at = string.find(bucket, entry, from, true)
+    if not at then
+      return
+    end
+    if (at - 1) % 16 == 0 then -- a whole entry, not bytes straddling two
+      local rest = string.sub(bucket, 1, at - 1) .. string.sub(bucket, at + 16)
+      if rest == '' then
+        redis.call('HDEL', KEYS[5 + i], f)
+      else
+        redis.call('HSET', KEYS[5 + i], f, rest)
+      end
+      return
+    end
+    from = at + 1
+  end
+end
+
 -- Remove one stored document (its table members, record, age entry, and its key if still its own).
 local function drop(seq8)
   local rec = redis.call('HGET', DOCS, seq8)
@@ -80,7 +135,7 @@ local function drop(seq8)
   end
   for i = 1, T do
     local off = 17 + 8 * (i - 1)
-    redis.call('ZREM', KEYS[5 + i], string.sub(rec, off, off + 7) .. seq8)
+    table_remove(i, string.sub(rec, off, off + 7), seq8)
   end
   redis.call('HDEL', DOCS, seq8)
   redis.call('ZREM', TIMES, seq8)
@@ -109,34 +164,50 @@ local FF8 = string.rep('\255', 8)
 -- below: when given, only documents with a smaller seq (older): used to replay a retried call.
 local function find(probe, below)
   local seen, out = {}, {}
+  local qhi, qlo
+  -- the entry at byte offset o of s: kept when within k (distance first: most candidates are rejected
+  -- without creating a string or a table entry)
+  local function consider(s, o)
+    local m1, m2, m3, m4, m5, m6, m7, m8 = string.byte(s, o + 1, o + 8)
+    local d = popcount32(bxor(qhi, ((m1 * 256 + m2) * 256 + m3) * 256 + m4))
+    if d > k then
+      return
+    end
+    d = d + popcount32(bxor(qlo, ((m5 * 256 + m6) * 256 + m7) * 256 + m8))
+    if d > k then
+      return
+    end
+    local seq8 = string.sub(s, o + 9, o + 16)
+    if seen[seq8] then
+      return
+    end
+    seen[seq8] = true
+    if (below == nil or num8(seq8) < below) and not expired(seq8) then
+      local rec = redis.call('HGET', DOCS, seq8)
+      if rec then
+        out[#out + 1] = seq8
+        out[#out + 1] = d
+        out[#out + 1] = rec
+      end
+    end
+  end
   for i = 1, T do
     local off = 24 * (i - 1)
     local q1, q2, q3, q4, q5, q6, q7, q8 = string.byte(probe, off + 1, off + 8)
-    local qhi = ((q1 * 256 + q2) * 256 + q3) * 256 + q4
-    local qlo = ((q5 * 256 + q6) * 256 + q7) * 256 + q8
-    -- members are 16 bytes, so 8 bytes of 0xFF after the bucket's highest value bound it inclusively
-    local low, high = string.sub(probe, off + 9, off + 16), string.sub(probe, off + 17, off + 24)
-    local members = redis.call('ZRANGEBYLEX', KEYS[5 + i], '[' .. low, '[' .. high .. FF8)
-    for _, m in ipairs(members) do
-      -- distance first: most candidates are rejected without creating a string or a table entry
-      local m1, m2, m3, m4, m5, m6, m7, m8 = string.byte(m, 1, 8)
-      local d = popcount32(bxor(qhi, ((m1 * 256 + m2) * 256 + m3) * 256 + m4))
-      if d <= k then
-        d = d + popcount32(bxor(qlo, ((m5 * 256 + m6) * 256 + m7) * 256 + m8))
-        if d <= k then
-          local seq8 = string.sub(m, 9, 16)
-          if not seen[seq8] then
-            seen[seq8] = true
-            if (below == nil or num8(seq8) < below) and not expired(seq8) then
-              local rec = redis.call('HGET', DOCS, seq8)
-              if rec then
-                out[#out + 1] = seq8
-                out[#out + 1] = d
-                out[#out + 1] = rec
-              end
-            end
-          end
+    qhi = ((q1 * 256 + q2) * 256 + q3) * 256 + q4
+    qlo = ((q5 * 256 + q6) * 256 + q7) * 256 + q8
+    if HASH then
+      local bucket = redis.call('HGET', KEYS[5 + i], field(i, string.sub(probe, off + 1, off + 8)))
+      if bucket then
+        for o = 0, #bucket - 16, 16 do
+          consider(bucket, o)
         end
+      end
+    else
+      -- entries are 16 bytes, so 8 bytes of 0xFF after the bucket's highest value bound it inclusively
+      local low, high = string.sub(probe, off + 9, off + 16), string.sub(probe, off + 17, off + 24)
+      for _, m in ipairs(redis.call('ZRANGEBYLEX', KEYS[5 + i], '[' .. low, '[' .. high .. FF8)) do
+        consider(m, 0)
       end
     end
   end
@@ -147,7 +218,7 @@ local function insert(key, rec)
   local seq8 = be8(redis.call('INCR', SEQ))
   for i = 1, T do
     local off = 17 + 8 * (i - 1)
-    redis.call('ZADD', KEYS[5 + i], 0, string.sub(rec, off, off + 7) .. seq8)
+    table_add(i, string.sub(rec, off, off + 7), seq8)
   end
   redis.call('HSET', DOCS, seq8, rec)
   redis.call('HSET', KEYMAP, key, seq8)
@@ -182,13 +253,13 @@ local function write(what, key, rec, probe)
 end
 
 if mode == 'q' then
-  return find(ARGV[6], nil)
+  return find(ARGV[7], nil)
 end
 
 if mode == 'Q' then
-  -- Many lookups in one call: ARGV[4..] are probes; one flat list per probe.
+  -- Many lookups in one call: ARGV[5..] are probes; one flat list per probe.
   local out = {}
-  for i = 4, #ARGV do
+  for i = 5, #ARGV do
     out[#out + 1] = find(ARGV[i], nil)
   end
   return out
@@ -196,20 +267,20 @@ end
 
 if mode == 'c' or mode == 'a' then
   trim(64)
-  return write(mode, ARGV[4], ARGV[5], ARGV[6])
+  return write(mode, ARGV[5], ARGV[6], ARGV[7])
 end
 
 if mode == 'A' then
-  -- Many inserts in one call: ARGV[4..] are key, record pairs, applied in order.
+  -- Many inserts in one call: ARGV[5..] are key, record pairs, applied in order.
   trim(64)
-  for i = 4, #ARGV, 2 do
+  for i = 5, #ARGV, 2 do
     write('a', ARGV[i], ARGV[i + 1], nil)
   end
-  return (#ARGV - 3) / 2
+  return (#ARGV - 4) / 2
 end
 
 if mode == 'g' then
-  local seq8 = redis.call('HGET', KEYMAP, ARGV[4])
+  local seq8 = redis.call('HGET', KEYMAP, ARGV[5])
   if not seq8 or expired(seq8) then
     return {}
   end
@@ -221,13 +292,13 @@ if mode == 'g' then
 end
 
 if mode == 'r' then
-  local seq8 = redis.call('HGET', KEYMAP, ARGV[4])
+  local seq8 = redis.call('HGET', KEYMAP, ARGV[5])
   if not seq8 then
     return 0
   end
   local was_live = not expired(seq8)
   drop(seq8)
-  redis.call('HDEL', KEYMAP, ARGV[4])
+  redis.call('HDEL', KEYMAP, ARGV[5])
   if was_live then
     return 1
   end
@@ -243,8 +314,8 @@ if mode == 'n' then
 end
 
 if mode == 'e' then
-  -- Export: the live records with seq in [ARGV[4], ARGV[4] + ARGV[5]), oldest first.
-  local first, count = tonumber(ARGV[4]), tonumber(ARGV[5])
+  -- Export: the live records with seq in [ARGV[5], ARGV[5] + ARGV[6]), oldest first.
+  local first, count = tonumber(ARGV[5]), tonumber(ARGV[6])
   local out = {}
   for s = first, first + count - 1 do
     local seq8 = be8(s)
@@ -259,13 +330,13 @@ if mode == 'e' then
 end
 
 if mode == 't' then
-  return trim(tonumber(ARGV[4]))
+  return trim(tonumber(ARGV[5]))
 end
 
 if mode == 'i' then
-  -- Create the config on first open (field/value pairs from ARGV[4]); every opener reads it back.
+  -- Create the config on first open (field/value pairs from ARGV[5]); every opener reads it back.
   if redis.call('EXISTS', CONFIG) == 0 then
-    for i = 4, #ARGV, 2 do
+    for i = 5, #ARGV, 2 do
       redis.call('HSET', CONFIG, ARGV[i], ARGV[i + 1])
     end
   end

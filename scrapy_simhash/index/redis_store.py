@@ -59,7 +59,8 @@ enough for the other crawlers' lookups to interleave."""
 CALLS_PER_ROUND_TRIP = 10
 """Script calls per pipeline: 500 inserts or lookups per round trip."""
 
-_URI_OPTIONS = ("prefix", "retention", "cluster", "retries", "retry_cap", "timeout", "layout")
+_URI_OPTIONS = ("prefix", "retention", "cluster", "retries", "retry_cap", "timeout", "layout", "tables")
+TABLE_KINDS = ("zset", "hash")
 _UNAVAILABLE = (
     redis.ConnectionError,
     redis.TimeoutError,
@@ -126,6 +127,7 @@ class RedisIndex(NearDuplicateIndex):
         prefix: str = "simhash",
         retention: float | None = None,
         layout: str | None = None,
+        tables: str | None = None,
         retries: int = 10,
         retry_cap: float = 2.0,
         location: str = "redis",
@@ -136,6 +138,8 @@ class RedisIndex(NearDuplicateIndex):
             raise ValueError(f"retention must be a positive number of seconds, got {retention!r}")
         if retries < 0:
             raise ValueError(f"retries must be >= 0, got {retries}")
+        if tables is not None and tables not in TABLE_KINDS:
+            raise ValueError(f"tables must be one of {', '.join(TABLE_KINDS)}, got {tables!r}")
         self.k = k
         self.prefix = prefix
         self.location = location
@@ -145,8 +149,10 @@ class RedisIndex(NearDuplicateIndex):
         self._closed = False
         self._script = _SCRIPT
         self._sha: str | None = None
-        self._use_layout(layouts.resolve(layout or default_layout(k), k))
-        self.retention = self._open_config(retention, explicit_layout=layout is not None)
+        self._use_layout(layouts.resolve(layout or default_layout(k), k), tables or "zset")
+        self.retention = self._open_config(
+            retention, explicit_layout=layout is not None, explicit_tables=tables is not None
+        )
         self._retention_ms = b"0" if self.retention is None else str(round(self.retention * 1000)).encode()
 
     # -- construction --------------------------------------------------------------------------
@@ -184,6 +190,7 @@ class RedisIndex(NearDuplicateIndex):
                 prefix=str(ours.get("prefix", "simhash")),
                 retention=None if ours.get("retention") in (None, "") else float(ours["retention"]),
                 layout=ours.get("layout") or None,
+                tables=ours.get("tables") or None,
                 retries=int(ours.get("retries", 10)),
                 retry_cap=float(ours.get("retry_cap", 2.0)),
                 location=location,
@@ -192,37 +199,55 @@ class RedisIndex(NearDuplicateIndex):
             client.close()
             raise
 
-    def _use_layout(self, layout: layouts.Layout) -> None:
+    def _use_layout(self, layout: layouts.Layout, tables: str) -> None:
         self.layout = layout
+        self.tables = tables
         self._tables = [_Table(positions) for positions in layout.tables]
         tag = f"simhash:{{{self.prefix}}}"
         self._keys = [f"{tag}:{name}" for name in ("config", "seq", "keys", "docs", "time")]
-        self._keys += [f"{tag}:t{i}" for i in range(len(self._tables))]
+        self._keys += [f"{tag}:{tables[0]}{i}" for i in range(len(self._tables))]
+        # told to the script with every call: the table kind and each table's key length in bits
+        self._spec = tables[0].encode() + bytes(table.prefix_bits for table in self._tables)
 
-    def _open_config(self, retention: float | None, explicit_layout: bool = True) -> float | None:
+    def _open_config(
+        self, retention: float | None, explicit_layout: bool = True, explicit_tables: bool = True
+    ) -> float | None:
         """Create the namespace's config on first open; check that later openers agree with it.
 
-        k must match (processes with different k would disagree on what a duplicate is); layout and
-        retention are adopted from the stored config unless this opener asked for different ones.
+        k must match (processes with different k would disagree on what a duplicate is); layout, table
+        kind and retention are adopted from the stored config unless this opener asked for others.
         """
         layout = self.layout.spec
-        wanted = {"format": FORMAT, "k": str(self.k), "layout": layout, "retention": str(retention or 0)}
+        wanted = {
+            "format": FORMAT,
+            "k": str(self.k),
+            "layout": layout,
+            "tables": self.tables,
+            "retention": str(retention or 0),
+        }
         pairs = [item.encode() for pair in wanted.items() for item in pair]
-        reply = self._run([b"i", str(self.k).encode(), b"0", *pairs], "opening the index")
+        reply = self._run([b"i", str(self.k).encode(), b"0", self._spec, *pairs], "opening the index")
         stored = {reply[i].decode(): reply[i + 1].decode() for i in range(0, len(reply), 2)}
         if stored.get("format") != FORMAT:
             raise SimhashIndexError(
                 f"{self.location}: keys under prefix {self.prefix!r} are not a {FORMAT} index "
                 f"(format {stored.get('format')!r}); choose another prefix"
             )
-        if stored.get("k") == wanted["k"] and stored.get("layout") != layout and not explicit_layout:
-            self._use_layout(layouts.resolve(stored.get("layout"), self.k))
+        adopt_layout = stored.get("layout") != layout and not explicit_layout
+        adopt_tables = stored.get("tables") != self.tables and not explicit_tables
+        if stored.get("k") == wanted["k"] and (adopt_layout or adopt_tables):
+            self._use_layout(
+                layouts.resolve(stored["layout"], self.k) if adopt_layout else self.layout,
+                stored["tables"] if adopt_tables and stored.get("tables") in TABLE_KINDS else self.tables,
+            )
             layout = self.layout.spec
-        if (stored.get("k"), stored.get("layout")) != (wanted["k"], layout):
+        found = (stored.get("k"), stored.get("layout"), stored.get("tables"))
+        if found != (wanted["k"], layout, self.tables):
             raise LayoutError(
-                f"{self.location}: the index under prefix {self.prefix!r} was created with "
-                f"k={stored.get('k')} and layout {stored.get('layout')}; this process asked for k={self.k} "
-                f"and layout {layout}. Open it with the same k and layout everywhere, or use another prefix"
+                f"{self.location}: the index under prefix {self.prefix!r} was created with k={found[0]}, "
+                f"layout {found[1]} and {found[2]} tables; this process asked for k={self.k}, layout "
+                f"{layout} and {self.tables} tables. Open it with the same k and layout everywhere, or use "
+                "another prefix"
             )
         stored_retention = float(stored.get("retention", "0")) or None
         if retention is not None and retention != stored_retention:
@@ -258,13 +283,15 @@ class RedisIndex(NearDuplicateIndex):
     def query(self, simhash: int, k: int | None = None) -> list[Match]:
         probe = self._probe(simhash, k)
         return self._matches(
-            self._run([b"q", str(self._k(k)).encode(), self._retention_ms, b"", b"", probe], "querying")
+            self._run(
+                [b"q", str(self._k(k)).encode(), self._retention_ms, self._spec, b"", b"", probe], "querying"
+            )
         )
 
     def query_many(self, simhashes: Iterable[int], k: int | None = None) -> list[list[Match]]:
         """Batched lookups: 50 per script call, 10 calls per round trip."""
         probes = [self._probe(simhash, k) for simhash in simhashes]
-        head = [b"Q", str(self._k(k)).encode(), self._retention_ms]
+        head = [b"Q", str(self._k(k)).encode(), self._retention_ms, self._spec]
         calls = [head + probes[i : i + ROWS_PER_CALL] for i in range(0, len(probes), ROWS_PER_CALL)]
         out: list[list[Match]] = []
         for start in range(0, len(calls), CALLS_PER_ROUND_TRIP):
@@ -319,6 +346,7 @@ class RedisIndex(NearDuplicateIndex):
             "k": self.k,
             "layout": self.layout.spec,
             "tables": len(self._tables),
+            "table_kind": self.tables,
             "retention": self.retention,
             "redis_used_memory": used,
         }
@@ -340,7 +368,7 @@ class RedisIndex(NearDuplicateIndex):
     # -- encoding ------------------------------------------------------------------------------
 
     def _args(self, mode: bytes, *extra: bytes) -> list[bytes]:
-        return [mode, str(self.k).encode(), self._retention_ms, *extra]
+        return [mode, str(self.k).encode(), self._retention_ms, self._spec, *extra]
 
     def _k(self, k: int | None) -> int:
         if k is None:
@@ -366,7 +394,7 @@ class RedisIndex(NearDuplicateIndex):
         permuted = [table.permute(simhash) for table in self._tables]
         record = self._record(simhash, key_bytes, meta_bytes, permuted)
         probe = b"".join(table.probe(p) for table, p in zip(self._tables, permuted, strict=True))
-        return [mode, str(self.k).encode(), self._retention_ms, key_bytes, record, probe]
+        return [mode, str(self.k).encode(), self._retention_ms, self._spec, key_bytes, record, probe]
 
     def _record(
         self, simhash: int, key_bytes: bytes, meta_bytes: bytes, permuted: list[int] | None = None

@@ -51,6 +51,7 @@ process = CrawlerProcess({
     "SIMHASH_WARC_ENABLED": True,
     "SIMHASH_WARC_DIR": out_dir + "/warcs",
     "SIMHASH_WARC_PREFIX": "e2e",
+    "SIMHASH_WARC_MAX_SIZE": 40000,  # small: the crawl rolls over to several files
     "SIMHASH_INDEX": out_dir + "/index",
     "SIMHASH_WORKERS": 1,
     "CONCURRENT_REQUESTS": 1,
@@ -183,8 +184,14 @@ def _records(warcs: list[Path]) -> list[dict[str, object]]:
 
 
 def test_every_record_has_a_valid_block_digest_and_warcinfo_comes_first(crawl: dict) -> None:
+    assert len(crawl["warcs"]) > 1, "SIMHASH_WARC_MAX_SIZE should have rolled the crawl over"
+    for path in crawl["warcs"]:
+        types = [r["type"] for r in _records([path])]
+        assert types[0] == "warcinfo" and "warcinfo" not in types[1:]
+    for path in crawl["warcs"][:-1]:  # each full file: closed by the record that crossed the limit
+        offsets = [r.offset for r in ArchiveReader("warcio").read(path) if isinstance(r, ArchiveRecord)]
+        assert offsets[-1] < 40000 <= path.stat().st_size
     records = _records(crawl["warcs"])
-    assert records[0]["type"] == "warcinfo"
     assert all(r["headers"].protocol == "WARC/1.1" for r in records)
     for r in records:
         assert r["headers"].get_header("WARC-Block-Digest"), r["type"]

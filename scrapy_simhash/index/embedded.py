@@ -8,7 +8,7 @@ Layers, freshest first, each probed for every query:
 2. *delta*: an in-memory segment of sorted tables, into which the pending buffer is merged
    by sorted insertion;
 3. *base*: the bulk, immutable sorted tables memory-mapped from disk, replaced by a new
-   generation when the delta outgrows ``max(delta_min, len(base) / 8)`` or on ``compact()``.
+   generation when the delta outgrows ``max(delta_min, len(base) / 4)`` or on ``compact()``.
 
 Only the SQLite database (:mod:`.storage`) is the source of truth: every insert is
 committed there (durably) before the call returns, and layers 1-2 are rebuilt from it on
@@ -43,6 +43,7 @@ logger = logging.getLogger(__name__)
 DATABASE = "index.sqlite3"
 LOCK = "LOCK"
 _MASK64 = (1 << 64) - 1
+DELTA_RATIO = 4  # a new base generation when the in-memory delta reaches base / DELTA_RATIO
 _QUERY_CHUNK = 262_144  # queries per vectorised pass: denser needles walk the tables more cache-friendly
 
 
@@ -220,7 +221,7 @@ class SimhashIndex(NearDuplicateIndex):
             self._delta = Segment.build(self.layout, hashes, seqs)
         if not self.read_only:
             remove_stale(self.path, keep=self._generation if self._generation else None)
-            if self._rebuilds or len(self._delta) >= max(self._delta_min, len(self._base) // 8):
+            if self._rebuilds or len(self._delta) >= self._delta_limit():
                 self._write_generation()
 
     # helpers
@@ -297,8 +298,13 @@ class SimhashIndex(NearDuplicateIndex):
             self._pending_h, self._pending_s, self._pending_arrays = [], [], None
             # removed rows newer than the base are now gone from memory for good
             self._dead = {s for s in self._dead if s <= self._base_max_seq}
-        if len(self._delta) >= max(self._delta_min, len(self._base) // 8):
+        if len(self._delta) >= self._delta_limit():
             self._write_generation()
+
+    def _delta_limit(self) -> int:
+        """Delta size that triggers a new base: grows with the base, so each fingerprint is
+        rewritten a bounded number of times (about five) over the index's growth."""
+        return max(self._delta_min, len(self._base) // DELTA_RATIO)
 
     def _write_generation(self) -> None:
         """Merge everything into a new on-disk base generation (atomically switched)."""

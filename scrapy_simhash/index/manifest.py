@@ -63,7 +63,12 @@ def write_generation(
             np.save(f, array, allow_pickle=False)
             f.flush()
             os.fsync(f.fileno())
-        files[part] = {"name": name, "bytes": path.stat().st_size, "crc32": _crc(path)}
+            header_bytes = f.tell() - array.nbytes
+        # the CRC of what was written, from memory: header (re-read, tiny) then the array itself
+        with path.open("rb") as f:
+            crc = zlib.crc32(f.read(header_bytes))
+        crc = zlib.crc32(memoryview(array).cast("B"), crc) if array.size else crc
+        files[part] = {"name": name, "bytes": path.stat().st_size, "crc32": crc}
     manifest = {
         "format": FORMAT,
         "generation": generation,

@@ -1,0 +1,162 @@
+"""``dedupe``: near-duplicate clusters across archives, as JSON Lines or CSV rows."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from typing import Any, TextIO
+
+from ..fingerprint import hamming, to_base32
+from .pipeline import (
+    FileEnd,
+    Input,
+    Options,
+    PageResult,
+    Pipeline,
+    RunSummary,
+    count_result,
+    index_meta,
+    record_key,
+    report_problem,
+)
+from .progress import Progress
+from .reader import ReadProblem
+
+# -- dedupe ------------------------------------------------------------------------------------------
+
+
+REPORT_FIELDS = ["cluster", "record_id", "uri", "date", "file", "offset", "simhash", "distance"]
+
+
+def dedupe(
+    inputs: list[Input], options: Options, index: Any = None, stream: TextIO | None = None
+) -> tuple[RunSummary, list[dict[str, Any]]]:
+    """Near-duplicate clusters across all inputs; rows ordered by cluster, the first row its original."""
+    progress = Progress(len(inputs), enabled=options.progress, stream=stream)
+    summary = RunSummary()
+    results: list[PageResult] = []
+    try:
+        for event in Pipeline(options, progress).run(inputs):
+            if isinstance(event, ReadProblem):
+                summary.problems.append(event)
+                report_problem(progress, event)
+            elif isinstance(event, FileEnd):
+                summary.files += 1
+                summary.records += event.stats.records
+                summary.pages += event.stats.pages
+                progress.update(files=1)
+            elif isinstance(event, list):
+                for result in event:
+                    count_result(summary, result)
+                    if result.simhash is not None:
+                        progress.update(pages=1)
+                        results.append(result)
+    finally:
+        progress.clear()
+    rows = (
+        _clusters_with_index(results, index)
+        if index is not None
+        else _clusters_batch(results, options.distance)
+    )
+    summary.near_duplicates = sum(
+        1 for row in rows if row["distance"] is not None and row["role"] == "duplicate"
+    )
+    summary.seconds = progress.elapsed
+    return summary, rows
+
+
+def _row(cluster: int, meta: dict[str, Any], simhash: int, distance: int | None, role: str) -> dict[str, Any]:
+    return {
+        "cluster": cluster,
+        "role": role,
+        "record_id": meta.get("record_id"),
+        "uri": meta.get("url"),
+        "date": meta.get("date"),
+        "file": meta.get("file"),
+        "offset": meta.get("offset"),
+        "simhash": to_base32(simhash),
+        "distance": distance,
+    }
+
+
+def _clusters_batch(results: list[PageResult], k: int) -> list[dict[str, Any]]:
+    from ..index.batch import cluster_groups, clusters
+
+    if len(results) < 2:
+        return []
+    labels = clusters([r.simhash for r in results], k)
+    rows: list[dict[str, Any]] = []
+    for number, group in enumerate(cluster_groups(labels)):
+        first = results[int(group[0])]
+        for position in group:
+            member = results[int(position)]
+            assert member.simhash is not None and first.simhash is not None
+            distance = hamming(member.simhash, first.simhash)
+            role = "original" if position == group[0] else "duplicate"
+            rows.append(_row(number, index_meta(member), member.simhash, distance, role))
+    return rows
+
+
+def _clusters_with_index(results: list[PageResult], index: Any) -> list[dict[str, Any]]:
+    """Clusters of the "within k" graph built from the index's answers (earlier runs' records included)."""
+    parent: dict[str, str] = {}
+    nodes: dict[str, tuple[dict[str, Any], int]] = {}
+    rank: dict[str, tuple[int, int]] = {}  # (position of the record that found it, 0 if already stored)
+
+    def find(key: str) -> str:
+        while parent.setdefault(key, key) != key:
+            parent[key] = parent[parent[key]]
+            key = parent[key]
+        return key
+
+    for position, result in enumerate(results):
+        assert result.simhash is not None
+        key = record_key(result)
+        nodes[key] = (index_meta(result), result.simhash)
+        rank[key] = (position, 1)
+        for match in index.check_and_add(result.simhash, key, index_meta(result)):
+            if match.key == key:
+                continue
+            if match.key not in nodes:
+                nodes[match.key] = (dict(match.meta or {}), match.simhash)
+                rank[match.key] = (position, 0)
+            a, b = find(match.key), find(key)
+            if a != b:
+                parent[max(a, b, key=rank.__getitem__)] = min(a, b, key=rank.__getitem__)
+    groups: dict[str, list[str]] = {}
+    for key in sorted(nodes, key=rank.__getitem__):
+        groups.setdefault(find(key), []).append(key)
+    rows: list[dict[str, Any]] = []
+    members_list = [members for members in groups.values() if len(members) > 1]
+    for number, members in enumerate(members_list):
+        first_hash = nodes[members[0]][1]
+        for i, key in enumerate(members):
+            meta, value = nodes[key]
+            rows.append(
+                _row(number, meta, value, hamming(value, first_hash), "original" if i == 0 else "duplicate")
+            )
+    return rows
+
+
+def write_report(rows: list[dict[str, Any]], path: str | None, fmt: str | None = None) -> None:
+    """JSON Lines (default) or CSV (``fmt="csv"`` or a ``.csv`` file name); ``-`` or None is stdout."""
+    fmt = fmt or ("csv" if path and path.lower().endswith(".csv") else "jsonl")
+    fields = ["cluster", "role", *REPORT_FIELDS[1:]]
+    out: TextIO
+    if path in (None, "-"):
+        out = sys.stdout
+        _write_rows(out, rows, fields, fmt)
+        return
+    with open(path, "w", encoding="utf-8", newline="") as out:
+        _write_rows(out, rows, fields, fmt)
+
+
+def _write_rows(out: TextIO, rows: list[dict[str, Any]], fields: list[str], fmt: str) -> None:
+    if fmt == "csv":
+        writer = csv.DictWriter(out, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    else:
+        for row in rows:
+            out.write(json.dumps({k: row[k] for k in fields}, ensure_ascii=False) + "\n")

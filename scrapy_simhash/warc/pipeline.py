@@ -1,0 +1,335 @@
+"""The reprocessing pipeline shared by ``tag`` and ``dedupe``: inputs, parallel fingerprinting, events.
+
+The main process reads records in file order and sends batches of HTML pages
+to worker processes, which run :func:`~scrapy_simhash.page.fingerprint_page`
+(the expensive part, the same function the crawl uses). Results come back in
+input order, so index decisions ("the earlier record") and outputs do not
+depend on the number of workers. At most a few batches per worker are in
+flight, so memory stays bounded on archives of any size.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..defaults import DISTANCE, MIN_TOKENS
+from ..extract import DEFAULT_EXTRACTOR, Extractor
+from ..page import fingerprint_page
+from .payload import html_page
+from .progress import Progress
+from .reader import ArchiveReader, ArchiveRecord, ReadProblem
+from .records import Duplicate
+from .writer import OPEN_SUFFIX
+
+SIDECAR_SUFFIX = ".simhash.warc.gz"
+BATCH_SIZE = 16
+WINDOW_PER_WORKER = 4
+
+_ARCHIVE_NAME = re.compile(r"\.w?arc(\.|$)")
+_NOT_ARCHIVES = (".cdx", ".cdxj", ".json", ".idx", ".txt", ".md")
+
+
+# -- inputs ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Input:
+    path: Path
+    sidecar: Path
+
+
+def is_archive_name(name: str) -> bool:
+    """Names with a ``.warc``/``.arc`` part (``x.warc.gz``, ``x.arc``, ``x.warc.gz.open``); not sidecars."""
+    lower = name.lower()
+    if lower.endswith((SIDECAR_SUFFIX, SIDECAR_SUFFIX + OPEN_SUFFIX)) or lower.endswith(_NOT_ARCHIVES):
+        return False
+    return bool(_ARCHIVE_NAME.search(lower))
+
+
+def plan_inputs(
+    inputs: Iterable[str | os.PathLike[str]], out: str | os.PathLike[str] | None = None
+) -> list[Input]:
+    """Expand directories (recursively, sorted) and name each input's sidecar.
+
+    The sidecar is ``<name>.simhash.warc.gz`` beside the input; with ``out``, under ``out``
+    at the input's path relative to the directory argument it was found in.
+    """
+    planned: list[Input] = []
+    for item in inputs:
+        path = Path(item)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and is_archive_name(p.name))
+            for file in found:
+                rel = file.relative_to(path)
+                base = Path(out) / rel.parent if out else file.parent
+                planned.append(Input(file, base / (file.name + SIDECAR_SUFFIX)))
+        elif path.is_file():
+            base = Path(out) if out else path.parent
+            planned.append(Input(path, base / (path.name + SIDECAR_SUFFIX)))
+        else:
+            raise ValueError(f"no such file or directory: {path}")
+    seen: dict[Path, Path] = {}
+    for entry in planned:
+        other = seen.setdefault(entry.sidecar.resolve(), entry.path)
+        if other != entry.path:
+            raise ValueError(
+                f"{other} and {entry.path} would share the sidecar {entry.sidecar}; "
+                f"pass their directory instead, or run them separately"
+            )
+    return planned
+
+
+# -- fingerprinting (runs in workers) ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PageTask:
+    offset: int
+    record_id: str | None
+    uri: str | None
+    date: str | None
+    body: bytes
+    encoding: str | None
+
+
+@dataclass(frozen=True)
+class PageResult:
+    """One HTML record's fingerprint (``simhash`` None with a ``reason`` when it has none)."""
+
+    file: str
+    offset: int
+    record_id: str | None
+    uri: str | None
+    date: str | None
+    simhash: int | None
+    tokens: int
+    reason: str | None
+
+
+def fingerprint_tasks(
+    file: str, tasks: list[PageTask], extractor: Extractor, min_tokens: int
+) -> list[PageResult]:
+    results = []
+    for task in tasks:
+        fp = fingerprint_page(task.body, task.uri, task.encoding, extractor=extractor, min_tokens=min_tokens)
+        results.append(
+            PageResult(
+                file, task.offset, task.record_id, task.uri, task.date, fp.simhash, fp.tokens, fp.reason
+            )
+        )
+    return results
+
+
+# -- the event stream --------------------------------------------------------------------------------
+
+
+@dataclass
+class FileStats:
+    records: int = 0
+    pages: int = 0
+    problems: list[ReadProblem] = field(default_factory=list)
+
+    @property
+    def skipped(self) -> bool:
+        return any(p.skipped for p in self.problems)
+
+
+@dataclass(frozen=True)
+class FileStart:
+    input: Input
+
+
+@dataclass(frozen=True)
+class FileEnd:
+    input: Input
+    stats: FileStats
+
+
+@dataclass(frozen=True)
+class FileSkipped:
+    input: Input
+    reason: str
+
+
+Event = FileStart | FileEnd | FileSkipped | ReadProblem | list[PageResult]
+
+
+@dataclass
+class Options:
+    workers: int = 1
+    reader: str = "auto"
+    extractor: Extractor = DEFAULT_EXTRACTOR
+    min_tokens: int = MIN_TOKENS
+    distance: int = DISTANCE
+    progress: bool = False
+
+
+class Pipeline:
+    """Reads inputs, fingerprints their HTML records (in parallel), yields events in input order."""
+
+    def __init__(self, options: Options, progress: Progress) -> None:
+        self.options = options
+        self.reader = ArchiveReader(options.reader)
+        self.progress = progress
+
+    def _produce(
+        self, inputs: list[Input], skip: Callable[[Input], str | None]
+    ) -> Iterator[FileStart | FileEnd | FileSkipped | ReadProblem | tuple[str, list[PageTask]]]:
+        for entry in inputs:
+            reason = skip(entry)
+            if reason:
+                yield FileSkipped(entry, reason)
+                continue
+            yield FileStart(entry)
+            stats = FileStats()
+            file = str(entry.path)
+            batch: list[PageTask] = []
+            for item in self.reader.read(entry.path):
+                if isinstance(item, ReadProblem):
+                    stats.problems.append(item)
+                    if batch:
+                        yield file, batch
+                        batch = []
+                    yield item
+                    continue
+                stats.records += 1
+                self.progress.update(records=1)
+                task = _task(item)
+                if task is not None:
+                    stats.pages += 1
+                    batch.append(task)
+                    if len(batch) >= BATCH_SIZE:
+                        yield file, batch
+                        batch = []
+            if batch:
+                yield file, batch
+            yield FileEnd(entry, stats)
+
+    def run(
+        self, inputs: list[Input], skip: Callable[[Input], str | None] = lambda _: None
+    ) -> Iterator[Event]:
+        opts = self.options
+        if opts.workers <= 1:
+            for event in self._produce(inputs, skip):
+                if isinstance(event, tuple):
+                    yield fingerprint_tasks(event[0], event[1], opts.extractor, opts.min_tokens)
+                else:
+                    yield event
+            return
+        # Import and warm the extractor here, before the fork, so workers inherit it instead of each
+        # paying the import (about a second) on its first page.
+        fingerprint_page(b"<html><body><p>warm up</p></body></html>", None, None, extractor=opts.extractor)
+        window: deque[Any] = deque()
+        limit = opts.workers * WINDOW_PER_WORKER
+        with ProcessPoolExecutor(max_workers=opts.workers) as pool:
+            for event in self._produce(inputs, skip):
+                if isinstance(event, tuple):
+                    event = pool.submit(
+                        fingerprint_tasks, event[0], event[1], opts.extractor, opts.min_tokens
+                    )
+                window.append(event)
+                while len(window) > limit or (window and not isinstance(window[0], Future)):
+                    yield _resolve(window.popleft())
+            while window:
+                yield _resolve(window.popleft())
+
+
+def _resolve(event: Any) -> Event:
+    return event.result() if isinstance(event, Future) else event
+
+
+def _task(record: ArchiveRecord) -> PageTask | None:
+    page = html_page(record)
+    if page is None:
+        return None
+    return PageTask(record.offset, record.record_id, record.target_uri, record.date, page.body, page.encoding)
+
+
+# -- shared reporting --------------------------------------------------------------------------------
+
+
+@dataclass
+class RunSummary:
+    files: int = 0
+    files_skipped_complete: int = 0
+    records: int = 0
+    pages: int = 0
+    fingerprinted: int = 0
+    near_duplicates: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+    problems: list[ReadProblem] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def skipped_anything(self) -> bool:
+        return any(p.skipped for p in self.problems)
+
+    @property
+    def exit_status(self) -> int:
+        """0: everything read; 1: finished, but some files or records were skipped (see the report)."""
+        return 1 if self.skipped_anything else 0
+
+    def lines(self) -> list[str]:
+        rate = self.records / self.seconds if self.seconds else 0.0
+        out = [
+            f"files: {self.files} processed, {self.files_skipped_complete} already complete",
+            f"records: {self.records} read ({rate:,.0f}/s), {self.pages} HTML, "
+            f"{self.fingerprinted} fingerprinted, {self.near_duplicates} near-duplicates",
+        ]
+        if self.reasons:
+            out.append("not fingerprinted: " + ", ".join(f"{k} {v}" for k, v in sorted(self.reasons.items())))
+        skipped = [p for p in self.problems if p.skipped]
+        notes = [p for p in self.problems if not p.skipped]
+        out.append(f"problems: {len(skipped)} skipped data, {len(notes)} notices")
+        return out
+
+
+def count_result(summary: RunSummary, result: PageResult) -> None:
+    if result.simhash is None:
+        reason = result.reason or "unknown"
+        summary.reasons[reason] = summary.reasons.get(reason, 0) + 1
+    else:
+        summary.fingerprinted += 1
+
+
+def record_key(result: PageResult) -> str:
+    """Index key of a reprocessed record: its file and offset, the address CDX indexes use."""
+    return f"{os.path.abspath(result.file)}#{result.offset}"
+
+
+def index_meta(result: PageResult) -> dict[str, Any]:
+    return {
+        "url": result.uri,
+        "date": result.date,
+        "record_id": result.record_id,
+        "file": os.path.abspath(result.file),
+        "offset": result.offset,
+    }
+
+
+def duplicate_from(matches: list[Any], key: str) -> tuple[Any, Duplicate] | None:
+    for match in matches:
+        if match.key == key:
+            continue  # this very record, stored by an earlier interrupted run
+        meta = match.meta or {}
+        return match, Duplicate(
+            record_id=meta.get("record_id"),
+            uri=meta.get("url"),
+            date=meta.get("date"),
+            distance=match.distance,
+            file=meta.get("file"),
+            offset=meta.get("offset"),
+        )
+    return None
+
+
+def report_problem(progress: Progress, problem: ReadProblem) -> None:
+    label = "skipped" if problem.skipped else "note"
+    progress.message(f"{label}: {problem}")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import hashlib
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -17,9 +19,11 @@ from warcio.archiveiterator import ArchiveIterator
 
 from scrapy_simhash.cli import main
 from scrapy_simhash.index import open_index
+from scrapy_simhash.page import PageFingerprint, fingerprint_page
 from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord, fastwarc_available
-from scrapy_simhash.warc.records import SimhashFields, parse_fields
+from scrapy_simhash.warc.records import SimhashFields, http_head, parse_fields, response_record, warc_date
 from scrapy_simhash.warc.reprocess import Options, dedupe, plan_inputs, tag
+from scrapy_simhash.warc.writer import RollingWarcWriter
 
 SMALL = ["resiliparse/warcfile.warc", "resiliparse/warcfile.warc.gz"]  # the same HTML pages, twice
 
@@ -266,3 +270,26 @@ def test_progress_line_shows_records_per_second(small_inputs: list[Path], tmp_pa
     text = stream.getvalue()
     assert re.search(r"\d/1 files  \d+ records  [\d,]+ rec/s  \d+ pages fingerprinted", text)
     assert text.endswith("\r")  # the line is erased at the end, leaving the terminal clean
+
+
+def crash_on_marked_pages(body: bytes, url: str | None, encoding: str | None, **options) -> PageFingerprint:
+    """Kills the worker process on pages whose URL says so (as a segfault in lxml would)."""
+    if url and "crash-me" in url:
+        os._exit(3)
+    return fingerprint_page(body, url, encoding, **options)
+
+
+def test_a_worker_crash_costs_only_its_page(corpus: Path, tmp_path: Path) -> None:
+    pages = sorted((corpus / "pages" / "scrapinghub-aeb").glob("*.html.gz"))[:12]
+    writer = RollingWarcWriter(tmp_path / "in", "crash")
+    head = http_head("HTTP/1.1 200 OK", [("Content-Type", "text/html")])
+    uris = [f"http://e.test/{'crash-me' if i == 5 else 'ok'}/{i}" for i in range(len(pages))]
+    for uri, page in zip(uris, pages, strict=True):
+        writer.write(response_record(uri, warc_date(), head, gzip.decompress(page.read_bytes())))
+    [warc] = writer.close()
+    entries = plan_inputs([warc], tmp_path / "out")
+    summary = tag(entries, Options(workers=2, function=crash_on_marked_pages))
+    assert summary.reasons.get("worker_crash") == 1
+    assert summary.exit_status == 1  # a page was lost: the exit status says so
+    tagged = {h["WARC-Target-URI"] for h, _ in _metadata(entries[0].sidecar)}
+    assert tagged == {u for u in uris if "crash-me" not in u}  # every other page, before and after

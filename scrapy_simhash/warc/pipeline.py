@@ -15,13 +15,14 @@ import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..defaults import DISTANCE, MIN_TOKENS
 from ..extract import DEFAULT_EXTRACTOR, Extractor
-from ..page import fingerprint_page
+from ..page import PageFingerprint, fingerprint_page
 from .payload import html_page
 from .progress import Progress
 from .reader import ArchiveReader, ArchiveRecord, ReadProblem
@@ -113,18 +114,86 @@ class PageResult:
     reason: str | None
 
 
+FingerprintFunction = Callable[..., PageFingerprint]
+
+
 def fingerprint_tasks(
-    file: str, tasks: list[PageTask], extractor: Extractor, min_tokens: int
+    file: str,
+    tasks: list[PageTask],
+    extractor: Extractor,
+    min_tokens: int,
+    function: FingerprintFunction = fingerprint_page,
 ) -> list[PageResult]:
     results = []
     for task in tasks:
-        fp = fingerprint_page(task.body, task.uri, task.encoding, extractor=extractor, min_tokens=min_tokens)
+        fp = function(task.body, task.uri, task.encoding, extractor=extractor, min_tokens=min_tokens)
         results.append(
             PageResult(
                 file, task.offset, task.record_id, task.uri, task.date, fp.simhash, fp.tokens, fp.reason
             )
         )
     return results
+
+
+@dataclass
+class _Batch:
+    file: str
+    tasks: list[PageTask]
+    future: Future[list[PageResult]]
+    generation: int
+    """Which pool it was sent to: after a crash only the first failed batch replaces the pool."""
+
+
+class _CrashTolerantPool:
+    """A process pool that outlives a worker crash (lxml and friends can take a process down).
+
+    When the pool breaks, it is replaced and every batch that was in flight is
+    redone page by page; a page that breaks a worker again is reported with
+    the reason ``worker_crash`` and the run goes on.
+    """
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.pool = ProcessPoolExecutor(max_workers=options.workers)
+        self.generation = 0
+
+    def _fingerprint(self, file: str, tasks: list[PageTask]) -> Future[list[PageResult]]:
+        opts = self.options
+        return self.pool.submit(
+            fingerprint_tasks, file, tasks, opts.extractor, opts.min_tokens, opts.function
+        )
+
+    def submit(self, file: str, tasks: list[PageTask]) -> _Batch:
+        return _Batch(file, tasks, self._fingerprint(file, tasks), self.generation)
+
+    def result(self, batch: _Batch) -> list[PageResult]:
+        try:
+            return batch.future.result()
+        except BrokenProcessPool:
+            self._restart(batch.generation)
+        results = []
+        for task in batch.tasks:
+            generation = self.generation
+            try:
+                results.extend(self._fingerprint(batch.file, [task]).result())
+            except BrokenProcessPool:
+                self._restart(generation)
+                results.append(
+                    PageResult(
+                        batch.file, task.offset, task.record_id, task.uri, task.date, None, 0, "worker_crash"
+                    )
+                )
+        return results
+
+    def _restart(self, broken_generation: int) -> None:
+        if broken_generation != self.generation:
+            return  # that pool was already replaced
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.pool = ProcessPoolExecutor(max_workers=self.options.workers)
+        self.generation += 1
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 # -- the event stream --------------------------------------------------------------------------------
@@ -163,12 +232,16 @@ Event = FileStart | FileEnd | FileSkipped | ReadProblem | list[PageResult]
 
 @dataclass
 class Options:
+    """How to reprocess; ``function`` (a module-level function, so workers can import it) replaces
+    :func:`~scrapy_simhash.page.fingerprint_page`, for tests and experiments."""
+
     workers: int = 1
     reader: str = "auto"
     extractor: Extractor = DEFAULT_EXTRACTOR
     min_tokens: int = MIN_TOKENS
     distance: int = DISTANCE
     progress: bool = False
+    function: FingerprintFunction = fingerprint_page
 
 
 class Pipeline:
@@ -219,7 +292,9 @@ class Pipeline:
         if opts.workers <= 1:
             for event in self._produce(inputs, skip):
                 if isinstance(event, tuple):
-                    yield fingerprint_tasks(event[0], event[1], opts.extractor, opts.min_tokens)
+                    yield fingerprint_tasks(
+                        event[0], event[1], opts.extractor, opts.min_tokens, opts.function
+                    )
                 else:
                     yield event
             return
@@ -228,21 +303,18 @@ class Pipeline:
         fingerprint_page(b"<html><body><p>warm up</p></body></html>", None, None, extractor=opts.extractor)
         window: deque[Any] = deque()
         limit = opts.workers * WINDOW_PER_WORKER
-        with ProcessPoolExecutor(max_workers=opts.workers) as pool:
+        pool = _CrashTolerantPool(opts)
+        try:
             for event in self._produce(inputs, skip):
-                if isinstance(event, tuple):
-                    event = pool.submit(
-                        fingerprint_tasks, event[0], event[1], opts.extractor, opts.min_tokens
-                    )
-                window.append(event)
-                while len(window) > limit or (window and not isinstance(window[0], Future)):
-                    yield _resolve(window.popleft())
+                window.append(pool.submit(*event) if isinstance(event, tuple) else event)
+                while len(window) > limit or (window and not isinstance(window[0], _Batch)):
+                    head = window.popleft()
+                    yield pool.result(head) if isinstance(head, _Batch) else head
             while window:
-                yield _resolve(window.popleft())
-
-
-def _resolve(event: Any) -> Event:
-    return event.result() if isinstance(event, Future) else event
+                head = window.popleft()
+                yield pool.result(head) if isinstance(head, _Batch) else head
+        finally:
+            pool.close()
 
 
 def _task(record: ArchiveRecord) -> PageTask | None:
@@ -269,7 +341,7 @@ class RunSummary:
 
     @property
     def skipped_anything(self) -> bool:
-        return any(p.skipped for p in self.problems)
+        return any(p.skipped for p in self.problems) or "worker_crash" in self.reasons
 
     @property
     def exit_status(self) -> int:

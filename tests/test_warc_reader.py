@@ -48,6 +48,8 @@ MALFORMED = {
     "gowarc/corrupted-trailing-bytes.warc.gz.open": "non-gzip data after the last member",
     "webarchive-commons/arc/IAH-20080430204825-00000-blackbook-truncated.arc": "not followed by blank lines",
     "resiliparse/clipped.warc.gz": "record block incomplete",
+    "warcio/example-trunc.warc": "not followed by blank lines",
+    "copycat/cc-arc-sample__small-sample-1262850551027_8.arc": "not followed by blank lines",
 }
 
 
@@ -130,6 +132,11 @@ def test_one_stream_gzip_is_read_with_a_notice_naming_the_fix(corpus: Path) -> N
     ]
     got = [r for r in items if isinstance(r, ArchiveRecord)]
     assert [(r.record_id, r.block) for r in got] == [(r.record_id, r.block) for r in plain]
+
+
+def test_an_empty_gzip_is_a_notice_not_an_error(corpus: Path) -> None:
+    [notice] = list(ArchiveReader("warcio").read(corpus / "warcs/gowarc/empty.warc.gz.open"))
+    assert isinstance(notice, ReadProblem) and not notice.skipped and "empty archive" in notice.reason
 
 
 def test_lz4_without_fastwarc_is_refused_with_the_fix(corpus: Path) -> None:

@@ -11,7 +11,8 @@ Figures:
 - bulk inserts/s: ``add_many`` (Redis: pipelines of 500 scripts);
 - batched lookups/s: ``query_many`` (Redis: pipelined, one round trip per 500 lookups);
 - single lookups/s and check_and_add/s: one call at a time, as a crawler does (one round trip each);
-- Redis memory per fingerprint: ``INFO memory`` used_memory after the load minus before, divided by N.
+- Redis memory per fingerprint: ``INFO memory`` used_memory after the load minus before, divided by N;
+- Redis CPU per insert and per batched lookup (``INFO cpu``): what one Redis can serve to all crawlers.
 
 Run: python bench/redis_index.py [--n 1000000] [--lookups 20000] [--tables zset,hash] [--fsync everysec]
 (about 6 minutes at 1M on a loaded 2-core machine)
@@ -89,17 +90,30 @@ def answers(results: list[list[Any]]) -> list[list[tuple[str, int]]]:
     return [[(m.key, m.distance) for m in r] for r in results]
 
 
-def measure(name: str, index: Any, hashes: list[int], queries: list[int], singles: int) -> dict[str, Any]:
+def measure(
+    name: str,
+    index: Any,
+    hashes: list[int],
+    queries: list[int],
+    singles: int,
+    server_cpu: Callable[[], float],
+) -> dict[str, Any]:
+    """Throughputs seen by one client, and the server's CPU time per operation (``server_cpu``: seconds
+    used so far; the capacity of one Redis, shared by all crawlers, and less noisy than wall time)."""
     n = len(hashes)
     chunk = 50_000  # a crawler flushes in batches; also bounds the client's memory
+    cpu = server_cpu()
     load, _ = timed(
         lambda: [
             index.add_many((hashes[i], f"k{i}", None) for i in range(s, min(n, s + chunk)))
             for s in range(0, n, chunk)
         ]
     )
+    insert_cpu = (server_cpu() - cpu) / n
     index.compact()
+    cpu = server_cpu()
     batch_time, batched = timed(lambda: index.query_many(queries))
+    lookup_cpu = (server_cpu() - cpu) / len(queries)
     sample = queries[:singles]
     single_time, single = timed(lambda: [index.query(q) for q in sample])
     assert answers(single) == answers(batched[:singles]), f"{name}: query and query_many disagree"
@@ -110,9 +124,19 @@ def measure(name: str, index: Any, hashes: list[int], queries: list[int], single
         "batched lookups/s": len(queries) / batch_time,
         "single lookups/s": singles / single_time,
         "check_and_add/s": singles / cadd_time,
+        "server CPU us/insert": insert_cpu * 1e6,
+        "server CPU us/lookup": lookup_cpu * 1e6,
         "answers": answers(batched),
         "hits": sum(1 for r in batched if r),
     }
+
+
+def redis_cpu(client: redis.Redis) -> Callable[[], float]:
+    def used() -> float:
+        info = client.info("cpu")
+        return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+    return used
 
 
 def main() -> None:
@@ -140,18 +164,21 @@ def main() -> None:
                 options = {"layout": args.layout} if args.layout else {}
                 index = open_index(f"redis://127.0.0.1:{port}/0?prefix=bench-{kind}", tables=kind, **options)
                 name = f"redis {kind} {index.layout.spec}"
-                rows.append(measure(name, index, hashes, queries, args.singles))
+                rows.append(measure(name, index, hashes, queries, args.singles, redis_cpu(client)))
                 # the N bulk fingerprints plus the `singles` added by check_and_add
                 memory[name] = int(client.info("memory")["used_memory"]) - before
                 index.clear()
                 index.close()
+                while int(client.info("memory").get("lazyfree_pending_objects", 0)):  # UNLINK frees later
+                    time.sleep(0.1)
             client.close()
         finally:
             process.terminate()
             process.wait(30)
         if not args.no_embedded:
             embedded = SimhashIndex(Path(tmp) / "embedded", k=3)
-            rows.append(measure(f"embedded {embedded.layout.spec}", embedded, hashes, queries, args.singles))
+            name = f"embedded {embedded.layout.spec}"
+            rows.append(measure(name, embedded, hashes, queries, args.singles, lambda: 0.0))
             embedded.close()
 
     print(f"{args.n:,} fingerprints, k=3, {args.lookups:,} batched lookups (half planted near-duplicates), ")
@@ -166,6 +193,12 @@ def main() -> None:
             ratios = [f"{row[h] / embedded[h]:>26.2f}" for h in header[1:]]
             print(" | ".join([f"{row['name'].split(' ')[1] + ' / embedded':>26}", *ratios]))
     same = all(row["answers"] == rows[0]["answers"] for row in rows)
+    for row in rows:
+        if not row["name"].startswith("embedded"):
+            insert_cpu, lookup_cpu = row["server CPU us/insert"], row["server CPU us/lookup"]
+            print(
+                f"{row['name']}: Redis CPU {insert_cpu:,.1f} us per insert, {lookup_cpu:,.1f} us per lookup"
+            )
     hits = rows[0]["hits"]
     print(f"identical answers from all backends on {args.lookups:,} lookups: {same} ({hits:,} with matches)")
     stored = args.n + args.singles

@@ -53,7 +53,7 @@ def index(uri: str) -> RedisIndex:
 # -- the backend contract (the same checks as the embedded index) -------------------------------
 
 SETTINGS = settings(
-    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 
 

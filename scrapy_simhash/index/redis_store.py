@@ -6,6 +6,9 @@ Why this shape:
   fingerprint followed by an 8-byte sequence number. Sorted sets with equal scores are ordered by their
   bytes, so one table's bucket (all members sharing a permuted prefix) is one ``ZRANGEBYLEX`` range.
   Floats never hold a fingerprint: a double keeps 53 bits and would silently lose the low 11.
+  ``tables=hash`` stores the same 16-byte entries concatenated per bucket in a hash field named by the
+  table key instead: one O(1) ``HGET`` per table rather than a skip-list search, and no per-entry
+  overhead (see docs/scaling.md for the measured difference).
 - Every operation is one Lua script (``redis_store.lua``): one round trip, and atomic, so two crawlers
   that fetch near-duplicate pages at the same moment cannot both be told "no match".
 - Every key of one index carries the hash tag ``{prefix}``: Redis Cluster keeps a whole index in one
@@ -20,7 +23,8 @@ URI: ``redis://[:password@]host:port/db?prefix=crawl1&retention=2592000`` (also 
 take precedence): ``prefix`` (namespace, default ``simhash``), ``retention`` (seconds a fingerprint is
 kept; default forever), ``cluster`` (``1``: Redis Cluster), ``retries``, ``retry_cap`` (longest pause
 between retries, seconds), ``timeout`` (socket timeout, seconds), ``layout`` (a Manku layout spec of
-:mod:`.layouts`; default ``blocks:k+1``, the least memory).
+:mod:`.layouts`; default ``blocks:k+1``, the least memory), ``tables`` (``zset``, the default, or
+``hash``). Layout, tables and retention are fixed when a namespace is created; later openers adopt them.
 """
 
 from __future__ import annotations

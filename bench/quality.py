@@ -108,7 +108,7 @@ if resiliparse_available():
 EXTRACTOR_NOTES = {
     "trafilatura": "Extractor(fast=False): trafilatura's default, with its fallback extractors",
     "trafilatura-fast": "Extractor(fast=True): no fallback extractors (the default before this study)",
-    "trafilatura-precision": "Extractor(fast=False, favor_precision=True)",
+    "trafilatura-precision": "Extractor(fast=False, favor_precision=True): the shipped default",
     "trafilatura-fast-precision": "Extractor(fast=True, favor_precision=True)",
     "visible-text": "trafilatura.html2txt: all visible text, no main-text extraction",
     "resiliparse": "resiliparse extract_plain_text(main_content=True) (optional extra `quality`)",
@@ -204,6 +204,7 @@ FEATURES: dict[str, Callable[[str], tuple[int, int]]] = {
     "shingles2": lambda text: simhash_with_count(text, shingle=2),  # simhash-doc/1+shingles2
     "shingles3": lambda text: simhash_with_count(text, shingle=3),  # simhash-doc/1+shingles3
     "lines12": lambda text: simhash_lines(text, 12),  # simhash-doc/1+lines12 (opt-in cleanup)
+    "lines12+shingles2": lambda text: simhash_lines(text, 12, shingle=2),  # simhash-doc/1+lines12+shingles2
 }
 
 
@@ -238,10 +239,10 @@ def all_pairs_histogram(values: Iterable[int]) -> tuple[np.ndarray, list[tuple[i
     for i in range(len(fps) - 1):
         dist = popcount64(fps[i] ^ fps[i + 1 :])
         hist += np.bincount(dist, minlength=65)
-        low = np.nonzero(dist <= 12)[0]
+        low = np.nonzero(dist <= 16)[0]
         closest.extend((int(dist[j]), i, i + 1 + int(j)) for j in low)
     closest.sort()
-    return hist, closest[:50]
+    return hist, closest[:2000]
 
 
 RELATED_JACCARD = 0.3
@@ -613,6 +614,14 @@ def main(argv: list[str] | None = None) -> int:
     hist = res["unrelated"][d_min_i if d_min_i in res["unrelated"] else 0]["hist"]
     print(f"{'all pairs':>10}: " + " ".join(str(c) for c in hist[:32]) + f" {sum(hist[32:])}", file=out)
     print("```\n", file=out)
+    hist_d = np.array(res["unrelated"][d_min_i if d_min_i in res["unrelated"] else 0]["hist"])
+    print("Beta-binomial fit against the observed lower tail of all pairs (pairs within d bits):\n", file=out)
+    print("| d | observed | beta-binomial |", file=out)
+    print("|---|---|---|", file=out)
+    for d in (12, 14, 16, 18, 20):
+        predicted = beta_binomial_cdf(hist_d, d) * hist_d.sum()
+        print(f"| <= {d} | {int(hist_d[: d + 1].sum())} | {predicted:.1f} |", file=out)
+    print(file=out)
     print("Closest unrelated pairs (distance, pages):\n", file=out)
     for d, a, b in res["unrelated"][d_min_i if d_min_i in res["unrelated"] else 0]["closest"][:10]:
         print(f"- {d}: {a} | {b}", file=out)

@@ -26,10 +26,21 @@ LONG = [line for line in ARTICLE.splitlines() if len(fp.tokens(line)) >= DEFAULT
 words = st.text(alphabet="abcdefghij", min_size=1, max_size=6)
 
 
-def test_scheme_label_names_the_threshold() -> None:
+def test_scheme_label_names_the_threshold_and_shingles() -> None:
     assert lines_scheme() == f"{fp.SCHEME}+lines{DEFAULT_MIN_LINE_TOKENS}"
     assert lines_scheme(12) == "simhash-doc/1+lines12"
+    assert lines_scheme(12, 2) == "simhash-doc/1+lines12+shingles2"
     assert lines_scheme() != fp.SCHEME
+
+
+def test_shingled_variant_hashes_shingles_of_the_kept_tokens() -> None:
+    kept = long_line_tokens(ARTICLE)
+    value, count = simhash_lines(ARTICLE, shingle=2)
+    assert value == fp.simhash_features(fp.shingles(kept, 2))
+    assert count == len(kept)
+    assert value != simhash_lines(ARTICLE)[0]
+    with pytest.raises(ValueError, match="shingle"):
+        lines_scheme(12, 0)
 
 
 @pytest.mark.parametrize("bad", [0, -3])

@@ -335,14 +335,15 @@ def test_redis_cluster_three_primaries(tmp_path: Path) -> None:
 # -- failures -----------------------------------------------------------------------------------
 
 
-def test_restart_with_persistence_loses_no_acknowledged_insert(tmp_path: Path, caplog) -> None:
+@pytest.mark.parametrize("tables", TABLE_KINDS)
+def test_restart_with_persistence_loses_no_acknowledged_insert(tmp_path: Path, caplog, tables: str) -> None:
     srv = RedisServer(tmp_path / "restart").start()
     acknowledged: list[str] = []
     errors: list[BaseException] = []
     stop = threading.Event()
 
     def writer() -> None:
-        idx = open_index(f"{srv.url}?prefix=restart&retries=12&retry_cap=0.5")
+        idx = open_index(f"{srv.url}?prefix=restart&retries=12&retry_cap=0.5&tables={tables}")
         i = 0
         try:
             while not stop.is_set():

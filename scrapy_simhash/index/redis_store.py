@@ -65,11 +65,14 @@ CALLS_PER_ROUND_TRIP = 10
 
 _URI_OPTIONS = ("prefix", "retention", "cluster", "retries", "retry_cap", "timeout", "layout", "tables")
 TABLE_KINDS = ("zset", "hash")
+# Worth retrying: the server is restarting, loading, failing over or resharding.
 _UNAVAILABLE = (
     redis.ConnectionError,
     redis.TimeoutError,
-    RedisClusterException,
     redis.exceptions.ClusterError,
+    redis.exceptions.TryAgainError,
+    redis.exceptions.AskError,
+    redis.exceptions.SlotNotCoveredError,
 )
 
 T = TypeVar("T")

@@ -211,8 +211,17 @@ def test_uri_options_are_validated(server: RedisServer) -> None:
         open_index(f"{server.url}?prefix=a{{b}}")
 
 
-def test_retention_forgets_old_fingerprints(server: RedisServer) -> None:
-    idx = open_index(f"{server.url}?prefix=ret-{uuid.uuid4().hex}&retention=0.4")
+def table_entries(client, idx: RedisIndex) -> int:
+    """Entries stored in the index's Manku tables, read straight from Redis."""
+    keys = [f"simhash:{{{idx.prefix}}}:{idx.tables[0]}{i}" for i in range(len(idx.layout.tables))]
+    if idx.tables == "zset":
+        return sum(client.zcard(key) for key in keys)
+    return sum(len(bucket) // 16 for key in keys for bucket in client.hvals(key))
+
+
+@pytest.mark.parametrize("tables", TABLE_KINDS)
+def test_retention_forgets_old_fingerprints(server: RedisServer, tables: str) -> None:
+    idx = open_index(f"{server.url}?prefix=ret-{uuid.uuid4().hex}&retention=0.4&tables={tables}")
     try:
         assert idx.retention == 0.4
         idx.add(0xAAAA, "old")
@@ -222,6 +231,7 @@ def test_retention_forgets_old_fingerprints(server: RedisServer) -> None:
         assert idx.check_and_add(0xAAAB, "new") == []  # expired: not an original any more
         client = server.client()
         assert client.hlen(f"simhash:{{{idx.prefix}}}:docs") == 1  # the write trimmed "old" away
+        assert table_entries(client, idx) == len(idx.layout.tables)  # from every table too
         client.close()
         assert [m.key for m in idx.query(0xAAAA)] == ["new"]
     finally:

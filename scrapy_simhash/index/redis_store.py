@@ -117,7 +117,7 @@ class _Table:
 def default_layout(k: int) -> str:
     """k + 1 blocks, one table each: the fewest tables, hence the least Redis memory per fingerprint.
 
-    Memory grows with the number of tables (one sorted-set entry each); candidates per lookup grow as
+    Memory grows with the number of tables (one entry each); candidates per lookup grow as
     size * tables / 2**key_bits and are filtered inside Redis. See docs/scaling.md for the trade-off.
     """
     return f"blocks:{k + 1}" if k > 0 else "blocks:1:1"

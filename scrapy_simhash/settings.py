@@ -30,8 +30,8 @@ DEFAULTS: dict[str, object] = {
     "SIMHASH_WORKERS": None,
     "SIMHASH_TIMEOUT": 30.0,
     "SIMHASH_MAX_BODY_SIZE": 8 * 1024 * 1024,
-    "SIMHASH_EXTRACTOR_FAST": False,  # Extractor's defaults, chosen in docs/quality.md
-    "SIMHASH_EXTRACTOR_FAVOR_PRECISION": True,
+    "SIMHASH_EXTRACTOR_FAST": True,
+    "SIMHASH_EXTRACTOR_FAVOR_PRECISION": False,
     "SIMHASH_EXTRACTOR_FAVOR_RECALL": False,
     "SIMHASH_EXTRACTOR_TABLES": True,
     "SIMHASH_EXTRACTOR_FALLBACK": "none",
@@ -107,10 +107,8 @@ class SimhashSettings:
             timeout=_number(settings, "SIMHASH_TIMEOUT", 0.001),
             max_body_size=max_body,
             extractor=Extractor(
-                fast=settings.getbool("SIMHASH_EXTRACTOR_FAST", DEFAULTS["SIMHASH_EXTRACTOR_FAST"]),
-                favor_precision=settings.getbool(
-                    "SIMHASH_EXTRACTOR_FAVOR_PRECISION", DEFAULTS["SIMHASH_EXTRACTOR_FAVOR_PRECISION"]
-                ),
+                fast=settings.getbool("SIMHASH_EXTRACTOR_FAST", True),
+                favor_precision=settings.getbool("SIMHASH_EXTRACTOR_FAVOR_PRECISION", False),
                 favor_recall=settings.getbool("SIMHASH_EXTRACTOR_FAVOR_RECALL", False),
                 include_tables=settings.getbool("SIMHASH_EXTRACTOR_TABLES", True),
                 fallback=fallback,  # type: ignore[arg-type]

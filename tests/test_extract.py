@@ -117,7 +117,7 @@ def test_visible_fallback():
 
 
 def test_description_names_extractor_and_options():
-    a, b = Extractor(fast=True, favor_precision=False), Extractor(fast=True, favor_precision=True)
+    a, b = Extractor(), Extractor(favor_precision=True)
     assert a.description.startswith("trafilatura/")
     assert "fast=1" in a.description and "comments=0" in a.description
     assert a.description != b.description

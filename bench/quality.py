@@ -107,8 +107,8 @@ if resiliparse_available():
     EXTRACTORS["resiliparse"] = _resiliparse_main
 EXTRACTOR_NOTES = {
     "trafilatura": "Extractor(fast=False): trafilatura's default, with its fallback extractors",
-    "trafilatura-fast": "Extractor(fast=True): no fallback extractors (the default before this study)",
-    "trafilatura-precision": "Extractor(fast=False, favor_precision=True): the shipped default",
+    "trafilatura-fast": "Extractor(fast=True): no fallback extractors (the shipped default)",
+    "trafilatura-precision": "Extractor(fast=False, favor_precision=True): the recommended opt-in",
     "trafilatura-fast-precision": "Extractor(fast=True, favor_precision=True)",
     "visible-text": "trafilatura.html2txt: all visible text, no main-text extraction",
     "resiliparse": "resiliparse extract_plain_text(main_content=True) (optional extra `quality`)",
@@ -433,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--extractors", default=",".join(EXTRACTORS))
     parser.add_argument("--features", default=",".join(FEATURES))
     parser.add_argument(
-        "--default", default="trafilatura-precision/tokens/30", help="extractor/features/min tokens to detail"
+        "--default", default="trafilatura-fast/tokens/30", help="extractor/features/min tokens to detail"
     )
     parser.add_argument("--time-pages", type=int, default=150, help="pages timed per extractor (0: skip)")
     parser.add_argument("--json", type=Path, default=RESULTS / "quality.json")

@@ -34,6 +34,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import lxml.html
+from lxml import etree
 
 from scrapy_simhash.extract import decode_html
 from scrapy_simhash.fingerprint import tokens
@@ -238,7 +239,10 @@ def article_matches_truth(page: Page, doc: lxml.html.HtmlElement | None = None) 
     truth = page.truth
     if truth is None:
         return False
-    doc = parse(page.html()) if doc is None else doc
+    try:
+        doc = parse(page.html()) if doc is None else doc
+    except (ValueError, etree.ParserError):  # an empty or unparsable page has no article to confirm
+        return False
     node_text = " ".join(find_article(doc).text_content().split())
     if truth.with_ or truth.without:
         if not truth.with_:

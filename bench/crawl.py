@@ -1,5 +1,9 @@
 """Crawl speed with scrapy-simhash, side by side in one run, on a generated local site.
 
+The site is made of the corpus's real pages (so extraction costs what it costs on
+the web), each also reachable with tracking parameters until the site has
+``--pages`` pages, listed 100 to a page; ``--synthetic`` uses the demo site instead.
+
 (a) bare crawl (SIMHASH_ENABLED = False);
 (b) extraction inline in the crawling process (SIMHASH_WORKERS = 0);
 (c) the middleware with its process pool (SIMHASH_WORKERS default: the CPU count);
@@ -26,6 +30,26 @@ sys.path.insert(0, str(REPO / "example_project"))
 import demo_site  # noqa: E402
 
 
+def corpus_site(pages: int) -> dict[str, bytes]:
+    """Real corpus pages at /page/N.html, then tracking-parameter copies, up to ``pages``."""
+    import gzip
+
+    from _corpus import corpus
+
+    bodies = [gzip.decompress(p.read_bytes()) for p in sorted((corpus() / "pages").rglob("*.html.gz"))]
+    paths = [f"/page/{n}.html" for n in range(len(bodies))]
+    site: dict[str, bytes] = dict(zip(paths, bodies, strict=True))
+    links = list(paths)
+    links += [f"{path}?utm_source=feed&utm_medium=rss" for path in paths[: max(0, pages - len(paths))]]
+    links = links[:pages]
+    for start in range(0, len(links), 100):
+        items = "".join(f'<li><a href="{link}">{link}</a></li>' for link in links[start : start + 100])
+        site[f"/list/{start // 100}.html"] = f"<html><body><ul>{items}</ul></body></html>".encode()
+    lists = "".join(f'<a href="/list/{n}.html">{n}</a> ' for n in range((len(links) + 99) // 100))
+    site["/"] = f"<html><body>{lists}</body></html>".encode()
+    return site
+
+
 def site_of(pages: int) -> dict[str, bytes]:
     """A demo site with about ``pages`` pages (articles, variants, section fronts)."""
     count = max(4, int(pages / 1.6))
@@ -47,7 +71,7 @@ def crawl(base: str, settings: dict, workdir: Path) -> dict:
     ]
     for name, value in settings.items():
         command += ["-s", f"{name}={json.dumps(value)}"]
-    env = dict(os.environ, PYTHONPATH=str(REPO / "bench"))
+    env = dict(os.environ, PYTHONPATH=str(REPO / "bench"))  # for _crawl_fake
     subprocess.run(command, cwd=workdir, env=env, check=True, capture_output=True, timeout=1800)
     return json.loads(stats_path.read_text())
 
@@ -58,9 +82,13 @@ def main() -> None:
     )
     parser.add_argument("--pages", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument(
+        "--synthetic", action="store_true", help="the generated demo site instead of corpus pages"
+    )
     args = parser.parse_args()
-    site = site_of(args.pages)
-    common = {"LOG_LEVEL": "WARNING", "CONCURRENT_REQUESTS": args.concurrency, "HTTPERROR_ALLOW_ALL": True}
+    site = site_of(args.pages) if args.synthetic else corpus_site(args.pages)
+    # depth 2: front page, lists, pages (real pages link to paths this site does not have)
+    common = {"LOG_LEVEL": "WARNING", "CONCURRENT_REQUESTS": args.concurrency, "DEPTH_LIMIT": 2}
     runs = {
         "a bare": {"SIMHASH_ENABLED": False},
         "b inline": {"SIMHASH_WORKERS": 0},

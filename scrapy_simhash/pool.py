@@ -67,9 +67,10 @@ def _ready() -> int:
 class _Workers:
     """One ProcessPoolExecutor, its queue and the tasks in flight on it; replaced, never repaired.
 
-    At most ``size`` tasks are in the executor at once, so a task's timeout
-    measures its own run, not its wait behind others; and none is sent before
-    every worker has started (imports and warm-up are not charged to a page).
+    At most ``PREFETCH`` tasks per worker are in the executor at once, so a task's
+    timeout measures its own run plus at most one short wait, not a long queue;
+    and none is sent before every worker has started (imports and warm-up are not
+    charged to a page).
     """
 
     def __init__(
@@ -103,8 +104,11 @@ class _Workers:
 class FingerprintPool:
     """Fingerprints pages in ``workers`` processes (0: inline, in the calling thread)."""
 
-    STARTUP_TIMEOUT = 120.0
-    """Seconds a new pool may take to start all its workers."""
+    PREFETCH = 2
+    """Pages in flight per worker: the second one waits in the executor's queue, so a
+    worker never idles while its last result travels back through the busy reactor.
+    A waiting page's timeout runs while it waits, at most one page's run of the first
+    worker to free up; only when every worker hangs can a waiting page time out wrongly."""
 
     def __init__(
         self,
@@ -181,7 +185,9 @@ class FingerprintPool:
         return task.deferred
 
     def _dispatch(self, workers: _Workers) -> None:
-        while workers.ready and workers.pending and len(workers.in_flight) < workers.size:
+        # The isolation pool runs one page at a time: that is how it finds the culprit.
+        depth = workers.size * (1 if workers.isolation else self.PREFETCH)
+        while workers.ready and workers.pending and len(workers.in_flight) < depth:
             task = workers.pending.popleft()
             try:
                 future = workers.executor.submit(_run_in_worker, task.body, task.url, task.encoding)

@@ -18,15 +18,17 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from scrapy_simhash import SimhashIndex
 
 CHILD = r"""
 import random, sys
 from scrapy_simhash import SimhashIndex
 
-path, round_, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+path, round_, seed, sync = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 rng = random.Random(seed)
-index = SimhashIndex(path, pending_max=5, delta_min=20)
+index = SimhashIndex(path, pending_max=5, delta_min=20, synchronous=sync)
 print("OPEN", flush=True)
 done = []
 i = 0
@@ -58,9 +60,9 @@ while True:
 """
 
 
-def _run_and_kill(path: Path, round_: int, rng: random.Random) -> list[str]:
+def _run_and_kill(path: Path, round_: int, rng: random.Random, sync: str) -> list[str]:
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(path), str(round_), str(rng.getrandbits(32))],
+        [sys.executable, "-c", CHILD, str(path), str(round_), str(rng.getrandbits(32)), sync],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -77,14 +79,17 @@ def _run_and_kill(path: Path, round_: int, rng: random.Random) -> list[str]:
     return out.splitlines()
 
 
-def test_sigkill_loses_no_acknowledged_insert(tmp_path: Path) -> None:
+# "normal" is what a Scrapy crawl uses by default (SIMHASH_INDEX_SYNC): it must survive a
+# killed process as well as "full" does; only a power cut separates them.
+@pytest.mark.parametrize("sync", ["full", "normal"])
+def test_sigkill_loses_no_acknowledged_insert(tmp_path: Path, sync: str) -> None:
     rng = random.Random(20240607)
     path = tmp_path / "ix"
     present: dict[str, int] = {}
     removed: set[str] = set()
     for round_ in range(25):
         in_doubt = None  # a removal started but not acknowledged
-        for line in _run_and_kill(path, round_, rng):
+        for line in _run_and_kill(path, round_, rng, sync):
             kind, key, *rest = line.split()
             if kind == "A":
                 present[key] = int(rest[0], 16)

@@ -18,7 +18,6 @@ from .pipeline import (
     count_result,
     index_meta,
     record_key,
-    report_problem,
 )
 from .progress import Progress
 from .reader import ReadProblem
@@ -39,12 +38,9 @@ def dedupe(
     try:
         for event in Pipeline(options, progress).run(inputs):
             if isinstance(event, ReadProblem):
-                summary.problems.append(event)
-                report_problem(progress, event)
+                summary.add_problem(event, progress)
             elif isinstance(event, FileEnd):
-                summary.files += 1
-                summary.records += event.stats.records
-                summary.pages += event.stats.pages
+                summary.add_file(event.stats)
                 progress.update(files=1)
             elif isinstance(event, list):
                 for result in event:

@@ -339,6 +339,17 @@ class RunSummary:
     problems: list[ReadProblem] = field(default_factory=list)
     seconds: float = 0.0
 
+    def add_problem(self, problem: ReadProblem, progress: Progress) -> None:
+        """Keep a reading problem for the summary and show it at once."""
+        self.problems.append(problem)
+        report_problem(progress, problem)
+
+    def add_file(self, stats: FileStats) -> None:
+        """Count a file read to its end."""
+        self.files += 1
+        self.records += stats.records
+        self.pages += stats.pages
+
     @property
     def skipped_anything(self) -> bool:
         return any(p.skipped for p in self.problems) or "worker_crash" in self.reasons

@@ -27,7 +27,6 @@ from .pipeline import (
     index_meta,
     plan_inputs,
     record_key,
-    report_problem,
 )
 from .progress import Progress
 from .reader import ReadProblem
@@ -59,12 +58,9 @@ def tag(inputs: list[Input], options: Options, index: Any = None, stream: TextIO
                 current = event.input
                 writer = _open_sidecar(current, extractor_name)
             elif isinstance(event, ReadProblem):
-                summary.problems.append(event)
-                report_problem(progress, event)
+                summary.add_problem(event, progress)
             elif isinstance(event, FileEnd):
-                summary.files += 1
-                summary.records += event.stats.records
-                summary.pages += event.stats.pages
+                summary.add_file(event.stats)
                 assert writer is not None
                 if event.stats.records == 0 and event.stats.skipped:
                     writer.discard()  # refused outright (e.g. unreadable compression): retry next run

@@ -56,6 +56,17 @@ def _detect_encoding(body: bytes) -> str | None:
     return best.encoding if best else None
 
 
+def declared_encoding(content_type: str | None) -> str | None:
+    """The charset a Content-Type header declares (w3lib's reading), or None.
+
+    The Scrapy middleware and the WARC tools both call this, so a live crawl and a
+    reprocessed archive decode the same bytes the same way.
+    """
+    from w3lib.encoding import http_content_type_encoding
+
+    return http_content_type_encoding(content_type) if content_type else None
+
+
 def decode_html(body: bytes, encoding: str | None = None) -> str:
     """Decode HTML bytes: BOM, then ``encoding`` (e.g. from HTTP), then ``<meta>``, then detection."""
     from w3lib.encoding import html_to_unicode

@@ -30,6 +30,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import load_object
 
 from .crawl_index import default_location, open_crawl_index
+from .extract import declared_encoding
 from .fingerprint import SCHEME, hamming, to_base32, to_hex
 from .index import IndexUnavailableError, Match, NearDuplicateIndex, SimhashIndexError
 from .page import PageFingerprint
@@ -54,10 +55,7 @@ def _now() -> str:
 
 
 def _declared_encoding(response: Response) -> str | None:
-    from w3lib.encoding import http_content_type_encoding
-
-    content_type = response.headers.get(b"Content-Type")
-    return http_content_type_encoding(content_type.decode("latin-1")) if content_type else None
+    return declared_encoding(response.headers.get(b"Content-Type", b"").decode("latin-1"))
 
 
 def duplicate_of(matches: list[Match], key: str, known: Match | None) -> Match | None:

@@ -13,6 +13,7 @@ import contextlib
 import zlib
 from dataclasses import dataclass
 
+from ..extract import declared_encoding
 from .reader import ArchiveRecord
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -73,13 +74,6 @@ def parse_http_response(block: bytes) -> HttpMessage | None:
 
 def media_type(content_type: str | None) -> str:
     return (content_type or "").split(";", 1)[0].strip().lower()
-
-
-def charset(content_type: str | None) -> str | None:
-    """The declared encoding, exactly as the Scrapy middleware reads it (w3lib), so both agree."""
-    from w3lib.encoding import http_content_type_encoding
-
-    return http_content_type_encoding(content_type) if content_type else None
 
 
 def dechunk(body: bytes) -> bytes:
@@ -161,4 +155,4 @@ def html_page(record: ArchiveRecord) -> HtmlPage | None:
         body = record.block
     if media_type(content_type) not in HTML_TYPES:
         return None  # as in the crawl: the declared type decides, bodies are not sniffed
-    return HtmlPage(body, record.target_uri, charset(content_type))
+    return HtmlPage(body, record.target_uri, declared_encoding(content_type))

@@ -12,15 +12,9 @@ import shutil
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from .index import NearDuplicateIndex, open_index
+from .index import NearDuplicateIndex, is_server_uri, open_index
 
 logger = logging.getLogger(__name__)
-
-_URI_SCHEMES = ("redis://", "rediss://", "unix://")
-
-
-def is_uri(location: str) -> bool:
-    return location.startswith(_URI_SCHEMES)
 
 
 def default_location(spider_name: str, suffix: str = "") -> str:
@@ -35,7 +29,7 @@ def default_location(spider_name: str, suffix: str = "") -> str:
 
 def derived_location(location: str, suffix: str) -> str:
     """A sibling index: ``<dir><suffix>``, or the Redis prefix with ``suffix`` appended."""
-    if not is_uri(location):
+    if not is_server_uri(location):
         return location.rstrip("/") + suffix
     parts = urlsplit(location)
     query = dict(parse_qsl(parts.query))
@@ -52,17 +46,18 @@ def open_crawl_index(
     insert through a crash of the crawling process; ``"full"`` also through a power
     cut, at about 3.5 ms per page on an SSD, in the crawl's reactor thread.
     """
-    if reset and not is_uri(location) and Path(location).exists():
+    if is_server_uri(location):
+        index = open_index(location, k=k)
+        if reset:
+            clear = getattr(index, "clear", None)
+            if clear is None:
+                index.close()
+                raise ValueError(f"SIMHASH_RESET is not supported by the index at {location}")
+            logger.info("SIMHASH_RESET: clearing the index at %s", location)
+            clear()
+        return index
+    if reset and Path(location).exists():
         logger.info("SIMHASH_RESET: removing the index at %s", location)
         shutil.rmtree(location)
-    if not is_uri(location):
-        Path(location).parent.mkdir(parents=True, exist_ok=True)
-    index = open_index(location, k=k) if is_uri(location) else open_index(location, k=k, synchronous=sync)
-    if reset and is_uri(location):
-        clear = getattr(index, "clear", None)
-        if clear is None:
-            index.close()
-            raise ValueError(f"SIMHASH_RESET is not supported by the index at {location}")
-        logger.info("SIMHASH_RESET: clearing the index at %s", location)
-        clear()
-    return index
+    Path(location).parent.mkdir(parents=True, exist_ok=True)
+    return open_index(location, k=k, synchronous=sync)

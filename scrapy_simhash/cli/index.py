@@ -14,7 +14,7 @@ from typing import Any
 
 from ..fingerprint import to_base32, to_hex
 from ..fingerprint.codecs import parse
-from ..index import NearDuplicateIndex, SimhashIndexError, open_index
+from ..index import NearDuplicateIndex, SimhashIndexError, is_server_uri, open_index
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _open(path: str, write: bool = False) -> NearDuplicateIndex:
-    if path.startswith(("redis://", "rediss://", "unix://")):
+    if is_server_uri(path):
         return open_index(path)
     from ..index.embedded import SimhashIndex
 

@@ -23,11 +23,18 @@ from .base import (
     SimhashIndexError,
 )
 
+SERVER_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def is_server_uri(location: str | Path) -> bool:
+    """True for the URI of an index server (Redis), False for a directory path."""
+    return str(location).startswith(SERVER_SCHEMES)
+
 
 def open_index(location: str | Path, k: int = 3, **options: Any) -> NearDuplicateIndex:
     """Open the index at ``location``: a directory path, or a ``redis://`` URI."""
     text = str(location)
-    if text.startswith(("redis://", "rediss://", "unix://")):
+    if is_server_uri(text):
         from .redis_store import RedisIndex
 
         return RedisIndex.from_uri(text, k=k, **options)
@@ -63,5 +70,6 @@ __all__ = [
     "SimhashIndexError",
     "clusters",
     "find_all",
+    "is_server_uri",
     "open_index",
 ]

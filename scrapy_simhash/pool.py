@@ -141,7 +141,7 @@ class FingerprintPool:
         def started(future: Future) -> None:
             remaining[0] -= 1
             if future.cancelled() or future.exception() is not None:
-                self._replace(workers, broken=True)
+                self._replace(workers)
             elif remaining[0] == 0:
                 workers.ready = True
                 self._dispatch(workers)
@@ -150,7 +150,7 @@ class FingerprintPool:
             future.add_done_callback(lambda f: self._reactor.callFromThread(started, f))
         return workers
 
-    def _replace(self, workers: _Workers, *, broken: bool = False) -> None:
+    def _replace(self, workers: _Workers) -> None:
         """Swap a broken or hung pool for a fresh one (once per pool)."""
         if self._closed:
             return
@@ -193,7 +193,7 @@ class FingerprintPool:
                 future = workers.executor.submit(_run_in_worker, task.body, task.url, task.encoding)
             except (BrokenProcessPool, RuntimeError):  # broke between two of our callbacks
                 workers.pending.appendleft(task)
-                self._replace(workers, broken=True)
+                self._replace(workers)
                 return
             workers.in_flight.add(task)
             task.timer = self._reactor.callLater(self.timeout, self._on_timeout, task, workers)
@@ -211,7 +211,7 @@ class FingerprintPool:
             result = future.result()
         except (BrokenProcessPool, CancelledError):
             isolated = workers.isolation
-            self._replace(workers, broken=True)
+            self._replace(workers)
             if self._closed:
                 task.deferred.callback(PageFingerprint(None, 0, "worker_error"))
             elif workers.killed_for_timeout and not isolated:  # another page hung: not this one's fault

@@ -47,7 +47,16 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 # Reasons a page has no fingerprint that are about the page, not about us.
-_SKIP_REASONS = {"empty", "binary", "too_large", "no_text", "too_few_tokens"}
+_SKIP_REASONS = {
+    "dont_simhash",
+    "status",
+    "content_type",
+    "empty",
+    "binary",
+    "too_large",
+    "no_text",
+    "too_few_tokens",
+}
 
 
 def _now() -> str:
@@ -172,11 +181,7 @@ class SimhashMiddleware:
         return None
 
     def _skip(self, request: Request, response: Response, reason: str) -> Response:
-        kind = (
-            "skipped"
-            if reason in _SKIP_REASONS or reason in ("dont_simhash", "status", "content_type")
-            else "error"
-        )
+        kind = "skipped" if reason in _SKIP_REASONS else "error"
         self.stats.inc_value(f"simhash/{kind}/{reason}")
         request.meta["simhash_skipped"] = reason
         return response

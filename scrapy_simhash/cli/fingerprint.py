@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
+import re
 import sys
+import zlib
 from pathlib import Path
 
 from ..fingerprint import SCHEME, simhash_with_count, to_base32, to_hex
@@ -16,18 +19,57 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="print the simhash-doc/1 fingerprint of a text or HTML file",
         description="Print the simhash-doc/1 fingerprint of a text file, or of an HTML page's main text.",
     )
-    parser.add_argument("file", nargs="?", default="-", help="file to read; - (default) reads standard input")
-    parser.add_argument("--html", action="store_true", help="extract the main text from HTML first")
+    parser.add_argument(
+        "file",
+        nargs="?",
+        default="-",
+        help="file to read; - (default) reads standard input; gzipped input (told by its content, "
+        "not its name) is decompressed",
+    )
+    parser.add_argument(
+        "--html",
+        action="store_true",
+        help="extract the main text from HTML first (without it the file is hashed as plain text, "
+        "markup included, and HTML-looking input gets a warning)",
+    )
     parser.add_argument("--url", help="the page's URL (helps the extractor with --html)")
     parser.add_argument("--encoding", help="encoding of the file (default: detected; UTF-8 for text)")
-    parser.add_argument("--format", choices=["base32", "hex", "json"], default="base32")
+    parser.add_argument(
+        "--format",
+        choices=["base32", "hex", "json"],
+        default="base32",
+        help="output: base32 (default; 13 characters, the form stored in the index and WARC records), "
+        "hex (16 digits) or json (both forms plus scheme, extractor and token count)",
+    )
     parser.set_defaults(func=run)
 
 
+_GZIP_MAGIC = b"\x1f\x8b"
+_HTML_START = re.compile(
+    rb"\A(?:\xef\xbb\xbf)?\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|(?:html|head|body|meta|title|script)[\s>])",
+    re.I | re.S,
+)
+_TAG = re.compile(
+    rb"</?(?:html|head|body|div|p|a|span|br|script|style|meta|link|li|ul|table|td|tr|h[1-6]|img)\b", re.I
+)
+_MANY_TAGS = 20
+
+
 def _read(path: str) -> bytes:
-    if path == "-":
-        return sys.stdin.buffer.read()
-    return Path(path).read_bytes()
+    """The file's bytes; gzip (told by its magic bytes, whatever the name) is decompressed."""
+    data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    if not data.startswith(_GZIP_MAGIC):
+        return data
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ValueError(f"{path} starts like gzip but cannot be decompressed: {exc}") from None
+
+
+def looks_like_html(data: bytes) -> bool:
+    """Starts with a doctype or <html>, or has many HTML tags: hashing it as text would hash the markup."""
+    head = data[:65536]
+    return bool(_HTML_START.match(head)) or len(_TAG.findall(head)) >= _MANY_TAGS
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,6 +88,12 @@ def run(args: argparse.Namespace) -> int:
             return 1
         text = extraction.text
     else:
+        if looks_like_html(data):
+            print(
+                f"scrapy-simhash fingerprint: warning: {args.file} looks like HTML but is hashed as plain "
+                "text, markup included; add --html to fingerprint its main text (as a crawl does)",
+                file=sys.stderr,
+            )
         text = data.decode(args.encoding or "utf-8", errors="replace")
     value, count = simhash_with_count(text)
     if args.format == "json":

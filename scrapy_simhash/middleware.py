@@ -239,7 +239,11 @@ class SimhashMiddleware:
             # Seen before with the same content (a re-crawl): do not re-add, so it keeps its age.
             self.stats.inc_value("simhash/revisit")
             return duplicate_of(self.index.query(simhash), url, known)
-        meta = {"url": url, "date": _now(), "record_id": request.meta.get("warc_record_id")}
+        meta = {
+            "url": url,
+            "date": request.meta.get("warc_date") or _now(),
+            "record_id": request.meta.get("warc_record_id"),
+        }
         matches = self.index.check_and_add(simhash, url, meta)
         if known is None:
             self.stats.inc_value("simhash/index/size")

@@ -3,7 +3,8 @@
 The crawl runs in a child process (a Twisted reactor cannot be restarted) with
 the add-on and ``SIMHASH_WARC_ENABLED``; the site serves real corpus pages,
 one of them twice under two URLs (a near-duplicate), one gzip-encoded, one
-chunked, one with two Set-Cookie headers, and a binary body.
+chunked, one with two Set-Cookie headers, one answered as HTTP/1.0, and a
+binary body.
 """
 
 from __future__ import annotations
@@ -66,13 +67,14 @@ process.start()
 
 
 def _pages(corpus: Path) -> list[bytes]:
-    files = sorted((corpus / "pages" / "scrapinghub-aeb").glob("*.html.gz"))[:4]
+    files = sorted((corpus / "pages" / "scrapinghub-aeb").glob("*.html.gz"))[:5]
     return [gzip.decompress(f.read_bytes()) for f in files]
 
 
 @pytest.fixture(scope="module")
 def site(corpus: Path) -> Iterator[dict[str, object]]:
-    a, b, c, d = _pages(corpus)
+    a, b, c, d, e = _pages(corpus)
+    request_versions: dict[str, str] = {}  # path -> the HTTP version of the request line the server got
     routes: dict[str, tuple[int, list[tuple[str, str]], bytes, str]] = {
         "/": (
             200,
@@ -80,7 +82,7 @@ def site(corpus: Path) -> Iterator[dict[str, object]]:
             b"<html><body>"
             + b"".join(
                 f'<a href="{p}">x</a>'.encode()
-                for p in ["/a", "/a-copy?utm_source=feed&x=1", "/b", "/gz", "/chunked", "/bin"]
+                for p in ["/a", "/a-copy?utm_source=feed&x=1", "/b", "/gz", "/chunked", "/http10", "/bin"]
             )
             + b"</body></html>",
             "plain",
@@ -105,6 +107,7 @@ def site(corpus: Path) -> Iterator[dict[str, object]]:
             "plain",
         ),
         "/chunked": (200, [("Content-Type", "text/html")], d, "chunked"),
+        "/http10": (200, [("Content-Type", "text/html")], e, "http/1.0"),
         "/bin": (200, [("Content-Type", "application/octet-stream")], BINARY, "plain"),
     }
 
@@ -112,7 +115,12 @@ def site(corpus: Path) -> Iterator[dict[str, object]]:
         protocol_version = "HTTP/1.1"
 
         def do_GET(self) -> None:
-            status, headers, body, mode = routes.get(self.path.split("?")[0], (404, [], b"", "plain"))
+            path = self.path.split("?")[0]
+            status, headers, body, mode = routes.get(path, (404, [], b"", "plain"))
+            request_versions[path] = self.request_version
+            if mode == "http/1.0":  # an old server: answers HTTP/1.0 whatever the request said
+                self.protocol_version = "HTTP/1.0"
+                self.close_connection = True
             self.send_response(status)
             for name, value in headers:
                 self.send_header(name, value)
@@ -135,7 +143,11 @@ def site(corpus: Path) -> Iterator[dict[str, object]]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield {"url": f"http://127.0.0.1:{server.server_port}/", "routes": routes}
+        yield {
+            "url": f"http://127.0.0.1:{server.server_port}/",
+            "routes": routes,
+            "request_versions": request_versions,
+        }
     finally:
         server.shutdown()
         server.server_close()
@@ -238,6 +250,41 @@ def test_request_records_have_method_path_query_and_point_at_their_response(craw
         assert r["http"].get_header("Host", "").startswith("127.0.0.1:")
     copy = next(r for r in requests if "a-copy" in r["headers"].get_header("WARC-Target-URI"))
     assert copy["http"].statusline.split()[0] == "/a-copy?utm_source=feed&x=1"
+
+
+def test_request_records_carry_the_http_version_scrapy_sent_not_the_responses(
+    crawl: dict, site: dict
+) -> None:
+    assert site["request_versions"]["/http10"] == "HTTP/1.1"  # what Scrapy actually sent
+    records = _records(crawl["warcs"])
+    old = site["url"] + "http10"
+    [response] = [
+        r for r in records if r["type"] == "response" and r["headers"].get_header("WARC-Target-URI") == old
+    ]
+    assert response["http"].protocol == "HTTP/1.0"  # the server's answer, kept as received
+    requests = [r for r in records if r["type"] == "request"]
+    assert requests
+    for r in requests:
+        path = r["http"].statusline.split()[0].split("?")[0]
+        version = r["http"].statusline.split()[-1]
+        assert version == site["request_versions"][path] == "HTTP/1.1", r["http"].statusline
+
+
+def test_near_duplicate_of_date_is_the_originals_warc_date_byte_for_byte(crawl: dict) -> None:
+    records = _records(crawl["warcs"])
+    responses = {r["headers"].get_header("WARC-Record-ID"): r for r in records if r["type"] == "response"}
+    duplicates = [
+        fields.duplicate
+        for r in records
+        if r["type"] == "metadata"
+        for fields in [F.SimhashFields.from_pairs(parse_fields(r["block"]))]
+        if fields.duplicate is not None
+    ]
+    assert duplicates, "the copy of /a was not tagged"
+    for duplicate in duplicates:
+        original_date = responses[duplicate.record_id]["headers"].get_header("WARC-Date")
+        assert "." in original_date  # the writer's dates carry fractions of a second
+        assert duplicate.date == original_date
 
 
 def test_metadata_records_match_the_live_fingerprints_and_link_to_existing_records(crawl: dict) -> None:

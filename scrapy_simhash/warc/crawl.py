@@ -7,8 +7,10 @@ Enable with ``SIMHASH_WARC_ENABLED = True`` (the add-on then installs it), or
   decompression middleware; ``Content-Encoding`` kept, chunked transfer coding
   already removed by Scrapy, so ``Transfer-Encoding`` is not written) and the
   request that fetched it. The response record's id goes into
-  ``request.meta["warc_record_id"]``, which the simhash middleware stores in
-  the index as the page's ``record_id``.
+  ``request.meta["warc_record_id"]`` and its exact ``WARC-Date`` into
+  ``request.meta["warc_date"]``; the simhash middleware stores both in the
+  index (``record_id``, ``date``), so a later ``near-duplicate-of-date``
+  equals the original's ``WARC-Date`` byte for byte.
 - ``fingerprint_computed`` (sent by the middleware): a ``metadata`` record,
   ``WARC-Concurrent-To`` that response, with the simhash fields.
 
@@ -50,15 +52,35 @@ logger = logging.getLogger(__name__)
 
 RECORD_ID_META = "warc_record_id"
 """``request.meta`` key: the WARC-Record-ID of the response record written for this request."""
+DATE_META = "warc_date"
+"""``request.meta`` key: the WARC-Date string of that response record, exactly as written."""
 
 _NOT_WRITTEN_HEADERS = frozenset(
     {b"transfer-encoding"}
 )  # Scrapy has removed the chunked coding from the body
 
 
+_HTTP2 = frozenset({"h2", "HTTP/2", "HTTP/2.0"})
+
+
+def response_protocol(response: Response) -> str:
+    """The HTTP version the server answered with (Scrapy's HTTP/2 handler says ``h2``)."""
+    protocol = getattr(response, "protocol", None) or "HTTP/1.1"
+    return "HTTP/2" if protocol in _HTTP2 else protocol
+
+
+def request_protocol(response: Response) -> str:
+    """The HTTP version the request was sent with: ``HTTP/2`` over HTTP/2, else ``HTTP/1.1``.
+
+    Not the response's version: Scrapy's HTTP/1.x clients (Twisted, httpx, aiohttp) always send
+    ``HTTP/1.1``, and a server may still answer ``HTTP/1.0``.
+    """
+    return "HTTP/2" if response_protocol(response) == "HTTP/2" else "HTTP/1.1"
+
+
 def status_line(response: Response) -> str:
     """``HTTP/1.1 200 OK``; Scrapy does not keep the reason phrase, so the standard one is used."""
-    protocol = getattr(response, "protocol", None) or "HTTP/1.1"
+    protocol = response_protocol(response)
     try:
         phrase = HTTPStatus(response.status).phrase
     except ValueError:
@@ -146,7 +168,6 @@ class WarcWriterExtension:
         if urlsplit(response.url).scheme not in ("http", "https"):
             return
         date = warc_date()
-        protocol = getattr(response, "protocol", None) or "HTTP/1.1"
         head = http_head(status_line(response), _header_pairs(response.headers, _NOT_WRITTEN_HEADERS))
         ip = getattr(response, "ip_address", None)
         resp = response_record(
@@ -163,7 +184,7 @@ class WarcWriterExtension:
         req = request_record(
             request.url,
             date,
-            http_head(request_line(request, protocol), request_headers),
+            http_head(request_line(request, request_protocol(response)), request_headers),
             request.body or b"",
             concurrent_to=resp.record_id,
         )
@@ -175,6 +196,7 @@ class WarcWriterExtension:
             logger.error("simhash: cannot write WARC record for %s: %s", response.url, exc)
             return
         request.meta[RECORD_ID_META] = resp.record_id
+        request.meta[DATE_META] = date
         self.stats.inc_value("simhash/warc/records", 2)
 
     def fingerprint_computed(

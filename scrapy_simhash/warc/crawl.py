@@ -16,6 +16,10 @@ Enable with ``SIMHASH_WARC_ENABLED = True`` (the add-on then installs it), or
 
 Settings: ``SIMHASH_WARC_DIR`` (``warcs``), ``SIMHASH_WARC_PREFIX`` (the spider
 name), ``SIMHASH_WARC_MAX_SIZE`` (1 GB: a new file after that size).
+
+On start, the ``.warc.gz.open`` files that killed crawls left in the directory
+are finished (cut after their last whole record and renamed; see
+:mod:`.recover`), counted in ``simhash/warc/recovered``.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from .records import (
     response_record,
     warc_date,
 )
+from .recover import Recovery, recover_stale
 from .writer import DEFAULT_MAX_SIZE, SOFTWARE, RollingWarcWriter, base_warcinfo_fields
 
 if TYPE_CHECKING:
@@ -96,6 +101,12 @@ def request_line(request: Request, protocol: str) -> str:
     return f"{request.method} {target} {protocol}"
 
 
+def is_crawl_file(first_record: bytes) -> bool:
+    """The first record is the warcinfo this extension writes (``operator-software: Scrapy/...``)."""
+    head, _, block = first_record.partition(b"\r\n\r\n")
+    return b"\r\nWARC-Type: warcinfo\r\n" in head + b"\r\n" and b"operator-software: Scrapy/" in block
+
+
 def _header_pairs(headers: Any, skip: frozenset[bytes] = frozenset()) -> list[tuple[bytes, bytes]]:
     pairs = []
     for name, values in headers.items():
@@ -139,6 +150,7 @@ class WarcWriterExtension:
             warcinfo_fields=cls._warcinfo_fields(crawler, prefix),
         )
         extension = cls(crawler, writer)
+        crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(extension.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(extension.fingerprint_computed, signal=fingerprint_computed)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
@@ -163,6 +175,37 @@ class WarcWriterExtension:
         return base_warcinfo_fields(fields)
 
     # -- signals -------------------------------------------------------------------------------------
+
+    def spider_opened(self, spider: Spider | None = None) -> None:
+        """Finish what killed crawls left in the directory before writing anything new."""
+        for result in recover_stale(self.writer.directory, is_crawl_file):
+            self._report_recovery(result)
+
+    def _report_recovery(self, result: Recovery) -> None:
+        if result.action == "recovered":
+            self.stats.inc_value("simhash/warc/recovered")
+            self.stats.inc_value("simhash/warc/recovered_records", result.records)
+            cut = (
+                f"; dropped {result.dropped_bytes} bytes of a cut last record" if result.dropped_bytes else ""
+            )
+            logger.warning(
+                "simhash: finished %s, left open by a crawl that was killed: %d record(s) kept%s; now %s",
+                result.open_path.name,
+                result.records,
+                cut,
+                result.path,
+            )
+        elif result.action == "removed":
+            self.stats.inc_value("simhash/warc/recovered_empty")
+            logger.warning("simhash: removed %s, an empty file left by a killed crawl", result.open_path)
+        else:
+            self.stats.inc_value("simhash/warc/recover_failed")
+            logger.warning(
+                "simhash: left %s as it is (%s). Its complete records can still be read; to finish it by "
+                "hand, cut it after its last good record and drop the .open suffix",
+                result.open_path,
+                result.reason,
+            )
 
     def response_downloaded(self, response: Response, request: Request, spider: Spider | None = None) -> None:
         if urlsplit(response.url).scheme not in ("http", "https"):

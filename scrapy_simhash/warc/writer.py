@@ -4,6 +4,9 @@ One gzip member per record keeps every record individually addressable
 (offset + length in a CDX index) and means a crash loses at most the record
 being written. Files being written carry an ``.open`` suffix, removed when
 they are closed, so a reader can tell a finished file from an interrupted one.
+A writer holds an exclusive ``flock`` on its ``.open`` file for as long as it
+writes, so an ``.open`` file nobody has locked is stale (its writer was
+killed): see :mod:`.recover`.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import zlib
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import IO
 
 from .. import __version__
 from .records import WarcRecord, warcinfo_record
@@ -24,6 +28,36 @@ DEFAULT_MAX_SIZE = 1_000_000_000
 
 SOFTWARE = f"scrapy-simhash/{__version__}"
 CONFORMS_TO = "http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"
+
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no locks, so stale files cannot be told from live ones
+    fcntl = None  # type: ignore[assignment]
+
+
+def try_lock(fh: IO[bytes], *, wait: bool = False) -> bool:
+    """Take an exclusive flock on ``fh`` (released when it is closed); False if another holds it.
+
+    Without ``fcntl`` (Windows) every file counts as locked by someone: nothing is ever recovered.
+    """
+    if fcntl is None:
+        return not wait
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except BlockingIOError:
+        return False
+    return True
+
+
+def same_file(fh: IO[bytes], path: Path) -> bool:
+    """``path`` still names the file ``fh`` has open (not renamed or deleted meanwhile)."""
+    try:
+        on_disk = os.stat(path)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fh.fileno())
+    return (on_disk.st_dev, on_disk.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 def gzip_member(data: bytes, level: int = 6) -> bytes:
@@ -49,6 +83,12 @@ class WarcFileWriter:
         self.open_path = self.path.with_name(self.path.name + OPEN_SUFFIX)
         self.compress = compress
         self._fh = open(self.open_path, mode)  # noqa: SIM115 - kept open across records
+        # Locked for as long as it is written; a recovery that got the file first (it was a stale
+        # one of the same name) may have renamed it meanwhile: then this name is taken.
+        try_lock(self._fh, wait=True)
+        if not same_file(self._fh, self.open_path):
+            self._fh.close()
+            raise FileExistsError(f"{self.open_path} was taken over while being opened")
         self.size = self._fh.tell()
         self.records = 0
 
@@ -79,8 +119,8 @@ class WarcFileWriter:
         if not self._fh.closed:
             self._fh.flush()
             os.fsync(self._fh.fileno())
+            os.replace(self.open_path, self.path)  # renamed while still locked: never seen as stale
             self._fh.close()
-            os.replace(self.open_path, self.path)
         return self.path
 
 

@@ -14,15 +14,26 @@ OLDEST_SCRAPY  ?= 2.13.0
 OLDEST_TWISTED ?= 24.11.0
 OLDEST_VENV   ?= .venv-scrapy-oldest
 
+# The editable install is done once and recorded by this stamp; it is redone only when
+# what it is built from changes (the dependencies in pyproject.toml, the C extensions).
+STAMP          := $(VENV)/.installed
+INSTALL_INPUTS := pyproject.toml $(wildcard scrapy_simhash/*/*.c)
+
 $(BIN)/python:
+	@echo "make: creating the virtual environment $(VENV) ..."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+
+$(STAMP): $(INSTALL_INPUTS) | $(BIN)/python
+	@echo "make: installing scrapy-simhash and its test tools into $(VENV) (the first time takes" \
+		"up to a minute; later runs skip this until pyproject.toml or the C sources change) ..."
+	$(BIN)/python -m pip install --disable-pip-version-check -e ".[test]"
+	@touch $@
 
 system-deps:
 	@bash scripts/install-system-deps.sh
 
-install: $(BIN)/python system-deps
-	$(BIN)/python -m pip install -q -e ".[test]"
+install: $(STAMP) system-deps
 
 test: install
 	$(BIN)/python -m pytest
@@ -41,7 +52,8 @@ format: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-demo: install
+# The demo needs no system packages (no Redis), only the package itself.
+demo: $(STAMP)
 	$(BIN)/python example_project/demo.py
 
 bench: install

@@ -51,10 +51,13 @@ def main() -> None:
 
     items = [json.loads(line) for line in items_path.read_text().splitlines()]
     base_len = len(base)
-    print(f"\n{'page':<58} {'simhash':<14} near-duplicate of")
-    for item in sorted(items, key=lambda i: i["url"]):
+    rows = sorted(items, key=lambda i: i["url"])
+    width = max([len("page"), *(len(item["url"]) - base_len for item in rows)])
+    print(f"\n{'page':<{width}} {'simhash':<14} near-duplicate of")
+    for item in rows:
         original = (item.get("near_duplicate_of") or "")[base_len:]
-        print(f"{item['url'][base_len:]:<58} {item.get('simhash') or '-':<14} {original}")
+        print(f"{item['url'][base_len:]:<{width}} {item.get('simhash') or '-':<14} {original}")
+    print(_rows_note(rows, len(pages), base_len))
     print(
         f"\n{stats.get('simhash/computed', 0)} pages fingerprinted, {stats.get('simhash/unique', 0)} unique, "
         f"{stats.get('simhash/near_duplicate', 0)} near-duplicates; "
@@ -63,6 +66,19 @@ def main() -> None:
     print(
         f"Output in {out}/ (items.jsonl, stats.json, index/"
         + (", warc/)" if "SIMHASH_WARC_DIR" in settings else ")")
+    )
+
+
+def _rows_note(rows: list[dict], page_count: int, base_len: int) -> str:
+    """Why the table may have more rows than the site has pages: URL variants are separate URLs."""
+    variants = [row["url"][base_len:] for row in rows if "?" in row["url"]]
+    if len(rows) <= page_count or not variants:
+        return f"\n{len(rows)} rows: one per page crawled."
+    return (
+        f"\n{len(rows)} rows for the {page_count} pages the site serves: {len(variants)} link(s) add "
+        f"tracking parameters (?utm_source=...) to an article's URL, e.g. {variants[0]}.\n"
+        "A crawler fetches each such URL as a separate page, so each has its own row; scrapy-simhash "
+        "then finds it is the same text as the URL without them (a near-duplicate at distance 0)."
     )
 
 

@@ -1,0 +1,68 @@
+"""``make demo``: installs once (a stamp in the venv, redone when pyproject.toml changes), and the demo
+says why its table has more rows than the site has pages."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _make_n(target: str, venv: Path) -> str:
+    """What ``make`` would run (``-n``: nothing is run) with ``venv`` as the virtual environment."""
+    proc = subprocess.run(
+        ["make", "-n", "-C", str(REPO), target, f"VENV={venv}"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.fixture
+def venv(tmp_path: Path) -> Path:
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    return venv
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make")
+def test_make_demo_installs_once_and_again_when_pyproject_changes(venv: Path) -> None:
+    first = _make_n("demo", venv)
+    assert "pip install" in first and "installing scrapy-simhash" in first  # says what it does
+    assert "-q" not in first.split("pip install", 1)[1].splitlines()[0]  # pip's progress shows
+    stamp = venv / ".installed"
+    stamp.touch()
+    again = _make_n("demo", venv)
+    assert "pip install" not in again and "example_project/demo.py" in again
+    old = (REPO / "pyproject.toml").stat().st_mtime - 10
+    os.utime(stamp, (old, old))  # pyproject.toml is now newer than the install
+    assert "pip install" in _make_n("demo", venv)
+    stamp.touch()
+    assert "pip install" not in _make_n("test", venv)  # make test shares the stamp
+
+
+def test_the_demo_explains_the_extra_rows(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "example_project" / "demo.py"), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    served = int(re.search(r"Serving (\d+) pages", proc.stdout)[1])
+    table = proc.stdout.split("near-duplicate of\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    variants = [line for line in table if "?utm_source=" in line]
+    assert variants and len(table) == served + len(variants)
+    note = re.search(r"(\d+) rows for the (\d+) pages the site serves: (\d+) link", proc.stdout)
+    assert note and tuple(map(int, note.groups())) == (len(table), served, len(variants))
+    assert "tracking parameters" in proc.stdout and "separate page" in proc.stdout
+    for line in variants:  # each variant is caught as a near-duplicate of the URL without the parameters
+        url, _, original = line.split()
+        assert original == url.split("?")[0]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -107,6 +108,30 @@ def test_any_cut_of_the_record_being_written_keeps_exactly_the_complete_ones(cut
         assert result.action == "recovered" and result.records == records + 1
         assert result.path is not None and result.path.read_bytes() == complete
         assert len(_record_ids(result.path)) == records + 1
+
+
+def test_members_across_read_chunks_are_walked_whole(tmp_path: Path) -> None:
+    """Incompressible records of 400 kB: members straddle the 1 MB reads of the scan."""
+    rng = random.Random(3)
+    name = "t-20260101000000000-00000-host.warc.gz"
+    writer = WarcFileWriter(tmp_path / name)
+    writer.write(warcinfo_record(name, CRAWL_INFO))
+    for i in range(6):
+        body = rng.randbytes(400_000)
+        writer.write(response_record(f"http://e/{i}", warc_date(), http_head("HTTP/1.1 200 OK", []), body))
+    writer.abandon()
+    complete = writer.open_path.read_bytes()
+    assert len(complete) > 2 * (1 << 20)
+    last = gzip_member(
+        response_record(
+            "http://e/cut", warc_date(), http_head("HTTP/1.1 200 OK", []), rng.randbytes(400_000)
+        ).to_bytes()
+    )
+    writer.open_path.write_bytes(complete + last[:300_000])
+    [result] = recover_stale(tmp_path, is_crawl_file)
+    assert (result.action, result.records, result.dropped_bytes) == ("recovered", 7, 300_000)
+    assert result.path.read_bytes() == complete
+    assert len(_record_ids(result.path)) == 7
 
 
 def test_zero_bytes_after_the_last_record_are_cut(tmp_path: Path) -> None:
@@ -279,8 +304,8 @@ def test_a_crawl_killed_mid_crawl_is_finished_by_the_next_crawl(site: dict, tmp_
         _crawl_args(tmp_path, site["url"] + "/first", "run1"), stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     try:
+        # One request at a time: every record of the pages before /block is written by now.
         assert site["blocked"].wait(120), "the crawl never reached /block"
-        time.sleep(0.5)  # let it write what it has (nothing more can come: it waits for /block)
     finally:
         os.kill(first.pid, signal.SIGKILL)
         first.communicate(timeout=30)

@@ -39,14 +39,17 @@ except ImportError:  # not POSIX: no locks, so stale files cannot be told from l
 def try_lock(fh: IO[bytes], *, wait: bool = False) -> bool:
     """Take an exclusive flock on ``fh`` (released when it is closed); False if another holds it.
 
-    Without ``fcntl`` (Windows) every file counts as locked by someone: nothing is ever recovered.
+    Where there are no locks (no ``fcntl`` on Windows, a file system without flock) a writer goes on
+    (True when waiting) and every file counts as held by someone, so nothing is ever recovered.
     """
     if fcntl is None:
-        return not wait
+        return wait
     try:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
     except BlockingIOError:
         return False
+    except OSError:  # ENOLCK, EOPNOTSUPP: this file system has no locks
+        return wait
     return True
 
 

@@ -22,7 +22,6 @@ Every member is decompressed and must hold exactly one whole WARC record.
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 import zlib
@@ -32,8 +31,6 @@ from pathlib import Path
 from typing import IO
 
 from .writer import OPEN_SUFFIX, same_file, try_lock
-
-logger = logging.getLogger(__name__)
 
 _CHUNK = 1 << 20
 _HEAD = 1 << 16

@@ -1,4 +1,8 @@
-"""``scrapy-simhash fingerprint``: the fingerprint of one text or HTML file."""
+"""``scrapy-simhash fingerprint``: the fingerprint of one text or HTML file (gzipped or not).
+
+Without ``--html`` the bytes are hashed as text, as they always were; input that
+looks like HTML gets a warning on stderr rather than a silent change of meaning.
+"""
 
 from __future__ import annotations
 
@@ -89,8 +93,9 @@ def run(args: argparse.Namespace) -> int:
         text = extraction.text
     else:
         if looks_like_html(data):
+            name = "standard input" if args.file == "-" else args.file
             print(
-                f"scrapy-simhash fingerprint: warning: {args.file} looks like HTML but is hashed as plain "
+                f"scrapy-simhash fingerprint: warning: {name} looks like HTML but is hashed as plain "
                 "text, markup included; add --html to fingerprint its main text (as a crawl does)",
                 file=sys.stderr,
             )

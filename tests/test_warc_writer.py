@@ -182,3 +182,16 @@ def test_field_values_cannot_inject_lines(value: str) -> None:
     block = encode_fields([("simhash", value)])
     assert len(parse_fields(block)) <= 1
     assert block.count(b"\r\n") == 1
+
+
+def test_a_writer_holds_a_lock_on_its_open_file_until_it_closes(tmp_path: Path) -> None:
+    """What tells a live ``.open`` file from one a killed crawl left (see warc.recover)."""
+    from scrapy_simhash.warc.writer import try_lock
+
+    writer = WarcFileWriter(tmp_path / "a.warc.gz")
+    writer.write(_exchange("http://example.org/", b"<html>x</html>")[0])
+    with open(writer.open_path, "rb") as other:
+        assert not try_lock(other)
+    writer.abandon()  # as a killed process: the lock goes with the file descriptor
+    with open(writer.open_path, "rb") as other:
+        assert try_lock(other)

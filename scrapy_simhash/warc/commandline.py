@@ -13,6 +13,7 @@ offset and reason), 2 on a usage or environment error.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import sys
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..defaults import DISTANCE, MIN_TOKENS
+from ..extract import DEFAULT_EXTRACTOR, DEFAULT_MAX_BYTES
 
 T = TypeVar("T")
 
@@ -43,6 +45,13 @@ def _workers(value: str) -> int:
     return number
 
 
+def _size(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be at least 1 byte")
+    return number
+
+
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "inputs", nargs="+", metavar="INPUT", help="WARC/ARC files (gzip or not), or directories"
@@ -62,6 +71,14 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=MIN_TOKENS,
         help=f"pages with fewer tokens are not fingerprinted ({MIN_TOKENS})",
+    )
+    parser.add_argument(
+        "--max-body-size",
+        type=_size,
+        default=DEFAULT_MAX_BYTES,
+        metavar="BYTES",
+        help=f"bodies larger than this once decoded are not fingerprinted (too_large); "
+        f"decoding stops there, so gzip bombs cost no memory ({DEFAULT_MAX_BYTES})",
     )
     parser.add_argument(
         "--reader",
@@ -100,12 +117,15 @@ def options_from(args: argparse.Namespace) -> Any:
     if args.distance < 0 or args.distance > 64:
         raise ValueError(f"--distance must be between 0 and 64, not {args.distance}")
     progress = sys.stderr.isatty() if args.progress is None else args.progress
+    max_body = getattr(args, "max_body_size", DEFAULT_MAX_BYTES)
     return Options(
         workers=args.workers,
         reader=args.reader,
+        extractor=dataclasses.replace(DEFAULT_EXTRACTOR, max_bytes=max_body),
         min_tokens=args.min_tokens,
         distance=args.distance,
         progress=progress,
+        max_body_size=max_body,
     )
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..defaults import DISTANCE, MIN_TOKENS
-from ..extract import DEFAULT_EXTRACTOR, Extractor
+from ..extract import DEFAULT_EXTRACTOR, DEFAULT_MAX_BYTES, Extractor
 from ..page import PageFingerprint, fingerprint_page
 from .payload import html_page
 from .progress import Progress
@@ -98,6 +98,8 @@ class PageTask:
     date: str | None
     body: bytes
     encoding: str | None
+    reason: str | None = None
+    """Already known not to be fingerprinted (``too_large``): the worker only reports it."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,11 @@ def fingerprint_tasks(
 ) -> list[PageResult]:
     results = []
     for task in tasks:
+        if task.reason is not None:
+            results.append(
+                PageResult(file, task.offset, task.record_id, task.uri, task.date, None, 0, task.reason)
+            )
+            continue
         fp = function(task.body, task.uri, task.encoding, extractor=extractor, min_tokens=min_tokens)
         results.append(
             PageResult(
@@ -242,6 +249,8 @@ class Options:
     distance: int = DISTANCE
     progress: bool = False
     function: FingerprintFunction = fingerprint_page
+    max_body_size: int = DEFAULT_MAX_BYTES
+    """Bodies larger than this once decoded are ``too_large``; decoding stops there (gzip bombs)."""
 
 
 class Pipeline:
@@ -274,7 +283,7 @@ class Pipeline:
                     continue
                 stats.records += 1
                 self.progress.update(records=1)
-                task = _task(item)
+                task = _task(item, self.options.max_body_size)
                 if task is not None:
                     stats.pages += 1
                     batch.append(task)
@@ -317,11 +326,14 @@ class Pipeline:
             pool.close()
 
 
-def _task(record: ArchiveRecord) -> PageTask | None:
-    page = html_page(record)
+def _task(record: ArchiveRecord, max_body_size: int) -> PageTask | None:
+    page = html_page(record, max_body_size)
     if page is None:
         return None
-    return PageTask(record.offset, record.record_id, record.target_uri, record.date, page.body, page.encoding)
+    reason = "too_large" if page.too_large else None
+    return PageTask(
+        record.offset, record.record_id, record.target_uri, record.date, page.body, page.encoding, reason
+    )
 
 
 # -- shared reporting --------------------------------------------------------------------------------

@@ -28,8 +28,11 @@ T = TypeVar("T")
 TAG_HELP = "write a sidecar WARC of simhash metadata records for each WARC/ARC input"
 TAG_DESCRIPTION = (
     "Fingerprint every HTML response/resource record of the inputs and write "
-    "<input>.simhash.warc.gz next to each (inputs are never modified). Inputs whose sidecar is "
-    "complete are skipped, so an interrupted run resumes."
+    "<input>.simhash.warc.gz next to each (inputs are never modified). Without --index only the "
+    "fingerprints are written: nothing is detected as a near-duplicate. With --index each page is "
+    "looked up and stored, and near-duplicates of earlier pages get near-duplicate-of-* fields. "
+    "Inputs whose sidecar is complete are skipped, so an interrupted run resumes; sidecars given "
+    "as inputs (a glob such as *.warc.gz matches them) are not read, with a note."
 )
 DEDUPE_HELP = "near-duplicate clusters across WARC/ARC files"
 DEDUPE_DESCRIPTION = (
@@ -52,11 +55,14 @@ def _size(value: str) -> int:
     return number
 
 
-def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+def add_common_arguments(parser: argparse.ArgumentParser, index_help: str) -> None:
     parser.add_argument(
-        "inputs", nargs="+", metavar="INPUT", help="WARC/ARC files (gzip or not), or directories"
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="WARC/ARC files (gzip or not), or directories (searched recursively for them)",
     )
-    parser.add_argument("--index", help="near-duplicate index: a directory or a redis:// URI")
+    parser.add_argument("--index", help=index_help)
     parser.add_argument(
         "--workers",
         type=_workers,
@@ -94,12 +100,20 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_tag_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser)
+    add_common_arguments(
+        parser,
+        "near-duplicate index: a directory or a redis:// URI; without it only fingerprints are "
+        "written and nothing is detected as a near-duplicate",
+    )
     parser.add_argument("--out", metavar="DIR", help="write sidecars here instead of next to each input")
 
 
 def add_dedupe_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser)
+    add_common_arguments(
+        parser,
+        "near-duplicate index: a directory or a redis:// URI (clusters then include pages stored by "
+        "earlier runs); without it the inputs are compared with each other only",
+    )
     parser.add_argument(
         "--report", metavar="FILE", help="write clusters here (.csv for CSV); default: stdout"
     )

@@ -231,3 +231,16 @@ def test_an_invalid_warc_date_is_noted_and_the_page_still_tagged(
 def test_valid_date(value: str, valid: bool) -> None:
     assert valid_date(value) is valid
     assert valid_date("20081029052146", "arc") and not valid_date("20081329052146", "arc")
+
+
+def test_max_body_size_is_the_too_large_cap(pages: list[bytes], tmp_path: Path, capsys) -> None:
+    warc = _warc(tmp_path / "a.warc.gz", [("http://e.test/1", warc_date(), pages[0])])
+    small = str(len(pages[0]) - 1)
+    assert main(["tag", str(warc), "--max-body-size", small, "--workers", "1", "--no-progress"]) == 0
+    assert "not fingerprinted: too_large 1" in capsys.readouterr().out
+    _sidecar(warc).unlink()
+    assert (
+        main(["tag", str(warc), "--max-body-size", str(len(pages[0])), "--workers", "1", "--no-progress"])
+        == 0
+    )
+    assert "1 fingerprinted" in capsys.readouterr().out

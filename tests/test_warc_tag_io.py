@@ -244,3 +244,15 @@ def test_max_body_size_is_the_too_large_cap(pages: list[bytes], tmp_path: Path, 
         == 0
     )
     assert "1 fingerprinted" in capsys.readouterr().out
+
+
+def test_a_file_full_of_invalid_dates_gives_a_few_notes_and_a_count(
+    pages: list[bytes], tmp_path: Path, capsys
+) -> None:
+    warc = _warc(tmp_path / "null.warc.gz", [(f"http://e.test/{i}", "null", pages[i % 3]) for i in range(7)])
+    assert main(["tag", str(warc), "--workers", "1", "--no-progress"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len([line for line in err if "invalid WARC-Date 'null'" in line]) == 3
+    more = "4 more pages with an invalid or missing date, copied as they are"
+    assert f"note: {warc}: {more} (7 in all; only the first 3 are listed)" in err
+    assert len(_metadata(_sidecar(warc))) == 7

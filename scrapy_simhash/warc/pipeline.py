@@ -31,6 +31,8 @@ from .writer import OPEN_SUFFIX
 
 SIDECAR_SUFFIX = ".simhash.warc.gz"
 BATCH_SIZE = 16
+DATE_NOTES_PER_FILE = 3
+"""Invalid dates listed one by one per file; the rest are counted in one note (one writer, one bug)."""
 WINDOW_PER_WORKER = 4
 
 _ARCHIVE_NAME = re.compile(r"\.w?arc(\.|$)")
@@ -305,6 +307,7 @@ class Pipeline:
             stats = FileStats()
             file = str(entry.path)
             batch: list[PageTask] = []
+            bad_dates = 0
             for item in self.reader.read(entry.path):
                 if isinstance(item, ReadProblem):
                     stats.problems.append(item)
@@ -318,7 +321,9 @@ class Pipeline:
                 task = _task(item, self.options.max_body_size)
                 if task is not None:
                     if not valid_date(item.date, item.archive_format):
-                        yield _date_note(item)
+                        bad_dates += 1
+                        if bad_dates <= DATE_NOTES_PER_FILE:
+                            yield _date_note(item)
                     stats.pages += 1
                     batch.append(task)
                     if len(batch) >= BATCH_SIZE:
@@ -326,6 +331,15 @@ class Pipeline:
                         batch = []
             if batch:
                 yield file, batch
+            if bad_dates > DATE_NOTES_PER_FILE:
+                more = bad_dates - DATE_NOTES_PER_FILE
+                yield ReadProblem(
+                    file,
+                    None,
+                    f"{more} more pages with an invalid or missing date, copied as they are "
+                    f"({bad_dates} in all; only the first {DATE_NOTES_PER_FILE} are listed)",
+                    skipped=False,
+                )
             yield FileEnd(entry, stats)
 
     def run(

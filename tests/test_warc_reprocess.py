@@ -90,7 +90,8 @@ def test_with_an_index_the_second_copy_is_tagged_as_near_duplicate_of_the_first(
     for headers, fields in _metadata(second.with_name(second.name + ".simhash.warc.gz")):
         dup = fields.duplicate
         assert dup is not None and dup.distance == 0
-        assert dup.file == str(first.resolve()) and dup.record_id == headers["WARC-Refers-To"]
+        assert dup.file == first.name  # relative to the sidecar
+        assert dup.record_id == headers["WARC-Refers-To"]
         assert fields.simhash == firsts[dup.record_id].simhash
     with open_index(tagged["index"], k=3) as index:
         assert len(index) == tagged["summary"].fingerprinted

@@ -1,5 +1,9 @@
 """``scrapy-simhash tag`` and ``scrapy-simhash dedupe``: reprocess existing WARC and ARC files.
 
+Only the subcommand registration lives here; arguments, options and the run
+functions are in :mod:`scrapy_simhash.warc.commandline`, shared with the
+``scrapy simhash-tag`` / ``simhash-dedupe`` commands.
+
 Exit status: 0 when every input was read completely, 1 when the run finished
 but some files or records were skipped (each reported on stderr with file,
 offset and reason), 2 on a usage or environment error.
@@ -8,155 +12,23 @@ offset and reason), 2 on a usage or environment error.
 from __future__ import annotations
 
 import argparse
-import logging
-import os
-import sys
-from typing import Any
 
-from ..defaults import DISTANCE, MIN_TOKENS
-
-
-def _workers(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return number
-
-
-def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "inputs", nargs="+", metavar="INPUT", help="WARC/ARC files (gzip or not), or directories"
-    )
-    parser.add_argument("--index", help="near-duplicate index: a directory or a redis:// URI")
-    parser.add_argument(
-        "--workers",
-        type=_workers,
-        default=os.cpu_count() or 1,
-        help="fingerprinting processes (default: CPUs)",
-    )
-    parser.add_argument(
-        "--distance", "-k", type=int, default=DISTANCE, help=f"max Hamming distance ({DISTANCE})"
-    )
-    parser.add_argument(
-        "--min-tokens",
-        type=int,
-        default=MIN_TOKENS,
-        help=f"pages with fewer tokens are not fingerprinted ({MIN_TOKENS})",
-    )
-    parser.add_argument(
-        "--reader",
-        choices=["auto", "warcio", "fastwarc"],
-        default="auto",
-        help="record reader: FastWARC when installed (auto), else warcio; same output either way",
-    )
-    progress = parser.add_mutually_exclusive_group()
-    progress.add_argument(
-        "--progress", dest="progress", action="store_true", default=None, help="show progress"
-    )
-    progress.add_argument("--no-progress", dest="progress", action="store_false", help="no progress line")
-
-
-def add_tag_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser)
-    parser.add_argument("--out", metavar="DIR", help="write sidecars here instead of next to each input")
-
-
-def add_dedupe_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser)
-    parser.add_argument(
-        "--report", metavar="FILE", help="write clusters here (.csv for CSV); default: stdout"
-    )
-    parser.add_argument(
-        "--format", choices=["jsonl", "csv"], help="report format (default: from FILE, else jsonl)"
-    )
+from ..warc.commandline import (
+    DEDUPE_DESCRIPTION,
+    DEDUPE_HELP,
+    TAG_DESCRIPTION,
+    TAG_HELP,
+    add_dedupe_arguments,
+    add_tag_arguments,
+    run_dedupe,
+    run_tag,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    tag = subparsers.add_parser(
-        "tag",
-        help="write a sidecar WARC of simhash metadata records for each WARC/ARC input",
-        description="Fingerprint every HTML response/resource record of the inputs and write "
-        "<input>.simhash.warc.gz next to each (inputs are never modified). Inputs whose sidecar is "
-        "complete are skipped, so an interrupted run resumes.",
-    )
+    tag = subparsers.add_parser("tag", help=TAG_HELP, description=TAG_DESCRIPTION)
     add_tag_arguments(tag)
     tag.set_defaults(func=run_tag)
-    dedupe = subparsers.add_parser(
-        "dedupe",
-        help="near-duplicate clusters across WARC/ARC files",
-        description="Fingerprint every HTML record of the inputs and report clusters of near-duplicates "
-        "(record id, URI, date, file, offset, distance) as JSON Lines or CSV.",
-    )
+    dedupe = subparsers.add_parser("dedupe", help=DEDUPE_HELP, description=DEDUPE_DESCRIPTION)
     add_dedupe_arguments(dedupe)
     dedupe.set_defaults(func=run_dedupe)
-
-
-def _options(args: argparse.Namespace) -> Any:
-    from ..warc.reprocess import Options
-
-    # warcio logs "Replacing spaces in invalid WARC-Target-URI" per record of old archives: noise here
-    logging.getLogger("warcio.recordloader").setLevel(logging.ERROR)
-    if args.distance < 0 or args.distance > 64:
-        raise ValueError(f"--distance must be between 0 and 64, not {args.distance}")
-    progress = sys.stderr.isatty() if args.progress is None else args.progress
-    return Options(
-        workers=args.workers,
-        reader=args.reader,
-        min_tokens=args.min_tokens,
-        distance=args.distance,
-        progress=progress,
-    )
-
-
-def _open_index(args: argparse.Namespace) -> Any:
-    if not args.index:
-        return None
-    from ..index import SimhashIndexError, open_index
-
-    try:
-        return open_index(args.index, k=args.distance)
-    except SimhashIndexError as exc:  # locked, corrupt, unreachable: a usage/environment error (status 2)
-        raise ValueError(f"cannot open the index {args.index}: {exc}") from exc
-
-
-def _run_with_index(args: argparse.Namespace, function: Any) -> Any:
-    """``function(index)`` with the index open; an index failure mid-run is reported, not a traceback.
-
-    Sidecars finished before the failure stay; the interrupted one is redone by the next run.
-    """
-    from ..index import SimhashIndexError
-
-    index = _open_index(args)
-    try:
-        return function(index)
-    except SimhashIndexError as exc:
-        raise ValueError(f"index error, run stopped (rerun to resume): {exc}") from exc
-    finally:
-        if index is not None:
-            index.close()
-
-
-def run_tag(args: argparse.Namespace) -> int:
-    from ..warc.reprocess import plan_inputs, tag
-
-    inputs = plan_inputs(args.inputs, args.out)
-    options = _options(args)
-    summary = _run_with_index(args, lambda index: tag(inputs, options, index))
-    for line in summary.lines():
-        print(line)
-    return summary.exit_status
-
-
-def run_dedupe(args: argparse.Namespace) -> int:
-    from ..warc.reprocess import dedupe, plan_inputs, write_report
-
-    inputs = plan_inputs(args.inputs)
-    options = _options(args)
-    summary, rows = _run_with_index(args, lambda index: dedupe(inputs, options, index))
-    write_report(rows, args.report, args.format)
-    clusters = len({row["cluster"] for row in rows})
-    out = sys.stdout if args.report not in (None, "-") else sys.stderr
-    for line in summary.lines():
-        print(line, file=out)
-    print(f"clusters: {clusters} covering {len(rows)} records ({len(rows) - clusters} redundant)", file=out)
-    return summary.exit_status

@@ -1,8 +1,9 @@
 """``scrapy simhash-tag`` and ``scrapy simhash-dedupe``: the reprocessing commands inside ``scrapy``.
 
 Registered through the ``scrapy.commands`` entry point. Same options, output
-and exit status as ``scrapy-simhash tag`` / ``dedupe``; inside a project,
-``--index`` defaults to the project's ``SIMHASH_INDEX``.
+and exit status as ``scrapy-simhash tag`` / ``dedupe`` (both call
+:mod:`.commandline`); inside a project, ``--index`` defaults to the project's
+``SIMHASH_INDEX``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any, ClassVar
 
 from scrapy.commands import ScrapyCommand
 
-from ..cli import warc as cli
+from . import commandline
 
 
 class _ReprocessCommand(ScrapyCommand):
@@ -44,12 +45,15 @@ class TagCommand(_ReprocessCommand):
     def short_desc(self) -> str:
         return "Write sidecar WARCs of simhash metadata records for WARC/ARC files"
 
+    def long_desc(self) -> str:
+        return commandline.TAG_DESCRIPTION
+
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
-        cli.add_tag_arguments(parser)
+        commandline.add_tag_arguments(parser)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        self._run(cli.run_tag, opts)
+        self._run(commandline.run_tag, opts)
 
 
 class DedupeCommand(_ReprocessCommand):
@@ -58,9 +62,12 @@ class DedupeCommand(_ReprocessCommand):
     def short_desc(self) -> str:
         return "Report near-duplicate clusters across WARC/ARC files"
 
+    def long_desc(self) -> str:
+        return commandline.DEDUPE_DESCRIPTION
+
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
-        cli.add_dedupe_arguments(parser)
+        commandline.add_dedupe_arguments(parser)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        self._run(cli.run_dedupe, opts)
+        self._run(commandline.run_dedupe, opts)

@@ -13,7 +13,7 @@ import contextlib
 import zlib
 from dataclasses import dataclass
 
-from ..extract import declared_encoding
+from ..extract import DEFAULT_MAX_BYTES, declared_encoding
 from .reader import ArchiveRecord
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -43,6 +43,8 @@ class HtmlPage:
     body: bytes
     url: str | None
     encoding: str | None
+    too_large: bool = False
+    """The body (once decoded) is over the size cap: ``body`` is empty, the page is ``too_large``."""
 
 
 def parse_http_response(block: bytes) -> HttpMessage | None:
@@ -101,44 +103,129 @@ def dechunk(body: bytes) -> bytes:
             pos += 1
 
 
-def decode_content(body: bytes, coding: str | None) -> bytes:
-    """Undo ``Content-Encoding`` (gzip, deflate, br when brotli is installed); unchanged on failure."""
-    coding = (coding or "").strip().lower()
+class BodyTooLarge(ValueError):
+    """The decoded body would exceed the size cap: decoding stopped there (reason ``too_large``)."""
+
+
+_INFLATE_CHUNK = 1 << 20
+"""Compressed bytes fed to a decoder at a time (output is bounded separately, by the cap)."""
+
+
+def _inflate(body: bytes, wbits: int, limit: int) -> bytes:
+    """zlib/gzip/raw deflate, never producing more than ``limit + 1`` bytes (a gzip bomb stops there).
+
+    Only the first gzip member is decoded, as before; a truncated stream gives what arrived.
+    """
+    decomp = zlib.decompressobj(wbits=wbits)
+    out = bytearray()
+    view = memoryview(body)
+    pos = 0
+    while pos < len(view) or decomp.unconsumed_tail:
+        data = decomp.unconsumed_tail or view[pos : pos + _INFLATE_CHUNK]
+        if not decomp.unconsumed_tail:
+            pos += len(data)
+        out += decomp.decompress(data, limit + 1 - len(out))
+        if len(out) > limit:
+            raise BodyTooLarge(f"over {limit} bytes once decoded")
+        if decomp.eof:
+            break
+    return bytes(out)
+
+
+def _unbrotli(body: bytes, limit: int) -> bytes:
+    import brotli  # type: ignore[import-not-found]
+
+    decomp = brotli.Decompressor()
+    out = bytearray()
     try:
-        if coding in ("gzip", "x-gzip"):
-            return zlib.decompressobj(wbits=47).decompress(body)
-        if coding == "deflate":
-            try:
-                return zlib.decompress(body)
-            except zlib.error:
-                return zlib.decompress(body, -15)
-        if coding == "br":
-            import brotli  # type: ignore[import-not-found]
+        out += decomp.process(body, output_buffer_limit=limit + 1)
+    except TypeError:  # brotli < 1.2 cannot bound its output: feed small slices, check after each
+        for start in range(0, len(body), 1024):
+            out += decomp.process(body[start : start + 1024])
+            if len(out) > limit:
+                raise BodyTooLarge(f"over {limit} bytes once decoded") from None
+        return bytes(out)
+    while len(out) <= limit and not decomp.is_finished() and not decomp.can_accept_more_data():
+        out += decomp.process(b"", output_buffer_limit=limit + 1 - len(out))
+    if len(out) > limit:
+        raise BodyTooLarge(f"over {limit} bytes once decoded")
+    return bytes(out)
 
-            return brotli.decompress(body)
-        if coding == "zstd":
-            import zstandard  # type: ignore[import-not-found]
 
-            return zstandard.ZstdDecompressor().decompressobj().decompress(body)
-    except Exception:  # not what the header claims: leave it to the extractor to call it binary
-        return body
+def _unzstd(body: bytes, limit: int) -> bytes:
+    import io
+
+    import zstandard  # type: ignore[import-not-found]
+
+    out = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(body)).read(limit + 1)
+    if len(out) > limit:
+        raise BodyTooLarge(f"over {limit} bytes once decoded")
+    return out
+
+
+def _decode_one(body: bytes, coding: str, limit: int) -> bytes | None:
+    """One content coding undone; None when it is not one we know."""
+    if coding in ("gzip", "x-gzip"):
+        return _inflate(body, 47, limit)  # 47: gzip or zlib header, auto-detected
+    if coding == "deflate":
+        try:
+            return _inflate(body, 15, limit)
+        except zlib.error:
+            return _inflate(body, -15, limit)  # raw deflate, as some servers send
+    if coding == "br":
+        return _unbrotli(body, limit)
+    if coding == "zstd":
+        return _unzstd(body, limit)
+    return None
+
+
+def content_codings(header: str | None) -> list[str]:
+    """``Content-Encoding: gzip, br`` as ``["gzip", "br"]`` (in the order applied; ``identity`` dropped)."""
+    codings = (c.strip().lower() for c in (header or "").split(","))
+    return [c for c in codings if c and c != "identity"]
+
+
+def decode_content(body: bytes, coding: str | None, limit: int = DEFAULT_MAX_BYTES) -> bytes:
+    """Undo ``Content-Encoding`` (gzip, deflate, br/zstd when installed; several, last applied first).
+
+    Decoding is streamed and stops once the output passes ``limit``: it raises :class:`BodyTooLarge`,
+    so a few kilobytes of gzip bomb cost at most ``limit`` bytes of memory. A coding that does not
+    fit the bytes (or is unknown) ends decoding there: the bytes are passed on as they are and the
+    extractor decides (it reports ``binary``).
+    """
+    for name in reversed(content_codings(coding)):
+        try:
+            decoded = _decode_one(body, name, limit)
+        except BodyTooLarge:
+            raise
+        except Exception:  # not what the header claims: leave it to the extractor to call it binary
+            return body
+        if decoded is None:
+            return body
+        body = decoded
     return body
 
 
-def decoded_body(message: HttpMessage) -> bytes:
+def decoded_body(message: HttpMessage, limit: int = DEFAULT_MAX_BYTES) -> bytes:
+    """The body with transfer and content codings undone; raises :class:`BodyTooLarge` over ``limit``."""
     body = message.body
     if "chunked" in (message.header("Transfer-Encoding") or "").lower():
         # the header is often kept on bodies stored de-chunked (old crawls): then use them as they are
+        # (de-chunking only removes bytes, so it needs no cap of its own)
         with contextlib.suppress(ValueError):
             body = dechunk(body)
-    return decode_content(body, message.header("Content-Encoding"))
+    body = decode_content(body, message.header("Content-Encoding"), limit)
+    if len(body) > limit:
+        raise BodyTooLarge(f"{len(body)} bytes, over {limit}")
+    return body
 
 
-def html_page(record: ArchiveRecord) -> HtmlPage | None:
+def html_page(record: ArchiveRecord, max_body_size: int = DEFAULT_MAX_BYTES) -> HtmlPage | None:
     """The HTML page of a ``response`` (2xx) or ``resource`` record, or None when it carries none.
 
     Responses without an HTTP header block (some non-standard writers) use the
-    record's own Content-Type, like resources.
+    record's own Content-Type, like resources. A body over ``max_body_size`` (after
+    decoding) gives a page flagged ``too_large``, without its body.
     """
     if record.record_type not in FINGERPRINTED_RECORD_TYPES:
         return None
@@ -147,7 +234,12 @@ def html_page(record: ArchiveRecord) -> HtmlPage | None:
         if message.status is not None and not 200 <= message.status < 300:
             return None
         content_type = message.header("Content-Type")
-        body = decoded_body(message)
+        if media_type(content_type) not in HTML_TYPES:
+            return None  # decided before decoding: a bomb served as an image costs nothing
+        try:
+            body = decoded_body(message, max_body_size)
+        except BodyTooLarge:
+            return HtmlPage(b"", record.target_uri, declared_encoding(content_type), too_large=True)
     else:
         content_type = record.content_type
         if "application/http" in (content_type or ""):
@@ -155,4 +247,7 @@ def html_page(record: ArchiveRecord) -> HtmlPage | None:
         body = record.block
     if media_type(content_type) not in HTML_TYPES:
         return None  # as in the crawl: the declared type decides, bodies are not sniffed
-    return HtmlPage(body, record.target_uri, declared_encoding(content_type))
+    encoding = declared_encoding(content_type)
+    if len(body) > max_body_size:
+        return HtmlPage(b"", record.target_uri, encoding, too_large=True)
+    return HtmlPage(body, record.target_uri, encoding)

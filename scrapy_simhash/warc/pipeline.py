@@ -21,16 +21,18 @@ from pathlib import Path
 from typing import Any
 
 from ..defaults import DISTANCE, MIN_TOKENS
-from ..extract import DEFAULT_EXTRACTOR, Extractor
+from ..extract import DEFAULT_EXTRACTOR, DEFAULT_MAX_BYTES, Extractor
 from ..page import PageFingerprint, fingerprint_page
 from .payload import html_page
 from .progress import Progress
 from .reader import ArchiveReader, ArchiveRecord, ReadProblem
-from .records import Duplicate
+from .records import Duplicate, valid_date
 from .writer import OPEN_SUFFIX
 
 SIDECAR_SUFFIX = ".simhash.warc.gz"
 BATCH_SIZE = 16
+DATE_NOTES_PER_FILE = 3
+"""Invalid dates listed one by one per file; the rest are counted in one note (one writer, one bug)."""
 WINDOW_PER_WORKER = 4
 
 _ARCHIVE_NAME = re.compile(r"\.w?arc(\.|$)")
@@ -44,14 +46,34 @@ _NOT_ARCHIVES = (".cdx", ".cdxj", ".json", ".idx", ".txt", ".md")
 class Input:
     path: Path
     sidecar: Path
+    not_read: str | None = None
+    """Why this input is not read at all (a sidecar given as input, a directory without archives)."""
+    lost: bool = False
+    """With ``not_read``: whether that is a problem (exit status 1) rather than a note."""
+
+
+@dataclass(frozen=True)
+class InputProblem(ReadProblem):
+    """An input passed over as a whole, e.g. one of our own sidecars (``kind="sidecar"``)."""
+
+    kind: str = ""
+
+
+def is_sidecar_name(name: str) -> bool:
+    """``x.simhash.warc.gz`` (and ``.open``): an output of ``tag``, never an input."""
+    return name.lower().endswith((SIDECAR_SUFFIX, SIDECAR_SUFFIX + OPEN_SUFFIX))
 
 
 def is_archive_name(name: str) -> bool:
     """Names with a ``.warc``/``.arc`` part (``x.warc.gz``, ``x.arc``, ``x.warc.gz.open``); not sidecars."""
     lower = name.lower()
-    if lower.endswith((SIDECAR_SUFFIX, SIDECAR_SUFFIX + OPEN_SUFFIX)) or lower.endswith(_NOT_ARCHIVES):
+    if is_sidecar_name(lower) or lower.endswith(_NOT_ARCHIVES):
         return False
     return bool(_ARCHIVE_NAME.search(lower))
+
+
+SIDECAR_INPUT = "a simhash sidecar (an output of tag, recognised by its name), not an input: not read"
+NO_ARCHIVES = "a directory without WARC/ARC files (names with .warc or .arc) in it: nothing read"
 
 
 def plan_inputs(
@@ -60,24 +82,31 @@ def plan_inputs(
     """Expand directories (recursively, sorted) and name each input's sidecar.
 
     The sidecar is ``<name>.simhash.warc.gz`` beside the input; with ``out``, under ``out``
-    at the input's path relative to the directory argument it was found in.
+    at the input's path relative to the directory argument it was found in. Sidecars given
+    as inputs (a shell glob such as ``*.warc.gz`` matches them) and directories holding no
+    archive are kept with a ``not_read`` reason, so the run reports them instead of reading them.
     """
     planned: list[Input] = []
     for item in inputs:
         path = Path(item)
         if path.is_dir():
             found = sorted(p for p in path.rglob("*") if p.is_file() and is_archive_name(p.name))
+            if not found:
+                planned.append(Input(path, path, not_read=NO_ARCHIVES, lost=True))
             for file in found:
                 rel = file.relative_to(path)
                 base = Path(out) / rel.parent if out else file.parent
                 planned.append(Input(file, base / (file.name + SIDECAR_SUFFIX)))
         elif path.is_file():
             base = Path(out) if out else path.parent
-            planned.append(Input(path, base / (path.name + SIDECAR_SUFFIX)))
+            not_read = SIDECAR_INPUT if is_sidecar_name(path.name) else None
+            planned.append(Input(path, base / (path.name + SIDECAR_SUFFIX), not_read=not_read))
         else:
             raise ValueError(f"no such file or directory: {path}")
     seen: dict[Path, Path] = {}
     for entry in planned:
+        if entry.not_read:
+            continue
         other = seen.setdefault(entry.sidecar.resolve(), entry.path)
         if other != entry.path:
             raise ValueError(
@@ -98,6 +127,8 @@ class PageTask:
     date: str | None
     body: bytes
     encoding: str | None
+    reason: str | None = None
+    """Already known not to be fingerprinted (``too_large``): the worker only reports it."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +157,11 @@ def fingerprint_tasks(
 ) -> list[PageResult]:
     results = []
     for task in tasks:
+        if task.reason is not None:
+            results.append(
+                PageResult(file, task.offset, task.record_id, task.uri, task.date, None, 0, task.reason)
+            )
+            continue
         fp = function(task.body, task.uri, task.encoding, extractor=extractor, min_tokens=min_tokens)
         results.append(
             PageResult(
@@ -242,6 +278,8 @@ class Options:
     distance: int = DISTANCE
     progress: bool = False
     function: FingerprintFunction = fingerprint_page
+    max_body_size: int = DEFAULT_MAX_BYTES
+    """Bodies larger than this once decoded are ``too_large``; decoding stops there (gzip bombs)."""
 
 
 class Pipeline:
@@ -256,6 +294,11 @@ class Pipeline:
         self, inputs: list[Input], skip: Callable[[Input], str | None]
     ) -> Iterator[FileStart | FileEnd | FileSkipped | ReadProblem | tuple[str, list[PageTask]]]:
         for entry in inputs:
+            if entry.not_read:
+                kind = "sidecar" if is_sidecar_name(entry.path.name) else "input"
+                yield InputProblem(str(entry.path), None, entry.not_read, skipped=entry.lost, kind=kind)
+                self.progress.update(files=1)
+                continue
             reason = skip(entry)
             if reason:
                 yield FileSkipped(entry, reason)
@@ -264,6 +307,7 @@ class Pipeline:
             stats = FileStats()
             file = str(entry.path)
             batch: list[PageTask] = []
+            bad_dates = 0
             for item in self.reader.read(entry.path):
                 if isinstance(item, ReadProblem):
                     stats.problems.append(item)
@@ -274,8 +318,12 @@ class Pipeline:
                     continue
                 stats.records += 1
                 self.progress.update(records=1)
-                task = _task(item)
+                task = _task(item, self.options.max_body_size)
                 if task is not None:
+                    if not valid_date(item.date, item.archive_format):
+                        bad_dates += 1
+                        if bad_dates <= DATE_NOTES_PER_FILE:
+                            yield _date_note(item)
                     stats.pages += 1
                     batch.append(task)
                     if len(batch) >= BATCH_SIZE:
@@ -283,6 +331,15 @@ class Pipeline:
                         batch = []
             if batch:
                 yield file, batch
+            if bad_dates > DATE_NOTES_PER_FILE:
+                more = bad_dates - DATE_NOTES_PER_FILE
+                yield ReadProblem(
+                    file,
+                    None,
+                    f"{more} more pages with an invalid or missing date, copied as they are "
+                    f"({bad_dates} in all; only the first {DATE_NOTES_PER_FILE} are listed)",
+                    skipped=False,
+                )
             yield FileEnd(entry, stats)
 
     def run(
@@ -317,11 +374,21 @@ class Pipeline:
             pool.close()
 
 
-def _task(record: ArchiveRecord) -> PageTask | None:
-    page = html_page(record)
+def _task(record: ArchiveRecord, max_body_size: int) -> PageTask | None:
+    page = html_page(record, max_body_size)
     if page is None:
         return None
-    return PageTask(record.offset, record.record_id, record.target_uri, record.date, page.body, page.encoding)
+    reason = "too_large" if page.too_large else None
+    return PageTask(
+        record.offset, record.record_id, record.target_uri, record.date, page.body, page.encoding, reason
+    )
+
+
+def _date_note(record: ArchiveRecord) -> ReadProblem:
+    """Not a loss: the page is fingerprinted and its date copied as it is (it names the capture)."""
+    name = "date" if record.archive_format == "arc" else "WARC-Date"
+    what = f"invalid {name} {record.date!r}" if record.date else f"no {name}"
+    return ReadProblem(record.file, record.offset, f"{what}; copied as it is", skipped=False)
 
 
 # -- shared reporting --------------------------------------------------------------------------------
@@ -331,6 +398,7 @@ def _task(record: ArchiveRecord) -> PageTask | None:
 class RunSummary:
     files: int = 0
     files_skipped_complete: int = 0
+    sidecars_not_read: int = 0
     records: int = 0
     pages: int = 0
     fingerprinted: int = 0
@@ -341,6 +409,8 @@ class RunSummary:
 
     def add_problem(self, problem: ReadProblem, progress: Progress) -> None:
         """Keep a reading problem for the summary and show it at once."""
+        if isinstance(problem, InputProblem) and problem.kind == "sidecar":
+            self.sidecars_not_read += 1
         self.problems.append(problem)
         report_problem(progress, problem)
 
@@ -361,8 +431,11 @@ class RunSummary:
 
     def lines(self) -> list[str]:
         rate = self.records / self.seconds if self.seconds else 0.0
+        files = f"files: {self.files} processed, {self.files_skipped_complete} already complete"
+        if self.sidecars_not_read:
+            files += f", {self.sidecars_not_read} sidecars given as input not read"
         out = [
-            f"files: {self.files} processed, {self.files_skipped_complete} already complete",
+            files,
             f"records: {self.records} read ({rate:,.0f}/s), {self.pages} HTML, "
             f"{self.fingerprinted} fingerprinted, {self.near_duplicates} near-duplicates",
         ]
@@ -397,7 +470,24 @@ def index_meta(result: PageResult) -> dict[str, Any]:
     }
 
 
-def duplicate_from(matches: list[Any], key: str) -> tuple[Any, Duplicate] | None:
+def relative_file(file: str | None, directory: str | os.PathLike[str]) -> str | None:
+    """``file`` relative to ``directory`` (``../`` as needed), so links survive moving a collection.
+
+    Absolute only when no relative path exists (another drive on Windows).
+    """
+    if not file:
+        return file
+    try:
+        return os.path.relpath(os.path.abspath(file), os.path.abspath(directory))
+    except ValueError:
+        return file
+
+
+def duplicate_from(
+    matches: list[Any], key: str, relative_to: str | os.PathLike[str] | None = None
+) -> tuple[Any, Duplicate] | None:
+    """The first match that is not ``key`` itself, as a :class:`Duplicate`; with ``relative_to``
+    (the directory of the sidecar being written) its file is given relative to that directory."""
     for match in matches:
         if match.key == key:
             continue  # this very record, stored by an earlier interrupted run
@@ -407,7 +497,7 @@ def duplicate_from(matches: list[Any], key: str) -> tuple[Any, Duplicate] | None
             uri=meta.get("url"),
             date=meta.get("date"),
             distance=match.distance,
-            file=meta.get("file"),
+            file=meta.get("file") if relative_to is None else relative_file(meta.get("file"), relative_to),
             offset=meta.get("offset"),
         )
     return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ NEAR_DUPLICATE_OF_URI = "near-duplicate-of-uri"
 NEAR_DUPLICATE_OF_DATE = "near-duplicate-of-date"
 NEAR_DUPLICATE_DISTANCE = "near-duplicate-distance"
 NEAR_DUPLICATE_OF_FILE = "near-duplicate-of-file"
+"""Written by ``tag``: the original's file, relative to the directory of the sidecar holding the field."""
 NEAR_DUPLICATE_OF_OFFSET = "near-duplicate-of-offset"
 SOURCE_FILE = "source-file"
 """Sidecars only: the file holding the described record; with ``source-offset``, a CDX-style locator."""
@@ -143,6 +145,42 @@ def warc_date(moment: datetime | None = None) -> str:
     """WARC 1.1 date with microseconds (§5.4 allows fractions), always UTC."""
     moment = (moment or datetime.now(timezone.utc)).astimezone(timezone.utc)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+_W3C_DATE = re.compile(
+    r"(?P<y>\d{4})(?:-(?P<m>\d{2})(?:-(?P<d>\d{2})"
+    r"(?:T(?P<H>\d{2}):(?P<M>\d{2})(?::(?P<S>\d{2})(?:\.\d+)?)?(?P<tz>Z|[+-]\d{2}:?\d{2}))?)?)?"
+)
+_ARC_DATE = re.compile(r"\d{14}")
+
+
+def valid_date(value: str | None, archive_format: str = "warc") -> bool:
+    """Whether ``value`` is a W3C-DTF (ISO 8601 profile) date, as WARC requires, with real calendar
+    values; ARC dates may also be their 14 digits. ``+hhmm`` offsets are accepted (lenient)."""
+    if not value:
+        return False
+    if archive_format == "arc" and _ARC_DATE.fullmatch(value):
+        try:
+            datetime.strptime(value, "%Y%m%d%H%M%S")
+        except ValueError:
+            return False
+        return True
+    match = _W3C_DATE.fullmatch(value)
+    if match is None:
+        return False
+    parts = match.groupdict()
+    try:
+        datetime(int(parts["y"]), int(parts["m"] or 1), int(parts["d"] or 1))
+    except ValueError:
+        return False
+    if parts["H"] is not None:
+        hour, minute, second = int(parts["H"]), int(parts["M"]), int(parts["S"] or 0)
+        if hour > 23 or minute > 59 or second > 60:  # 60: a leap second
+            return False
+        tz = parts["tz"]
+        if tz != "Z" and (int(tz[1:3]) > 23 or int(tz[-2:]) > 59):
+            return False
+    return True
 
 
 def sha1_digest(data: bytes) -> str:

@@ -79,7 +79,9 @@ def tag(inputs: list[Input], options: Options, index: Any = None, stream: TextIO
                     if index is not None:
                         key = record_key(result)
                         found = duplicate_from(
-                            index.check_and_add(result.simhash, key, index_meta(result)), key
+                            index.check_and_add(result.simhash, key, index_meta(result)),
+                            key,
+                            relative_to=current.sidecar.parent,
                         )
                         if found is not None:
                             duplicate = found[1]

@@ -1,0 +1,199 @@
+"""``tag`` and ``dedupe`` as commands: their arguments, options and run functions, in the WARC layer.
+
+Both front ends call this module: the ``scrapy-simhash`` console script
+(:mod:`scrapy_simhash.cli.warc`) and the ``scrapy simhash-tag`` /
+``simhash-dedupe`` commands (:mod:`.commands`), so they cannot drift apart and
+nothing outside the CLI package imports it.
+
+Exit status: 0 when every input was read completely, 1 when the run finished
+but some files or records were skipped (each reported on stderr with file,
+offset and reason), 2 on a usage or environment error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ..defaults import DISTANCE, MIN_TOKENS
+from ..extract import DEFAULT_EXTRACTOR, DEFAULT_MAX_BYTES
+
+T = TypeVar("T")
+
+TAG_HELP = "write a sidecar WARC of simhash metadata records for each WARC/ARC input"
+TAG_DESCRIPTION = (
+    "Fingerprint every HTML response/resource record of the inputs and write "
+    "<input>.simhash.warc.gz next to each (inputs are never modified). Without --index only the "
+    "fingerprints are written: nothing is detected as a near-duplicate. With --index each page is "
+    "looked up and stored, and near-duplicates of earlier pages get near-duplicate-of-* fields. "
+    "Inputs whose sidecar is complete are skipped, so an interrupted run resumes; sidecars given "
+    "as inputs (a glob such as *.warc.gz matches them) are not read, with a note."
+)
+DEDUPE_HELP = "near-duplicate clusters across WARC/ARC files"
+DEDUPE_DESCRIPTION = (
+    "Fingerprint every HTML record of the inputs and report clusters of near-duplicates "
+    "(record id, URI, date, file, offset, distance) as JSON Lines or CSV."
+)
+
+
+def _workers(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return number
+
+
+def _size(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be at least 1 byte")
+    return number
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, index_help: str) -> None:
+    parser.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="WARC/ARC files (gzip or not), or directories (searched recursively for them)",
+    )
+    parser.add_argument("--index", help=index_help)
+    parser.add_argument(
+        "--workers",
+        type=_workers,
+        default=os.cpu_count() or 1,
+        help="fingerprinting processes (default: CPUs)",
+    )
+    parser.add_argument(
+        "--distance", "-k", type=int, default=DISTANCE, help=f"max Hamming distance ({DISTANCE})"
+    )
+    parser.add_argument(
+        "--min-tokens",
+        type=int,
+        default=MIN_TOKENS,
+        help=f"pages with fewer tokens are not fingerprinted ({MIN_TOKENS})",
+    )
+    parser.add_argument(
+        "--max-body-size",
+        type=_size,
+        default=DEFAULT_MAX_BYTES,
+        metavar="BYTES",
+        help=f"bodies larger than this once decoded are not fingerprinted (too_large); "
+        f"decoding stops there, so gzip bombs cost no memory ({DEFAULT_MAX_BYTES})",
+    )
+    parser.add_argument(
+        "--reader",
+        choices=["auto", "warcio", "fastwarc"],
+        default="auto",
+        help="record reader: FastWARC when installed (auto), else warcio; same output either way",
+    )
+    progress = parser.add_mutually_exclusive_group()
+    progress.add_argument(
+        "--progress", dest="progress", action="store_true", default=None, help="show progress"
+    )
+    progress.add_argument("--no-progress", dest="progress", action="store_false", help="no progress line")
+
+
+def add_tag_arguments(parser: argparse.ArgumentParser) -> None:
+    add_common_arguments(
+        parser,
+        "near-duplicate index: a directory or a redis:// URI; without it only fingerprints are "
+        "written and nothing is detected as a near-duplicate",
+    )
+    parser.add_argument("--out", metavar="DIR", help="write sidecars here instead of next to each input")
+
+
+def add_dedupe_arguments(parser: argparse.ArgumentParser) -> None:
+    add_common_arguments(
+        parser,
+        "near-duplicate index: a directory or a redis:// URI (clusters then include pages stored by "
+        "earlier runs); without it the inputs are compared with each other only",
+    )
+    parser.add_argument(
+        "--report", metavar="FILE", help="write clusters here (.csv for CSV); default: stdout"
+    )
+    parser.add_argument(
+        "--format", choices=["jsonl", "csv"], help="report format (default: from FILE, else jsonl)"
+    )
+
+
+def options_from(args: argparse.Namespace) -> Any:
+    """:class:`~.pipeline.Options` from parsed arguments; raises ValueError on a bad value."""
+    from .pipeline import Options
+
+    # warcio logs "Replacing spaces in invalid WARC-Target-URI" per record of old archives: noise here
+    logging.getLogger("warcio.recordloader").setLevel(logging.ERROR)
+    if args.distance < 0 or args.distance > 64:
+        raise ValueError(f"--distance must be between 0 and 64, not {args.distance}")
+    progress = sys.stderr.isatty() if args.progress is None else args.progress
+    max_body = getattr(args, "max_body_size", DEFAULT_MAX_BYTES)
+    return Options(
+        workers=args.workers,
+        reader=args.reader,
+        extractor=dataclasses.replace(DEFAULT_EXTRACTOR, max_bytes=max_body),
+        min_tokens=args.min_tokens,
+        distance=args.distance,
+        progress=progress,
+        max_body_size=max_body,
+    )
+
+
+def _open_index(args: argparse.Namespace) -> Any:
+    if not args.index:
+        return None
+    from ..index import SimhashIndexError, open_index
+
+    try:
+        return open_index(args.index, k=args.distance)
+    except SimhashIndexError as exc:  # locked, corrupt, unreachable: a usage/environment error (status 2)
+        raise ValueError(f"cannot open the index {args.index}: {exc}") from exc
+
+
+def run_with_index(args: argparse.Namespace, function: Callable[[Any], T]) -> T:
+    """``function(index)`` with the index open; an index failure mid-run is reported, not a traceback.
+
+    Sidecars finished before the failure stay; the interrupted one is redone by the next run.
+    """
+    from ..index import SimhashIndexError
+
+    index = _open_index(args)
+    try:
+        return function(index)
+    except SimhashIndexError as exc:
+        raise ValueError(f"index error, run stopped (rerun to resume): {exc}") from exc
+    finally:
+        if index is not None:
+            index.close()
+
+
+def run_tag(args: argparse.Namespace) -> int:
+    """``tag`` from parsed arguments; prints the summary, returns the exit status."""
+    from .reprocess import plan_inputs, tag
+
+    inputs = plan_inputs(args.inputs, args.out)
+    options = options_from(args)
+    summary = run_with_index(args, lambda index: tag(inputs, options, index))
+    for line in summary.lines():
+        print(line)
+    return summary.exit_status
+
+
+def run_dedupe(args: argparse.Namespace) -> int:
+    """``dedupe`` from parsed arguments; writes the report, prints the summary, returns the exit status."""
+    from .reprocess import dedupe, plan_inputs, write_report
+
+    inputs = plan_inputs(args.inputs)
+    options = options_from(args)
+    summary, rows = run_with_index(args, lambda index: dedupe(inputs, options, index))
+    write_report(rows, args.report, args.format)
+    clusters = len({row["cluster"] for row in rows})
+    out = sys.stdout if args.report not in (None, "-") else sys.stderr
+    for line in summary.lines():
+        print(line, file=out)
+    print(f"clusters: {clusters} covering {len(rows)} records ({len(rows) - clusters} redundant)", file=out)
+    return summary.exit_status

@@ -15,6 +15,8 @@ committed there (durably) before the call returns, and layers 1-2 are rebuilt fr
 open, layer 3 when its files are missing or damaged. One process may write an index at
 a time (an ``flock`` on ``LOCK``; a second writer gets :class:`IndexLockedError`);
 any number may open it ``read_only=True`` and see the state as of their opening.
+Damage to the database itself cannot be repaired; :mod:`.integrity` detects it and it is
+raised as :class:`IndexCorruptError`, never answered from.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import numpy as np
 
 from .base import IndexLockedError, LayoutError, Match, Meta, NearDuplicateIndex, SimhashIndexError
 from .batch import as_hash_array
+from .integrity import CommitMark, check_manifest, check_mark, read_mark, refuse_missing_database, removable
 from .layouts import DEFAULT_K, Layout, resolve
 from .manifest import TablesInvalid, load_generation, read_manifest, remove_stale, write_generation
 from .storage import Store
@@ -85,7 +88,10 @@ class SimhashIndex(NearDuplicateIndex):
     ``k``: default query distance (default: the one the index was created with, else 3).
     ``layout``: table layout spec (see :mod:`.layouts`); fixed when the index is created.
     ``read_only``: no lock, no writes; a snapshot as of opening.
-    ``verify``: check the table files' CRC-32s on open (a damaged file is rebuilt).
+    ``verify``: check the table files' CRC-32s on open (a damaged file is rebuilt) and the
+    database with SQLite's integrity_check (quick_check when read-only).
+    ``reset``: empty the index first, under the write lock (IndexLockedError if another
+    process writes it, and then nothing is deleted).
     ``synchronous``: ``"full"`` (default) fsyncs every commit, so an acknowledged insert
     survives a power cut; ``"normal"`` survives a crash of the process (SIGKILL, OOM) but
     may lose the last commits on power loss, for about 100x more single inserts per second.
@@ -102,6 +108,7 @@ class SimhashIndex(NearDuplicateIndex):
         pending_max: int = 4096,
         delta_min: int = 1 << 18,
         synchronous: str = "full",
+        reset: bool = False,
     ) -> None:
         self.path = Path(path)
         self.read_only = read_only
@@ -116,16 +123,32 @@ class SimhashIndex(NearDuplicateIndex):
         if self.path.exists() and not self.path.is_dir():
             raise ValueError(f"index path {self.path} exists and is not a directory")
         if read_only:
+            if reset:
+                raise ValueError("an index opened read_only cannot be reset")
+            refuse_missing_database(self.path, DATABASE)
             if not (self.path / DATABASE).exists():
                 raise FileNotFoundError(f"no index at {self.path} (missing {DATABASE})")
         else:
             self.path.mkdir(parents=True, exist_ok=True)
             self._acquire_lock()
         try:
-            self._store = Store(self.path / DATABASE, read_only=read_only, synchronous=synchronous)
+            if reset:
+                logger.info("index %s: reset, removing its files", self.path)
+                for file in removable(self.path, DATABASE):
+                    file.unlink(missing_ok=True)
+            refuse_missing_database(self.path, DATABASE)
+            mark = read_mark(self.path)  # before the database: a concurrent writer can only be ahead
+            check = None if not verify else "quick" if read_only else "thorough"
+            self._store = Store(
+                self.path / DATABASE, read_only=read_only, synchronous=synchronous, check=check
+            )
             try:
                 self.layout, self.k = self._settle_layout(k, layout)
+                check_mark(self._store.path, mark, self._db_id, self._store.high, self._store.live)
                 self._load()
+                if not read_only:
+                    self._store.mark = CommitMark(self.path, self._db_id, synchronous == "full")
+                    self._store.mark.write(self._store.high, self._store.live)
             except BaseException:
                 self._store.close()
                 raise
@@ -187,7 +210,7 @@ class SimhashIndex(NearDuplicateIndex):
         try:
             manifest = read_manifest(self.path)
             if manifest is not None:
-                if manifest.get("db_id") != self._db_id:
+                if not check_manifest(self._store.path, manifest, self._db_id, self._store.high):
                     raise TablesInvalid("the table files belong to another database")
                 self._base = load_generation(self.path, manifest, self.layout, verify=self._verify)
                 self._generation = int(manifest["generation"])
@@ -205,8 +228,11 @@ class SimhashIndex(NearDuplicateIndex):
         self._pending_h: list[int] = []
         self._pending_s: list[int] = []
         self._pending_arrays: tuple[np.ndarray, np.ndarray] | None = None
-        self._count = self._store.count()
+        self._count = self._store.live
         expected = len(self._base) - len(self._dead) + len(self._delta)
+        if expected > self._count and self._verify and not self._rebuilds:
+            # verified table files and newer rows account for rows the database no longer has
+            raise self._store.damaged(f"it holds {self._count} rows, its table files account for {expected}")
         if expected != self._count:
             # the files do not describe this database (restored from elsewhere, or damaged)
             self._rebuilds += 1

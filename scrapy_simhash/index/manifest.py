@@ -113,12 +113,21 @@ def read_manifest(directory: Path) -> dict[str, Any] | None:
             entry = manifest["files"][part]
             if not isinstance(entry["name"], str) or "/" in entry["name"]:
                 raise TablesInvalid("manifest names a file outside the index")
-        int(manifest["generation"])
-        int(manifest["count"])
-        int(manifest["max_seq"])
+            _require_ints(entry, "bytes", "crc32")
+        _require_ints(manifest, "generation", "count", "max_seq")
+        if not isinstance(manifest["layout"], str) or not isinstance(manifest["db_id"], str):
+            raise TablesInvalid("manifest.json is damaged (layout or db_id is not a string)")
         return manifest
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise TablesInvalid(f"manifest.json is damaged ({type(exc).__name__}: {exc})") from None
+
+
+def _require_ints(mapping: dict[str, Any], *names: str) -> None:
+    """Every field a reader will use must be there with its type: a KeyError later would escape."""
+    for name in names:
+        value = mapping[name]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TablesInvalid(f"manifest.json is damaged ({name} is {value!r}, not an integer)")
 
 
 def _map_array(path: Path) -> np.ndarray:

@@ -296,3 +296,34 @@ def test_crawl_with_a_lost_database_reports_the_reason_and_counts_it(tmp_path: P
     assert "index.sqlite3 is missing" in result.log
     assert "could not be opened: None" not in result.log
     assert any(name.startswith("tables-") for name in _files(location))
+
+
+READER_RACE_WRITER = r"""
+import sys
+from scrapy_simhash import SimhashIndex
+
+index = SimhashIndex(sys.argv[1], pending_max=4, delta_min=16, synchronous="normal")
+print("OPEN", flush=True)
+for i in range(3000):
+    index.add((i * 0x9E3779B97F4A7C15) % (1 << 64) or 1, f"w{i}")
+    if i % 3 == 2:
+        index.remove(f"w{i - 1}")  # removals of rows in the base leave tombstones
+index.close()
+"""
+
+
+def test_readers_opening_while_the_writer_switches_generations_see_no_damage(tmp_path: Path) -> None:
+    """The new checks compare files written at different moments: none may fire on a live index."""
+    path = tmp_path / "ix"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", READER_RACE_WRITER, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    assert writer.stdout is not None and writer.stdout.readline().strip() == "OPEN"
+    opened = 0
+    while writer.poll() is None or opened == 0:
+        with SimhashIndex(path, read_only=True) as index:
+            assert len(index) >= 0
+        opened += 1
+    assert writer.wait() == 0 and opened > 5
+    with SimhashIndex(path, read_only=True) as index:
+        assert len(index) == 2000

@@ -21,10 +21,7 @@ raised as :class:`IndexCorruptError`, never answered from.
 
 from __future__ import annotations
 
-import fcntl
-import json
 import logging
-import operator
 import os
 import threading
 from collections.abc import Iterable, Iterator
@@ -33,53 +30,29 @@ from typing import Any
 
 import numpy as np
 
-from .base import IndexLockedError, LayoutError, Match, Meta, NearDuplicateIndex, SimhashIndexError
+from .base import LayoutError, Match, Meta, NearDuplicateIndex, SimhashIndexError
 from .batch import as_hash_array
-from .integrity import CommitMark, check_manifest, check_mark, read_mark, refuse_missing_database, removable
+from .integrity import (
+    CommitMark,
+    check_manifest,
+    check_mark,
+    read_mark,
+    refuse_missing_database,
+    remove_index,
+)
 from .layouts import DEFAULT_K, Layout, resolve
+from .lock import acquire_write_lock
 from .manifest import TablesInvalid, load_generation, read_manifest, remove_stale, write_generation
 from .storage import Store
-from .tables import Hits, Segment, brute_force, brute_force_one
+from .tables import Hits, Segment, brute_force, brute_force_one, members
+from .values import check_key, check_simhash, encode_meta
 
 logger = logging.getLogger(__name__)
 
 DATABASE = "index.sqlite3"
 LOCK = "LOCK"
-_MASK64 = (1 << 64) - 1
 DELTA_RATIO = 4  # a new base generation when the in-memory delta reaches base / DELTA_RATIO
 _QUERY_CHUNK = 262_144  # queries per vectorised pass: denser needles walk the tables more cache-friendly
-
-
-def check_simhash(value: Any) -> int:
-    """A valid, storable fingerprint: an unsigned 64-bit int other than 0."""
-    if isinstance(value, bool):
-        raise TypeError("a fingerprint is an int, not bool")
-    try:
-        h = operator.index(value)
-    except TypeError:
-        raise TypeError(f"a fingerprint is an int, not {type(value).__name__}") from None
-    if h == 0:
-        raise ValueError("the fingerprint 0 (a text without tokens) cannot be indexed or queried")
-    if not 0 < h <= _MASK64:
-        raise ValueError(f"a fingerprint is an unsigned 64-bit integer, got {h}")
-    return h
-
-
-def _check_key(key: Any) -> str:
-    if not isinstance(key, str):
-        raise TypeError(f"a key is a str, not {type(key).__name__}")
-    if not key:
-        raise ValueError("a key must not be empty")
-    return key
-
-
-def _encode_meta(key: str, meta: Meta | None) -> str | None:
-    if meta is None:
-        return None
-    try:
-        return json.dumps(dict(meta), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"meta of {key!r} must be a JSON-serialisable mapping: {exc}") from None
 
 
 class SimhashIndex(NearDuplicateIndex):
@@ -130,12 +103,10 @@ class SimhashIndex(NearDuplicateIndex):
                 raise FileNotFoundError(f"no index at {self.path} (missing {DATABASE})")
         else:
             self.path.mkdir(parents=True, exist_ok=True)
-            self._acquire_lock()
+            self._lock_fd = acquire_write_lock(self.path / LOCK)
         try:
-            if reset:
-                logger.info("index %s: reset, removing its files", self.path)
-                for file in removable(self.path, DATABASE):
-                    file.unlink(missing_ok=True)
+            if reset:  # under the lock: no writer can be using the files
+                remove_index(self.path, DATABASE)
             refuse_missing_database(self.path, DATABASE)
             mark = read_mark(self.path)  # before the database: a concurrent writer can only be ahead
             check = None if not verify else "quick" if read_only else "thorough"
@@ -158,18 +129,6 @@ class SimhashIndex(NearDuplicateIndex):
         self._closed = False
 
     # opening
-    def _acquire_lock(self) -> None:
-        fd = os.open(self.path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            raise IndexLockedError(
-                f"the index at {self.path} is open for writing by another process (or another "
-                f"SimhashIndex in this one); open it with read_only=True to read it meanwhile"
-            ) from None
-        self._lock_fd = fd
-
     def _release_lock(self) -> None:
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # closing the descriptor drops the flock
@@ -203,12 +162,31 @@ class SimhashIndex(NearDuplicateIndex):
         return layout, k
 
     def _load(self) -> None:
-        """Base tables from disk (rebuilt if damaged), the rest from the database."""
-        self._generation = 0
-        self._base = Segment.empty(self.layout)
-        self._base_max_seq = 0
+        """Base tables from disk (rebuilt if damaged), the rest from one snapshot of the database.
+
+        The manifest is read first: a concurrent writer can only move the database ahead of it.
+        """
         try:
             manifest = read_manifest(self.path)
+        except TablesInvalid as exc:
+            manifest = None
+            self._tables_invalid(exc)
+        with self._store.snapshot():
+            self._load_rows(manifest)
+        if not self.read_only:
+            remove_stale(self.path, keep=self._generation if self._generation else None)
+            if self._rebuilds or len(self._delta) >= self._delta_limit():
+                self._write_generation()
+
+    def _tables_invalid(self, exc: TablesInvalid) -> None:
+        self._rebuilds += 1
+        logger.warning(
+            "index %s: table files invalid (%s); rebuilding them from the database", self.path, exc
+        )
+
+    def _load_rows(self, manifest: dict[str, Any] | None) -> None:
+        self._generation, self._base, self._base_max_seq = 0, Segment.empty(self.layout), 0
+        try:
             if manifest is not None:
                 if not check_manifest(self._store.path, manifest, self._db_id, self._store.high):
                     raise TablesInvalid("the table files belong to another database")
@@ -217,12 +195,9 @@ class SimhashIndex(NearDuplicateIndex):
                 self._base_max_seq = int(manifest["max_seq"])
         except TablesInvalid as exc:
             self._base, self._base_max_seq = Segment.empty(self.layout), 0
-            self._rebuilds += 1
-            logger.warning(
-                "index %s: table files invalid (%s); rebuilding them from the database", self.path, exc
-            )
+            self._tables_invalid(exc)
         tombstones = self._store.tombstones()
-        self._dead: set[int] = set(_members(self._base.seqs, tombstones).tolist())
+        self._dead: set[int] = set(members(self._base.seqs, tombstones).tolist())
         seqs, hashes = self._store.rows(after=self._base_max_seq)
         self._delta = Segment.build(self.layout, hashes, seqs)
         self._pending_h: list[int] = []
@@ -230,7 +205,7 @@ class SimhashIndex(NearDuplicateIndex):
         self._pending_arrays: tuple[np.ndarray, np.ndarray] | None = None
         self._count = self._store.live
         expected = len(self._base) - len(self._dead) + len(self._delta)
-        if expected > self._count and self._verify and not self._rebuilds:
+        if expected > self._count and self._verify and not self._rebuilds and not self.read_only:
             # verified table files and newer rows account for rows the database no longer has
             raise self._store.damaged(f"it holds {self._count} rows, its table files account for {expected}")
         if expected != self._count:
@@ -245,10 +220,6 @@ class SimhashIndex(NearDuplicateIndex):
             self._base, self._base_max_seq, self._dead = Segment.empty(self.layout), 0, set()
             seqs, hashes = self._store.rows()
             self._delta = Segment.build(self.layout, hashes, seqs)
-        if not self.read_only:
-            remove_stale(self.path, keep=self._generation if self._generation else None)
-            if self._rebuilds or len(self._delta) >= self._delta_limit():
-                self._write_generation()
 
     # helpers
     def _check_open(self, writing: bool = False) -> None:
@@ -293,10 +264,10 @@ class SimhashIndex(NearDuplicateIndex):
                 meta = None
             else:
                 h, key, meta = item  # type: ignore[misc]
-            key = _check_key(key)
+            key = check_key(key)
             h = check_simhash(h)
             rows.pop(key, None)  # the last of several items with one key wins, at the end
-            rows[key] = (h, key, _encode_meta(key, meta))
+            rows[key] = (h, key, encode_meta(key, meta))
             count += 1
         if not rows:
             return 0
@@ -360,8 +331,8 @@ class SimhashIndex(NearDuplicateIndex):
 
     def check_and_add(self, simhash: int, key: str, meta: Meta | None = None) -> list[Match]:
         h = check_simhash(simhash)
-        key = _check_key(key)
-        encoded = _encode_meta(key, meta)
+        key = check_key(key)
+        encoded = encode_meta(key, meta)
         with self._lock:
             self._check_open(writing=True)
             matches = self._search(np.array([h], dtype=np.uint64), self.k)[0]
@@ -369,7 +340,7 @@ class SimhashIndex(NearDuplicateIndex):
         return matches
 
     def remove(self, key: str) -> bool:
-        key = _check_key(key)
+        key = check_key(key)
         with self._lock:
             self._check_open(writing=True)
             seq = self._store.delete(key, tombstone_upto=self._base_max_seq)
@@ -462,7 +433,7 @@ class SimhashIndex(NearDuplicateIndex):
         return results
 
     def get(self, key: str) -> Match | None:
-        key = _check_key(key)
+        key = check_key(key)
         with self._lock:
             self._check_open()
             row = self._store.get(key)
@@ -523,15 +494,6 @@ class SimhashIndex(NearDuplicateIndex):
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{self._count} fingerprints"
         return f"<SimhashIndex {str(self.path)!r} k={getattr(self, 'k', '?')} {state}>"
-
-
-def _members(sorted_values: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """The candidates present in an ascending array (binary search, no full scan)."""
-    if not sorted_values.shape[0] or not candidates.size:
-        return candidates[:0]
-    where = np.searchsorted(sorted_values, candidates)
-    where = np.minimum(where, sorted_values.shape[0] - 1)
-    return candidates[sorted_values[where] == candidates]
 
 
 __all__ = ["SimhashIndex", "check_simhash"]

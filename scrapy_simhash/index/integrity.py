@@ -225,8 +225,10 @@ def check_sqlite(conn: sqlite3.Connection, db_file: Path, thorough: bool) -> Non
         )
 
 
-def removable(directory: Path, database: str) -> list[Path]:
-    """Every file of an index (for an explicit reset): database, WAL, tables, manifest, mark."""
+def remove_index(directory: Path, database: str) -> None:
+    """Delete every file of an index (an explicit reset, under the write lock), other files stay."""
+    logger.info("index %s: reset, removing its files", directory)
     names = [database, f"{database}-wal", f"{database}-shm", f"{database}-journal"]
     names += ["manifest.json", "manifest.json.tmp", MARK]
-    return [directory / n for n in names] + sorted(directory.glob("tables-*.npy"))
+    for path in [directory / n for n in names] + sorted(directory.glob("tables-*.npy")):
+        path.unlink(missing_ok=True)

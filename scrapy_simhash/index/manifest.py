@@ -156,26 +156,31 @@ def _map_array(path: Path) -> np.ndarray:
     return np.frombuffer(mapping, dtype=dtype, count=shape[0], offset=offset)
 
 
+def _load_part(directory: Path, entry: dict[str, Any], verify: bool) -> np.ndarray:
+    """One table file, checked and mapped (a reader can race a writer removing an old generation:
+    a file that vanishes meanwhile is simply invalid)."""
+    path = directory / entry["name"]
+    try:
+        size = path.stat().st_size
+        if size != entry["bytes"]:
+            raise TablesInvalid(f"{entry['name']} has {size} bytes, expected {entry['bytes']}")
+        if verify and _crc(path) != entry["crc32"]:
+            raise TablesInvalid(f"{entry['name']} fails its CRC-32 check")
+    except FileNotFoundError:
+        raise TablesInvalid(f"{entry['name']} is missing") from None
+    try:
+        return _map_array(path)
+    except (ValueError, OSError) as exc:
+        raise TablesInvalid(f"{entry['name']} is not a valid array file ({exc})") from None
+
+
 def load_generation(
     directory: Path, manifest: dict[str, Any], layout: Layout, verify: bool = True
 ) -> Segment:
     """Memory-map the generation named by ``manifest``, after checking sizes and CRCs."""
     if manifest["layout"] != layout.spec:
         raise TablesInvalid(f"tables were built for layout {manifest['layout']}, not {layout.spec}")
-    arrays = {}
-    for part in _PARTS:
-        entry = manifest["files"][part]
-        path = directory / entry["name"]
-        if not path.exists():
-            raise TablesInvalid(f"{entry['name']} is missing")
-        if path.stat().st_size != entry["bytes"]:
-            raise TablesInvalid(f"{entry['name']} has {path.stat().st_size} bytes, expected {entry['bytes']}")
-        if verify and _crc(path) != entry["crc32"]:
-            raise TablesInvalid(f"{entry['name']} fails its CRC-32 check")
-        try:
-            arrays[part] = _map_array(path)
-        except (ValueError, OSError) as exc:
-            raise TablesInvalid(f"{entry['name']} is not a valid array file ({exc})") from None
+    arrays = {part: _load_part(directory, manifest["files"][part], verify) for part in _PARTS}
     segment = Segment(**arrays)
     problem = segment.check(layout)
     if problem is None and len(segment) != int(manifest["count"]):

@@ -97,9 +97,8 @@ class Store:
             if check:
                 check_sqlite(self.conn, path, thorough=check == "thorough")
             self._prepare_schema()
-            with self._snapshot():
-                self.high = self._max_seq()
-                self.live = int(self.conn.execute("SELECT count(*) FROM entries").fetchone()[0])
+            with self.snapshot():
+                pass
         except (sqlite3.DatabaseError, IndexCorruptError) as exc:
             if hasattr(self, "conn"):
                 self.conn.close()
@@ -126,10 +125,14 @@ class Store:
         self._chk = "chk" if "chk" in columns else "NULL"
 
     @contextmanager
-    def _snapshot(self) -> Iterator[None]:
-        """Several reads from one consistent state of the database."""
-        self.conn.execute("BEGIN")
+    def snapshot(self) -> Iterator[None]:
+        """Several reads from one state of the database, starting with ``high`` and ``live``."""
+        with self._reading():
+            self.conn.execute("BEGIN")
         try:
+            with self._reading():
+                self.high = self._max_seq()
+                self.live = int(self.conn.execute("SELECT count(*) FROM entries").fetchone()[0])
             yield
         finally:
             self.conn.execute("COMMIT")

@@ -12,11 +12,15 @@ import sys
 import zlib
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scrapy_simhash import SimhashIndex
 from scrapy_simhash.crawl_index import open_crawl_index
 from scrapy_simhash.index import IndexCorruptError, IndexLockedError, SimhashIndexError
+from scrapy_simhash.index.storage import to_signed
 
 WRITER = r"""
 import sys
@@ -327,3 +331,21 @@ def test_readers_opening_while_the_writer_switches_generations_see_no_damage(tmp
     assert writer.wait() == 0 and opened > 5
     with SimhashIndex(path, read_only=True) as index:
         assert len(index) == 2000
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 2**40),
+    st.lists(st.tuples(st.integers(1, 2**64 - 1), st.text(min_size=1), st.none() | st.text()), max_size=80),
+)
+def test_batch_checksums_equal_row_checksums(start: int, items: list[tuple[int, str, str | None]]) -> None:
+    """The vectorised checksums written by add_many are the ones every read verifies row by row."""
+    from scrapy_simhash.index.integrity import bad_rows, row_check, row_checks
+
+    checks = row_checks(start, items)
+    assert checks == [to_signed(row_check(start + i, h, key, meta)) for i, (h, key, meta) in enumerate(items)]
+    seqs = np.arange(start, start + len(items), dtype=np.int64)
+    hashes = np.array([h for h, _, _ in items], dtype=np.uint64)
+    assert bad_rows(seqs, hashes, np.array(checks, dtype=np.int64)).size == 0
+    if items:
+        assert bad_rows(seqs, hashes ^ np.uint64(1), np.array(checks, dtype=np.int64)).size == len(items)

@@ -68,6 +68,29 @@ def row_check(seq: int, h: int, key: str, meta: str | None) -> int:
     return zlib.crc32(text) << 32 | _mix(seq, h)
 
 
+def row_checks(start: int, items: list[tuple[int, str, str | None]]) -> list[int]:
+    """Signed :func:`row_check` of ``(simhash, key, meta)`` rows given seqs ``start, start + 1, ...``.
+
+    Vectorised for batches: the per-row cost is the CRC-32 of key and meta (~0.4 µs).
+    """
+    if len(items) < 32:
+        return [_signed(row_check(seq, h, key, meta)) for seq, (h, key, meta) in enumerate(items, start)]
+    crc = zlib.crc32
+    n = len(items)
+    crcs = np.fromiter(
+        (crc(f"{key}\x00{meta or ''}".encode("utf-8", "surrogatepass")) for _, key, meta in items),
+        dtype=np.uint64,
+        count=n,
+    )
+    hashes = np.fromiter((h for h, _, _ in items), dtype=np.uint64, count=n)
+    checks = (crcs << np.uint64(32)) | mix_array(np.arange(start, start + n, dtype=np.int64), hashes)
+    return checks.view(np.int64).tolist()
+
+
+def _signed(value: int) -> int:
+    return value - (1 << 64) if value >> 63 else value
+
+
 def bad_rows(seqs: np.ndarray, hashes: np.ndarray, checks: np.ndarray) -> np.ndarray:
     """Positions whose (seq, fingerprint) disagree with their stored check (0: unverified)."""
     low = checks.view(np.uint64) & np.uint64(0xFFFFFFFF)

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from .base import IndexCorruptError
-from .integrity import MARK, CommitMark, bad_rows, check_sqlite, row_check
+from .integrity import MARK, CommitMark, bad_rows, check_sqlite, row_check, row_checks
 
 SIGN = 1 << 63
 WRAP = 1 << 64
@@ -212,8 +212,8 @@ class Store:
         start = self.next_seq
         seqs = list(range(start, start + len(items)))
         rows = [
-            (s, key, to_signed(h), meta, to_signed(row_check(s, h, key, meta)))
-            for s, (h, key, meta) in zip(seqs, items, strict=True)
+            (s, key, to_signed(h), meta, chk)
+            for s, (h, key, meta), chk in zip(seqs, items, row_checks(start, items), strict=True)
         ]
         try:  # fast path: all keys new (the common case in a crawl), one pass over the key index
             with self._transaction():

@@ -119,12 +119,15 @@ class Mark:
 def read_mark(directory: Path) -> Mark | None:
     """The commit mark, None when absent; a damaged mark is logged and treated as absent."""
     path = directory / MARK
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    body = data[: _MARK_FORMAT.size]
-    if len(data) != _MARK_FORMAT.size + 4 or zlib.crc32(body) != int.from_bytes(data[-4:], "little"):
+    for _ in range(3):  # a read racing the writer's pwrite may see half a record: read again
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        body = data[: _MARK_FORMAT.size]
+        if len(data) == _MARK_FORMAT.size + 4 and zlib.crc32(body) == int.from_bytes(data[-4:], "little"):
+            break
+    else:
         logger.warning("index %s: %s is damaged; acknowledged writes cannot be checked", directory, MARK)
         return None
     magic, db_id, high, count, full, boot = _MARK_FORMAT.unpack(body)

@@ -97,13 +97,14 @@ class Store:
             if check:
                 check_sqlite(self.conn, path, thorough=check == "thorough")
             self._prepare_schema()
-            with self.snapshot():
+            with self.snapshot():  # reads high and live
                 pass
-        except (sqlite3.DatabaseError, IndexCorruptError) as exc:
-            if hasattr(self, "conn"):
+        except IndexCorruptError:
+            self.conn.close()
+            raise
+        except sqlite3.DatabaseError as exc:
+            if hasattr(self, "conn"):  # connect() itself can fail
                 self.conn.close()
-            if isinstance(exc, IndexCorruptError):
-                raise
             raise IndexCorruptError(
                 f"the index database {path} is damaged or not an index ({exc}); it is the source of truth "
                 f"and cannot be rebuilt: restore it from a backup or export what `sqlite3 .recover` finds"

@@ -252,9 +252,14 @@ def check_sqlite(conn: sqlite3.Connection, db_file: Path, thorough: bool) -> Non
 
 
 def remove_index(directory: Path, database: str) -> None:
-    """Delete every file of an index (an explicit reset, under the write lock), other files stay."""
+    """Delete every file of an index (an explicit reset, under the write lock), other files stay.
+
+    The database goes last: a reset interrupted before it leaves the old index whole, after it
+    an index that :func:`refuse_missing_database` refuses; never a silently older one.
+    """
     logger.info("index %s: reset, removing its files", directory)
-    names = [database, f"{database}-wal", f"{database}-shm", f"{database}-journal"]
-    names += ["manifest.json", "manifest.json.tmp", MARK]
-    for path in [directory / n for n in names] + sorted(directory.glob("tables-*.npy")):
+    paths = [directory / MARK, directory / "manifest.json", directory / "manifest.json.tmp"]
+    paths += sorted(directory.glob("tables-*.npy"))
+    paths += [directory / f"{database}{suffix}" for suffix in ("", "-wal", "-shm", "-journal")]
+    for path in paths:
         path.unlink(missing_ok=True)

@@ -15,14 +15,13 @@ committed there (durably) before the call returns, and layers 1-2 are rebuilt fr
 open, layer 3 when its files are missing or damaged. One process may write an index at
 a time (an ``flock`` on ``LOCK``; a second writer gets :class:`IndexLockedError`);
 any number may open it ``read_only=True`` and see the state as of their opening.
+Damage to the database itself cannot be repaired; :mod:`.integrity` detects it and it is
+raised as :class:`IndexCorruptError`, never answered from.
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
 import logging
-import operator
 import os
 import threading
 from collections.abc import Iterable, Iterator
@@ -31,52 +30,29 @@ from typing import Any
 
 import numpy as np
 
-from .base import IndexLockedError, LayoutError, Match, Meta, NearDuplicateIndex, SimhashIndexError
+from .base import LayoutError, Match, Meta, NearDuplicateIndex, SimhashIndexError
 from .batch import as_hash_array
+from .integrity import (
+    CommitMark,
+    check_manifest,
+    check_mark,
+    read_mark,
+    refuse_missing_database,
+    remove_index,
+)
 from .layouts import DEFAULT_K, Layout, resolve
+from .lock import acquire_write_lock
 from .manifest import TablesInvalid, load_generation, read_manifest, remove_stale, write_generation
 from .storage import Store
-from .tables import Hits, Segment, brute_force, brute_force_one
+from .tables import Hits, Segment, brute_force, brute_force_one, members
+from .values import check_key, check_simhash, encode_meta
 
 logger = logging.getLogger(__name__)
 
 DATABASE = "index.sqlite3"
 LOCK = "LOCK"
-_MASK64 = (1 << 64) - 1
 DELTA_RATIO = 4  # a new base generation when the in-memory delta reaches base / DELTA_RATIO
 _QUERY_CHUNK = 262_144  # queries per vectorised pass: denser needles walk the tables more cache-friendly
-
-
-def check_simhash(value: Any) -> int:
-    """A valid, storable fingerprint: an unsigned 64-bit int other than 0."""
-    if isinstance(value, bool):
-        raise TypeError("a fingerprint is an int, not bool")
-    try:
-        h = operator.index(value)
-    except TypeError:
-        raise TypeError(f"a fingerprint is an int, not {type(value).__name__}") from None
-    if h == 0:
-        raise ValueError("the fingerprint 0 (a text without tokens) cannot be indexed or queried")
-    if not 0 < h <= _MASK64:
-        raise ValueError(f"a fingerprint is an unsigned 64-bit integer, got {h}")
-    return h
-
-
-def _check_key(key: Any) -> str:
-    if not isinstance(key, str):
-        raise TypeError(f"a key is a str, not {type(key).__name__}")
-    if not key:
-        raise ValueError("a key must not be empty")
-    return key
-
-
-def _encode_meta(key: str, meta: Meta | None) -> str | None:
-    if meta is None:
-        return None
-    try:
-        return json.dumps(dict(meta), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"meta of {key!r} must be a JSON-serialisable mapping: {exc}") from None
 
 
 class SimhashIndex(NearDuplicateIndex):
@@ -85,7 +61,10 @@ class SimhashIndex(NearDuplicateIndex):
     ``k``: default query distance (default: the one the index was created with, else 3).
     ``layout``: table layout spec (see :mod:`.layouts`); fixed when the index is created.
     ``read_only``: no lock, no writes; a snapshot as of opening.
-    ``verify``: check the table files' CRC-32s on open (a damaged file is rebuilt).
+    ``verify``: check the table files' CRC-32s on open (a damaged file is rebuilt) and the
+    database with SQLite's integrity_check (quick_check when read-only).
+    ``reset``: empty the index first, under the write lock (IndexLockedError if another
+    process writes it, and then nothing is deleted).
     ``synchronous``: ``"full"`` (default) fsyncs every commit, so an acknowledged insert
     survives a power cut; ``"normal"`` survives a crash of the process (SIGKILL, OOM) but
     may lose the last commits on power loss, for about 100x more single inserts per second.
@@ -102,6 +81,7 @@ class SimhashIndex(NearDuplicateIndex):
         pending_max: int = 4096,
         delta_min: int = 1 << 18,
         synchronous: str = "full",
+        reset: bool = False,
     ) -> None:
         self.path = Path(path)
         self.read_only = read_only
@@ -116,16 +96,30 @@ class SimhashIndex(NearDuplicateIndex):
         if self.path.exists() and not self.path.is_dir():
             raise ValueError(f"index path {self.path} exists and is not a directory")
         if read_only:
+            if reset:
+                raise ValueError("an index opened read_only cannot be reset")
+            refuse_missing_database(self.path, DATABASE)
             if not (self.path / DATABASE).exists():
                 raise FileNotFoundError(f"no index at {self.path} (missing {DATABASE})")
         else:
             self.path.mkdir(parents=True, exist_ok=True)
-            self._acquire_lock()
+            self._lock_fd = acquire_write_lock(self.path / LOCK)
         try:
-            self._store = Store(self.path / DATABASE, read_only=read_only, synchronous=synchronous)
+            if reset:  # under the lock: no writer can be using the files
+                remove_index(self.path, DATABASE)
+            refuse_missing_database(self.path, DATABASE)
+            mark = read_mark(self.path)  # before the database: a concurrent writer can only be ahead
+            check = None if not verify else "quick" if read_only else "thorough"
+            self._store = Store(
+                self.path / DATABASE, read_only=read_only, synchronous=synchronous, check=check
+            )
             try:
                 self.layout, self.k = self._settle_layout(k, layout)
+                check_mark(self._store.path, mark, self._db_id, self._store.high, self._store.live)
                 self._load()
+                if not read_only:
+                    self._store.mark = CommitMark(self.path, self._db_id, synchronous == "full")
+                    self._store.mark.write(self._store.high, self._store.live)
             except BaseException:
                 self._store.close()
                 raise
@@ -135,18 +129,6 @@ class SimhashIndex(NearDuplicateIndex):
         self._closed = False
 
     # opening
-    def _acquire_lock(self) -> None:
-        fd = os.open(self.path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            raise IndexLockedError(
-                f"the index at {self.path} is open for writing by another process (or another "
-                f"SimhashIndex in this one); open it with read_only=True to read it meanwhile"
-            ) from None
-        self._lock_fd = fd
-
     def _release_lock(self) -> None:
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # closing the descriptor drops the flock
@@ -180,33 +162,52 @@ class SimhashIndex(NearDuplicateIndex):
         return layout, k
 
     def _load(self) -> None:
-        """Base tables from disk (rebuilt if damaged), the rest from the database."""
-        self._generation = 0
-        self._base = Segment.empty(self.layout)
-        self._base_max_seq = 0
+        """Base tables from disk (rebuilt if damaged), the rest from one snapshot of the database.
+
+        The manifest is read first: a concurrent writer can only move the database ahead of it.
+        """
         try:
             manifest = read_manifest(self.path)
+        except TablesInvalid as exc:
+            manifest = None
+            self._tables_invalid(exc)
+        with self._store.snapshot():
+            self._load_rows(manifest)
+        if not self.read_only:
+            remove_stale(self.path, keep=self._generation if self._generation else None)
+            if self._rebuilds or len(self._delta) >= self._delta_limit():
+                self._write_generation()
+
+    def _tables_invalid(self, exc: TablesInvalid) -> None:
+        self._rebuilds += 1
+        logger.warning(
+            "index %s: table files invalid (%s); rebuilding them from the database", self.path, exc
+        )
+
+    def _load_rows(self, manifest: dict[str, Any] | None) -> None:
+        self._generation, self._base, self._base_max_seq = 0, Segment.empty(self.layout), 0
+        try:
             if manifest is not None:
-                if manifest.get("db_id") != self._db_id:
+                if not check_manifest(self._store.path, manifest, self._db_id, self._store.high):
                     raise TablesInvalid("the table files belong to another database")
                 self._base = load_generation(self.path, manifest, self.layout, verify=self._verify)
                 self._generation = int(manifest["generation"])
                 self._base_max_seq = int(manifest["max_seq"])
         except TablesInvalid as exc:
             self._base, self._base_max_seq = Segment.empty(self.layout), 0
-            self._rebuilds += 1
-            logger.warning(
-                "index %s: table files invalid (%s); rebuilding them from the database", self.path, exc
-            )
+            self._tables_invalid(exc)
         tombstones = self._store.tombstones()
-        self._dead: set[int] = set(_members(self._base.seqs, tombstones).tolist())
+        self._dead: set[int] = set(members(self._base.seqs, tombstones).tolist())
         seqs, hashes = self._store.rows(after=self._base_max_seq)
         self._delta = Segment.build(self.layout, hashes, seqs)
         self._pending_h: list[int] = []
         self._pending_s: list[int] = []
         self._pending_arrays: tuple[np.ndarray, np.ndarray] | None = None
-        self._count = self._store.count()
+        self._count = self._store.live
         expected = len(self._base) - len(self._dead) + len(self._delta)
+        if expected > self._count and self._verify and not self._rebuilds and not self.read_only:
+            # verified table files and newer rows account for rows the database no longer has
+            raise self._store.damaged(f"it holds {self._count} rows, its table files account for {expected}")
         if expected != self._count:
             # the files do not describe this database (restored from elsewhere, or damaged)
             self._rebuilds += 1
@@ -219,10 +220,6 @@ class SimhashIndex(NearDuplicateIndex):
             self._base, self._base_max_seq, self._dead = Segment.empty(self.layout), 0, set()
             seqs, hashes = self._store.rows()
             self._delta = Segment.build(self.layout, hashes, seqs)
-        if not self.read_only:
-            remove_stale(self.path, keep=self._generation if self._generation else None)
-            if self._rebuilds or len(self._delta) >= self._delta_limit():
-                self._write_generation()
 
     # helpers
     def _check_open(self, writing: bool = False) -> None:
@@ -267,10 +264,10 @@ class SimhashIndex(NearDuplicateIndex):
                 meta = None
             else:
                 h, key, meta = item  # type: ignore[misc]
-            key = _check_key(key)
+            key = check_key(key)
             h = check_simhash(h)
             rows.pop(key, None)  # the last of several items with one key wins, at the end
-            rows[key] = (h, key, _encode_meta(key, meta))
+            rows[key] = (h, key, encode_meta(key, meta))
             count += 1
         if not rows:
             return 0
@@ -334,8 +331,8 @@ class SimhashIndex(NearDuplicateIndex):
 
     def check_and_add(self, simhash: int, key: str, meta: Meta | None = None) -> list[Match]:
         h = check_simhash(simhash)
-        key = _check_key(key)
-        encoded = _encode_meta(key, meta)
+        key = check_key(key)
+        encoded = encode_meta(key, meta)
         with self._lock:
             self._check_open(writing=True)
             matches = self._search(np.array([h], dtype=np.uint64), self.k)[0]
@@ -343,7 +340,7 @@ class SimhashIndex(NearDuplicateIndex):
         return matches
 
     def remove(self, key: str) -> bool:
-        key = _check_key(key)
+        key = check_key(key)
         with self._lock:
             self._check_open(writing=True)
             seq = self._store.delete(key, tombstone_upto=self._base_max_seq)
@@ -436,7 +433,7 @@ class SimhashIndex(NearDuplicateIndex):
         return results
 
     def get(self, key: str) -> Match | None:
-        key = _check_key(key)
+        key = check_key(key)
         with self._lock:
             self._check_open()
             row = self._store.get(key)
@@ -497,15 +494,6 @@ class SimhashIndex(NearDuplicateIndex):
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{self._count} fingerprints"
         return f"<SimhashIndex {str(self.path)!r} k={getattr(self, 'k', '?')} {state}>"
-
-
-def _members(sorted_values: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """The candidates present in an ascending array (binary search, no full scan)."""
-    if not sorted_values.shape[0] or not candidates.size:
-        return candidates[:0]
-    where = np.searchsorted(sorted_values, candidates)
-    where = np.minimum(where, sorted_values.shape[0] - 1)
-    return candidates[sorted_values[where] == candidates]
 
 
 __all__ = ["SimhashIndex", "check_simhash"]

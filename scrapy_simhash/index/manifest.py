@@ -113,12 +113,21 @@ def read_manifest(directory: Path) -> dict[str, Any] | None:
             entry = manifest["files"][part]
             if not isinstance(entry["name"], str) or "/" in entry["name"]:
                 raise TablesInvalid("manifest names a file outside the index")
-        int(manifest["generation"])
-        int(manifest["count"])
-        int(manifest["max_seq"])
+            _require_ints(entry, "bytes", "crc32")
+        _require_ints(manifest, "generation", "count", "max_seq")
+        if not isinstance(manifest["layout"], str) or not isinstance(manifest["db_id"], str):
+            raise TablesInvalid("manifest.json is damaged (layout or db_id is not a string)")
         return manifest
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise TablesInvalid(f"manifest.json is damaged ({type(exc).__name__}: {exc})") from None
+
+
+def _require_ints(mapping: dict[str, Any], *names: str) -> None:
+    """Every field a reader will use must be there with its type: a KeyError later would escape."""
+    for name in names:
+        value = mapping[name]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TablesInvalid(f"manifest.json is damaged ({name} is {value!r}, not an integer)")
 
 
 def _map_array(path: Path) -> np.ndarray:
@@ -147,26 +156,31 @@ def _map_array(path: Path) -> np.ndarray:
     return np.frombuffer(mapping, dtype=dtype, count=shape[0], offset=offset)
 
 
+def _load_part(directory: Path, entry: dict[str, Any], verify: bool) -> np.ndarray:
+    """One table file, checked and mapped (a reader can race a writer removing an old generation:
+    a file that vanishes meanwhile is simply invalid)."""
+    path = directory / entry["name"]
+    try:
+        size = path.stat().st_size
+        if size != entry["bytes"]:
+            raise TablesInvalid(f"{entry['name']} has {size} bytes, expected {entry['bytes']}")
+        if verify and _crc(path) != entry["crc32"]:
+            raise TablesInvalid(f"{entry['name']} fails its CRC-32 check")
+    except FileNotFoundError:
+        raise TablesInvalid(f"{entry['name']} is missing") from None
+    try:
+        return _map_array(path)
+    except (ValueError, OSError) as exc:
+        raise TablesInvalid(f"{entry['name']} is not a valid array file ({exc})") from None
+
+
 def load_generation(
     directory: Path, manifest: dict[str, Any], layout: Layout, verify: bool = True
 ) -> Segment:
     """Memory-map the generation named by ``manifest``, after checking sizes and CRCs."""
     if manifest["layout"] != layout.spec:
         raise TablesInvalid(f"tables were built for layout {manifest['layout']}, not {layout.spec}")
-    arrays = {}
-    for part in _PARTS:
-        entry = manifest["files"][part]
-        path = directory / entry["name"]
-        if not path.exists():
-            raise TablesInvalid(f"{entry['name']} is missing")
-        if path.stat().st_size != entry["bytes"]:
-            raise TablesInvalid(f"{entry['name']} has {path.stat().st_size} bytes, expected {entry['bytes']}")
-        if verify and _crc(path) != entry["crc32"]:
-            raise TablesInvalid(f"{entry['name']} fails its CRC-32 check")
-        try:
-            arrays[part] = _map_array(path)
-        except (ValueError, OSError) as exc:
-            raise TablesInvalid(f"{entry['name']} is not a valid array file ({exc})") from None
+    arrays = {part: _load_part(directory, manifest["files"][part], verify) for part in _PARTS}
     segment = Segment(**arrays)
     problem = segment.check(layout)
     if problem is None and len(segment) != int(manifest["count"]):

@@ -7,11 +7,16 @@ rebuilt from it.
 
 Tables:
 
-- ``entries(seq, key, simhash, meta)``: ``seq`` is the insertion order (age), never reused
-  (AUTOINCREMENT), so a derived table file can refer to rows by ``seq``.
+- ``entries(seq, key, simhash, meta, chk)``: ``seq`` is the insertion order (age), never reused
+  (AUTOINCREMENT; a removal advances it too, so every acknowledged write moves the high-water
+  mark), so a derived table file can refer to rows by ``seq``. ``chk`` is the row's checksum
+  (:mod:`.integrity`), verified whenever the row is read; NULL in rows of older indexes.
 - ``tombstones(seq)``: rows removed since the table files were last written; they tell
   the reopened index which rows of the files to ignore.
-- ``settings(name, value)``: layout, k, format and the database's identity.
+- ``settings(name, value)``: layout, k, the database's identity, and ``check``: their CRC-32.
+
+Any SQLite or JSON error while reading means a damaged database and is raised as
+:class:`IndexCorruptError` naming the file.
 """
 
 from __future__ import annotations
@@ -19,17 +24,22 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
+import zlib
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .base import IndexCorruptError
+from .integrity import MARK, CommitMark, bad_rows, check_sqlite, row_check, row_checks
 
 SIGN = 1 << 63
 WRAP = 1 << 64
 _CHUNK = 500  # host parameters per statement, well under SQLite's limit
+_TABLES = {"settings", "entries", "tombstones"}
+_INSERT = "INSERT INTO entries (seq, key, simhash, meta, chk) VALUES (?, ?, ?, ?, ?)"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -37,7 +47,8 @@ CREATE TABLE IF NOT EXISTS entries (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     key TEXT NOT NULL UNIQUE,
     simhash INTEGER NOT NULL,
-    meta TEXT
+    meta TEXT,
+    chk INTEGER
 );
 CREATE TABLE IF NOT EXISTS tombstones (seq INTEGER PRIMARY KEY);
 """
@@ -58,13 +69,20 @@ def _chunks(values: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]
 
 
 class Store:
-    """Durable rows of the index. Not thread-safe by itself: the index serialises calls."""
+    """Durable rows of the index. Not thread-safe by itself: the index serialises calls.
 
-    def __init__(self, path: Path, read_only: bool = False, synchronous: str = "full") -> None:
+    ``check``: run SQLite's ``"quick"`` or ``"thorough"`` check at open (see :func:`check_sqlite`).
+    After opening, ``high`` (the high-water seq) and ``live`` (rows) are read in one snapshot.
+    """
+
+    def __init__(
+        self, path: Path, read_only: bool = False, synchronous: str = "full", check: str | None = None
+    ) -> None:
         if synchronous not in ("full", "normal"):
             raise ValueError(f"synchronous must be 'full' or 'normal', not {synchronous!r}")
         self.path = path
         self.read_only = read_only
+        self.mark: CommitMark | None = None
         try:
             if read_only:
                 self.conn = sqlite3.connect(
@@ -76,14 +94,64 @@ class Store:
                 self.conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
                 # 64 MiB of page cache keeps the key index's hot pages in memory: ~1.5x inserts/s
                 self.conn.execute("PRAGMA cache_size=-65536")
-                self.conn.executescript(_SCHEMA)
-            self.conn.execute("SELECT seq FROM entries LIMIT 1").fetchall()
+            if check:
+                check_sqlite(self.conn, path, thorough=check == "thorough")
+            self._prepare_schema()
+            with self.snapshot():  # reads high and live
+                pass
+        except IndexCorruptError:
+            self.conn.close()
+            raise
         except sqlite3.DatabaseError as exc:
+            if hasattr(self, "conn"):  # connect() itself can fail
+                self.conn.close()
             raise IndexCorruptError(
                 f"the index database {path} is damaged or not an index ({exc}); it is the source of truth "
                 f"and cannot be rebuilt: restore it from a backup or export what `sqlite3 .recover` finds"
             ) from exc
-        self.next_seq = self._max_seq() + 1
+        self.next_seq = self.high + 1
+
+    def _prepare_schema(self) -> None:
+        """Create a new database's tables; refuse a database without them; add ``chk`` to old ones."""
+        tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not tables and not self.read_only:
+            self.conn.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} COMMIT;")
+            tables = set(_TABLES)
+        if not tables >= _TABLES:
+            raise sqlite3.DatabaseError(f"tables {sorted(_TABLES - tables)} are missing")
+        columns = {r[1] for r in self.conn.execute("PRAGMA table_info(entries)")}
+        if "chk" not in columns and not self.read_only:
+            self.conn.execute("ALTER TABLE entries ADD COLUMN chk INTEGER")  # old rows stay unverified
+            columns.add("chk")
+        self._chk = "chk" if "chk" in columns else "NULL"
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Several reads from one state of the database, starting with ``high`` and ``live``."""
+        with self._reading():
+            self.conn.execute("BEGIN")
+        try:
+            with self._reading():
+                self.high = self._max_seq()
+                self.live = int(self.conn.execute("SELECT count(*) FROM entries").fetchone()[0])
+            yield
+        finally:
+            self.conn.execute("COMMIT")
+
+    def damaged(self, what: str) -> IndexCorruptError:
+        return IndexCorruptError(
+            f"the index database {self.path} is damaged ({what}); it is the source of truth and cannot "
+            f"be rebuilt: restore it from a backup (then delete {MARK} and manifest.json beside it) or "
+            f"export what `sqlite3 .recover` finds"
+        )
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """SQLite and JSON errors while reading: a damaged database."""
+        try:
+            yield
+        except (sqlite3.DatabaseError, json.JSONDecodeError) as exc:
+            raise self.damaged(f"{type(exc).__name__}: {exc}") from exc
 
     def _max_seq(self) -> int:
         row = self.conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'entries'").fetchone()
@@ -92,24 +160,46 @@ class Store:
 
     def close(self) -> None:
         self.conn.close()
+        if self.mark is not None:
+            self.mark.close()
+
+    def _marked(self) -> None:
+        """After a commit: the high-water mark and row count it left, for :func:`check_mark`."""
+        self.high = self.next_seq - 1
+        if self.mark is not None:
+            self.mark.write(self.high, self.live)
 
     # settings
+    def _read_settings(self) -> dict[str, str]:
+        with self._reading():
+            return dict(self.conn.execute("SELECT name, value FROM settings").fetchall())
+
     def settings(self) -> dict[str, str]:
-        return dict(self.conn.execute("SELECT name, value FROM settings").fetchall())
+        """The settings, verified against their stored CRC-32 (absent in older indexes)."""
+        stored = self._read_settings()
+        check = stored.pop("check", None)
+        if check is not None and check != _settings_check(stored):
+            raise self.damaged("the settings fail their checksum")
+        if check is None and stored and not self.read_only:
+            with self._transaction():
+                self.conn.execute("INSERT INTO settings VALUES ('check', ?)", (_settings_check(stored),))
+        return stored
 
     def init_settings(self, values: dict[str, str]) -> dict[str, str]:
         """Write settings for a new database (once); returns the stored ones."""
         with self._transaction():
-            current = self.settings()
+            current = self._read_settings()
+            current.pop("check", None)
             if not current:
                 values = {**values, "db_id": uuid.uuid4().hex}
-                self.conn.executemany("INSERT INTO settings VALUES (?, ?)", list(values.items()))
+                rows = [*values.items(), ("check", _settings_check(values))]
+                self.conn.executemany("INSERT INTO settings VALUES (?, ?)", rows)
                 current = values
         return current
 
     # writes
     def _transaction(self) -> _Transaction:
-        return _Transaction(self.conn)
+        return _Transaction(self.conn, self)
 
     def put_many(
         self, items: list[tuple[int, str, str | None]], tombstone_upto: int
@@ -122,13 +212,16 @@ class Store:
         """
         start = self.next_seq
         seqs = list(range(start, start + len(items)))
-        rows = [(s, key, to_signed(h), meta) for s, (h, key, meta) in zip(seqs, items, strict=True)]
+        rows = [
+            (s, key, to_signed(h), meta, chk)
+            for s, (h, key, meta), chk in zip(seqs, items, row_checks(start, items), strict=True)
+        ]
         try:  # fast path: all keys new (the common case in a crawl), one pass over the key index
             with self._transaction():
-                self.conn.executemany(
-                    "INSERT INTO entries (seq, key, simhash, meta) VALUES (?, ?, ?, ?)", rows
-                )
+                self.conn.executemany(_INSERT, rows)
             self.next_seq = start + len(items)
+            self.live += len(items)
+            self._marked()
             return seqs, []
         except sqlite3.IntegrityError:
             pass  # some key exists: rolled back; replace explicitly
@@ -143,12 +236,14 @@ class Store:
             if replaced:
                 self.conn.executemany("DELETE FROM entries WHERE seq = ?", [(s,) for s in replaced])
                 self._tombstone([s for s in replaced if s <= tombstone_upto])
-            self.conn.executemany("INSERT INTO entries (seq, key, simhash, meta) VALUES (?, ?, ?, ?)", rows)
+            self.conn.executemany(_INSERT, rows)
         self.next_seq = start + len(items)
+        self.live += len(items) - len(replaced)
+        self._marked()
         return seqs, replaced
 
     def delete(self, key: str, tombstone_upto: int) -> int | None:
-        """Remove ``key``; its old seq or None."""
+        """Remove ``key``; its old seq or None. Advances the high-water seq by one."""
         with self._transaction():
             row = self.conn.execute("SELECT seq FROM entries WHERE key = ?", (key,)).fetchone()
             if row is None:
@@ -156,6 +251,10 @@ class Store:
             self.conn.execute("DELETE FROM entries WHERE seq = ?", (row[0],))
             if row[0] <= tombstone_upto:
                 self._tombstone([row[0]])
+            self.conn.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'entries'", (self.next_seq,))
+        self.next_seq += 1
+        self.live -= 1
+        self._marked()
         return int(row[0])
 
     def _tombstone(self, seqs: list[int]) -> None:
@@ -168,69 +267,119 @@ class Store:
 
     # reads
     def count(self) -> int:
-        return int(self.conn.execute("SELECT count(*) FROM entries").fetchone()[0])
+        with self._reading():
+            return int(self.conn.execute("SELECT count(*) FROM entries").fetchone()[0])
+
+    def _verified(self, seq: int, key: str, h: int, meta: str | None, chk: int | None) -> dict[str, Any]:
+        """The row's meta, after checking the row against its checksum."""
+        if chk is not None and to_unsigned(chk) != row_check(seq, to_unsigned(h), key, meta):
+            raise self.damaged(f"row {seq} ({key!r}) fails its checksum")
+        return _meta(meta)
 
     def get(self, key: str) -> tuple[int, int, dict[str, Any]] | None:
-        row = self.conn.execute("SELECT seq, simhash, meta FROM entries WHERE key = ?", (key,)).fetchone()
-        if row is None:
-            return None
-        return int(row[0]), to_unsigned(row[1]), _meta(row[2])
+        with self._reading():
+            row = self.conn.execute(
+                f"SELECT seq, key, simhash, meta, {self._chk} FROM entries WHERE key = ?", (key,)
+            ).fetchone()
+            if row is None:
+                return None
+            if row[1] != key:
+                raise self.damaged(f"the key index leads {key!r} to row {row[0]} of {row[1]!r}")
+            return int(row[0]), to_unsigned(row[2]), self._verified(*row)
 
     def fetch(self, seqs: Sequence[int]) -> dict[int, tuple[str, dict[str, Any]]]:
         """Key and meta of each stored seq (missing seqs are absent from the result)."""
         out: dict[int, tuple[str, dict[str, Any]]] = {}
-        for chunk in _chunks(list(seqs)):
-            marks = ",".join("?" * len(chunk))
-            for seq, key, meta in self.conn.execute(
-                f"SELECT seq, key, meta FROM entries WHERE seq IN ({marks})", chunk
-            ):
-                out[seq] = (key, _meta(meta))
+        with self._reading():
+            for chunk in _chunks(list(seqs)):
+                marks = ",".join("?" * len(chunk))
+                for row in self.conn.execute(
+                    f"SELECT seq, key, simhash, meta, {self._chk} FROM entries WHERE seq IN ({marks})", chunk
+                ):
+                    out[row[0]] = (row[1], self._verified(*row))
         return out
 
     def tombstones(self) -> np.ndarray:
-        return np.array([r[0] for r in self.conn.execute("SELECT seq FROM tombstones")], dtype=np.int64)
+        """Seqs removed since the table files were written; none of them may still be a row."""
+        with self._reading():
+            live = self.conn.execute("SELECT seq FROM tombstones JOIN entries USING (seq) LIMIT 1").fetchone()
+            if live is not None:
+                raise self.damaged(f"row {live[0]} is both stored and marked removed")
+            return np.array([r[0] for r in self.conn.execute("SELECT seq FROM tombstones")], dtype=np.int64)
 
     def rows(self, after: int = 0, batch: int = 200_000) -> tuple[np.ndarray, np.ndarray]:
-        """(seqs, fingerprints) of every row with seq > ``after``, in seq order, as arrays."""
+        """(seqs, fingerprints) of every row with seq > ``after``, in seq order, as arrays.
+
+        Each row's seq and fingerprint are checked against its checksum (vectorised).
+        """
         seqs_parts, hash_parts = [], []
-        cursor = self.conn.execute("SELECT seq, simhash FROM entries WHERE seq > ? ORDER BY seq", (after,))
-        while True:
-            chunk = cursor.fetchmany(batch)
-            if not chunk:
-                break
-            block = np.array(chunk, dtype=np.int64)
-            seqs_parts.append(block[:, 0].copy())
-            hash_parts.append(block[:, 1].view(np.uint64).copy())
+        with self._reading():
+            cursor = self.conn.execute(
+                f"SELECT seq, simhash, ifnull({self._chk}, 0) FROM entries WHERE seq > ? ORDER BY seq",
+                (after,),
+            )
+            while True:
+                chunk = cursor.fetchmany(batch)
+                if not chunk:
+                    break
+                block = np.array(chunk, dtype=np.int64)
+                seqs, hashes = block[:, 0].copy(), block[:, 1].view(np.uint64).copy()
+                bad = bad_rows(seqs, hashes, block[:, 2])
+                if bad.size:
+                    raise self.damaged(f"row {int(seqs[bad[0]])} fails its checksum")
+                seqs_parts.append(seqs)
+                hash_parts.append(hashes)
         if not seqs_parts:
             return np.zeros(0, np.int64), np.zeros(0, np.uint64)
         return np.concatenate(seqs_parts), np.concatenate(hash_parts)
 
     def iterate(self, batch: int = 10_000) -> Iterator[tuple[int, str, int, dict[str, Any]]]:
-        """Every row as (seq, key, simhash, meta), oldest first."""
-        cursor = self.conn.execute("SELECT seq, key, simhash, meta FROM entries ORDER BY seq")
-        while True:
-            chunk = cursor.fetchmany(batch)
-            if not chunk:
-                return
-            for seq, key, h, meta in chunk:
-                yield seq, key, to_unsigned(h), _meta(meta)
+        """Every row as (seq, key, simhash, meta), oldest first, each verified."""
+        with self._reading():
+            cursor = self.conn.execute(
+                f"SELECT seq, key, simhash, meta, {self._chk} FROM entries ORDER BY seq"
+            )
+            while True:
+                chunk = cursor.fetchmany(batch)
+                if not chunk:
+                    return
+                for row in chunk:
+                    meta = self._verified(*row)
+                    yield row[0], row[1], to_unsigned(row[2]), meta
+
+
+def _settings_check(values: dict[str, str]) -> str:
+    return str(zlib.crc32(json.dumps(values, sort_keys=True).encode()))
 
 
 def _meta(text: str | None) -> dict[str, Any]:
-    return json.loads(text) if text else {}
+    if not text:
+        return {}
+    meta = json.loads(text)
+    if not isinstance(meta, dict):
+        raise json.JSONDecodeError("meta is not a JSON object", text, 0)
+    return meta
 
 
 class _Transaction:
-    """BEGIN IMMEDIATE ... COMMIT, rolled back on any error (so a failed batch stores nothing)."""
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any error (so a failed batch stores nothing).
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    A database error other than a constraint (a damaged page) is an IndexCorruptError.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, store: Store) -> None:
         self.conn = conn
+        self.store = store
 
     def __enter__(self) -> None:
         self.conn.execute("BEGIN IMMEDIATE")
 
-    def __exit__(self, exc_type: object, *rest: object) -> None:
+    def __exit__(self, exc_type: object, exc: object, *rest: object) -> None:
         if exc_type is None:
             self.conn.execute("COMMIT")
-        else:
-            self.conn.execute("ROLLBACK")
+            return
+        self.conn.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.DatabaseError) and not isinstance(
+            exc, (sqlite3.IntegrityError, sqlite3.OperationalError)
+        ):
+            raise self.store.damaged(f"{type(exc).__name__}: {exc}") from exc

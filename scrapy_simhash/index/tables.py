@@ -276,3 +276,12 @@ def brute_force(hashes: np.ndarray, seqs: np.ndarray, query: np.ndarray, k: int)
     if not qidx.size:
         return Hits.empty()
     return Hits(qidx.astype(np.int64), seqs[cols], hashes[cols], dist[qidx, cols].astype(np.uint8))
+
+
+def members(sorted_values: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """The candidates present in an ascending array (binary search, no full scan)."""
+    if not sorted_values.shape[0] or not candidates.size:
+        return candidates[:0]
+    where = np.searchsorted(sorted_values, candidates)
+    where = np.minimum(where, sorted_values.shape[0] - 1)
+    return candidates[sorted_values[where] == candidates]

@@ -1,0 +1,351 @@
+"""The embedded index never loses or invents data silently: reset under the lock, a lost
+database refused, damaged rows and settings detected, raw SQLite/JSON errors wrapped."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_simhash import SimhashIndex
+from scrapy_simhash.crawl_index import open_crawl_index
+from scrapy_simhash.index import IndexCorruptError, IndexLockedError, SimhashIndexError
+from scrapy_simhash.index.storage import to_signed
+
+WRITER = r"""
+import sys
+from scrapy_simhash import SimhashIndex
+
+index = SimhashIndex(sys.argv[1], synchronous="normal")
+print("OPEN", flush=True)
+for i in range(int(sys.argv[2])):
+    index.add((i * 0x9E3779B97F4A7C15) % (1 << 64) or 1, f"w{i}")
+    print(f"A w{i}", flush=True)
+    if i == 20:
+        sys.stdin.readline()  # wait while the parent tries to reset the index
+index.close()
+"""
+
+
+def _fill(path: Path, n: int = 200, compact: bool = True) -> dict[str, int]:
+    rows = {f"k{i}": (i * 0x9E3779B97F4A7C15) % (1 << 64) or 1 for i in range(n)}
+    items = list(rows.items())
+    with SimhashIndex(path) as index:
+        index.add_many([(h, key, {"i": key}) for key, h in items[: n // 2]])
+        if compact:
+            index.compact()
+        index.add_many([(h, key, {"i": key}) for key, h in items[n // 2 :]])
+    return rows
+
+
+def _files(path: Path) -> set[str]:
+    return {p.name for p in path.iterdir()}
+
+
+# -- item 2: reset takes the lock first --------------------------------------------------------------
+def test_reset_of_an_index_another_process_writes_is_refused_and_loses_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "ix"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path), "100"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert writer.stdout is not None and writer.stdin is not None
+    assert writer.stdout.readline().strip() == "OPEN"
+    acked = []
+    while len(acked) < 21:
+        acked.append(writer.stdout.readline().split()[1])
+    with pytest.raises(IndexLockedError):
+        open_crawl_index(str(path), 3, reset=True)
+    with pytest.raises(IndexLockedError):
+        SimhashIndex(path, reset=True)
+    writer.stdin.write("go on\n")
+    writer.stdin.flush()
+    out, err = writer.communicate(timeout=60)
+    assert writer.returncode == 0, err
+    acked += [line.split()[1] for line in out.splitlines()]
+    assert len(acked) == 100
+    with SimhashIndex(path) as index:
+        assert {m.key for m in index} == set(acked)
+
+
+def test_reset_of_an_unlocked_index_empties_it_under_the_lock(tmp_path: Path) -> None:
+    path = tmp_path / "ix"
+    _fill(path)
+    (path / "notes.txt").write_text("not part of the index")
+    index = open_crawl_index(str(path), 3, reset=True)
+    try:
+        assert len(index) == 0
+        with pytest.raises(IndexLockedError):  # the lock was held throughout: no second writer
+            SimhashIndex(path)
+        index.add(0xABC, "fresh")
+    finally:
+        index.close()
+    assert not list(path.glob("tables-*")) and (path / "notes.txt").exists()
+    with SimhashIndex(path) as index:
+        assert [m.key for m in index] == ["fresh"]
+    with pytest.raises(ValueError):
+        SimhashIndex(path, read_only=True, reset=True)
+
+
+# -- item 3: a lost database is refused, nothing deleted ---------------------------------------------
+def _lose_database(path: Path, how: str, tmp_path: Path) -> None:
+    db = path / "index.sqlite3"
+    if how == "missing":
+        db.unlink()
+    elif how == "emptied":
+        db.write_bytes(b"")
+    elif how == "replaced-by-empty":
+        with SimhashIndex(tmp_path / "blank"):
+            pass
+        shutil.copy(tmp_path / "blank" / "index.sqlite3", db)
+    else:  # every row deleted behind the index's back
+        with sqlite3.connect(db) as conn:
+            conn.execute("DELETE FROM entries")
+
+
+@pytest.mark.parametrize("how", ["missing", "emptied", "replaced-by-empty", "rows-deleted"])
+def test_lost_database_is_refused_and_nothing_deleted(tmp_path: Path, how: str) -> None:
+    path = tmp_path / "ix"
+    _fill(path)
+    _lose_database(path, how, tmp_path)
+    before = _files(path)
+    for read_only in (False, True):
+        with pytest.raises(IndexCorruptError, match=r"index\.sqlite3"):
+            SimhashIndex(path, read_only=read_only)
+        assert before <= _files(path)  # nothing deleted (SQLite may add its -wal and -shm)
+    assert any(name.startswith("tables-") for name in before)
+
+
+def test_new_index_in_an_empty_or_missing_directory_is_created(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    for path in (tmp_path / "empty", tmp_path / "missing"):
+        with SimhashIndex(path) as index:
+            index.add(5, "a")
+        with SimhashIndex(path, read_only=True) as index:
+            assert len(index) == 1
+
+
+# -- item 4: damage detected ------------------------------------------------------------------------
+@pytest.mark.parametrize("field", ["crc32", "bytes", "name"])
+def test_manifest_without_a_file_field_is_rebuilt(tmp_path: Path, field: str) -> None:
+    path = tmp_path / "ix"
+    rows = _fill(path)
+    manifest = json.loads((path / "manifest.json").read_text())
+    del manifest["files"]["keys"][field]
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    with SimhashIndex(path) as index:
+        assert index.stats()["rebuilds"] == 1
+        assert {m.key: m.simhash for m in index} == rows
+        assert [m.key for m in index.query(rows["k3"])] == ["k3"]
+
+
+@pytest.mark.parametrize("where", ["base", "delta"])
+def test_row_changed_behind_the_index_is_detected(tmp_path: Path, where: str) -> None:
+    path = tmp_path / "ix"
+    rows = _fill(path)
+    key = "k3" if where == "base" else "k150"
+    with sqlite3.connect(path / "index.sqlite3") as conn:
+        conn.execute("UPDATE entries SET simhash = simhash + 1 WHERE key = ?", (key,))
+    if where == "delta":  # read at open to build the in-memory tables
+        with pytest.raises(IndexCorruptError, match="checksum"):
+            SimhashIndex(path)
+        return
+    with SimhashIndex(path) as index:
+        with pytest.raises(IndexCorruptError, match="checksum"):
+            index.get(key)
+        with pytest.raises(IndexCorruptError, match="checksum"):
+            index.query(rows[key])
+        with pytest.raises(IndexCorruptError, match="checksum"):
+            list(index)
+
+
+def test_changed_settings_are_detected(tmp_path: Path) -> None:
+    path = tmp_path / "ix"
+    _fill(path)
+    with sqlite3.connect(path / "index.sqlite3") as conn:
+        conn.execute("UPDATE settings SET value = '2' WHERE name = 'k'")
+    with pytest.raises(IndexCorruptError, match="settings"):
+        SimhashIndex(path)
+
+
+@pytest.mark.parametrize("damage", ["bad-json", "no-table"])
+def test_raw_sqlite_and_json_errors_become_index_corrupt(tmp_path: Path, damage: str) -> None:
+    path = tmp_path / "ix"
+    rows = _fill(path)
+    with SimhashIndex(path) as index:
+        with sqlite3.connect(path / "index.sqlite3") as conn:  # behind the open index's back
+            if damage == "bad-json":  # an unverified row (as in an index older than checksums)
+                conn.execute("UPDATE entries SET meta = '{\"i\": ', chk = NULL WHERE key = 'k3'")
+            else:
+                conn.execute("ALTER TABLE entries RENAME TO gone")
+        for call in (lambda: index.get("k3"), lambda: index.query(rows["k3"]), lambda: list(index)):
+            with pytest.raises(IndexCorruptError, match=r"index\.sqlite3"):
+                call()
+
+
+def test_database_behind_its_commit_mark_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "ix"
+    with SimhashIndex(path) as index:
+        index.add_many([(i + 1, f"a{i}", None) for i in range(50)])
+    shutil.copy(path / "index.sqlite3", tmp_path / "backup.sqlite3")
+    with SimhashIndex(path) as index:
+        index.add(1000, "later")
+        index.remove("a3")
+    shutil.copy(tmp_path / "backup.sqlite3", path / "index.sqlite3")  # the two writes are lost
+    with pytest.raises(IndexCorruptError, match="lost acknowledged writes"):
+        SimhashIndex(path)
+    with pytest.raises(IndexCorruptError, match="lost acknowledged writes"):
+        SimhashIndex(path, read_only=True)
+
+
+def test_removal_lost_after_the_mark_is_refused(tmp_path: Path) -> None:
+    """A removal changes no row count a table file knows of; the mark still catches its loss."""
+    path = tmp_path / "ix"
+    with SimhashIndex(path) as index:
+        index.add_many([(i + 1, f"a{i}", None) for i in range(50)])
+    shutil.copy(path / "index.sqlite3", tmp_path / "backup.sqlite3")
+    with SimhashIndex(path) as index:
+        index.remove("a3")
+    shutil.copy(tmp_path / "backup.sqlite3", path / "index.sqlite3")
+    with pytest.raises(IndexCorruptError, match="lost acknowledged writes"):
+        SimhashIndex(path)
+
+
+def test_loss_after_a_reboot_with_synchronous_normal_is_only_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "ix"
+    with SimhashIndex(path, synchronous="normal") as index:
+        index.add_many([(i + 1, f"a{i}", None) for i in range(50)])
+    shutil.copy(path / "index.sqlite3", tmp_path / "backup.sqlite3")
+    with SimhashIndex(path, synchronous="normal") as index:
+        index.add(1000, "later")
+    shutil.copy(tmp_path / "backup.sqlite3", path / "index.sqlite3")
+    mark = (path / "COMMITTED").read_bytes()
+    body = mark[:-20] + bytes(16)  # written in another boot (a power cut lost the last commit)
+    (path / "COMMITTED").write_bytes(body + zlib.crc32(body).to_bytes(4, "little"))
+    with SimhashIndex(path) as index:
+        assert len(index) == 50
+    assert "power cut" in caplog.text
+
+
+def test_index_without_checksums_opens_and_migrates(tmp_path: Path) -> None:
+    """An index written before row checksums: its rows stay unverified, new rows are verified."""
+    path = tmp_path / "ix"
+    rows = _fill(path)
+    with sqlite3.connect(path / "index.sqlite3") as conn:
+        conn.execute("ALTER TABLE entries DROP COLUMN chk")
+        conn.execute("DELETE FROM settings WHERE name = 'check'")
+    (path / "COMMITTED").unlink()
+    with SimhashIndex(path, read_only=True) as index:
+        assert {m.key: m.simhash for m in index} == rows
+    with SimhashIndex(path) as index:
+        assert {m.key: m.simhash for m in index} == rows
+        index.add(0xFEED, "new")
+    with sqlite3.connect(path / "index.sqlite3") as conn:
+        checks = dict(conn.execute("SELECT key, chk FROM entries").fetchall())
+        assert checks["new"] is not None and checks["k3"] is None
+        conn.execute("UPDATE entries SET simhash = 7 WHERE key = 'new'")
+    with pytest.raises(IndexCorruptError, match="checksum"):  # a newer row: read at open
+        SimhashIndex(path)
+
+
+def test_commit_mark_format_is_what_read_mark_expects(tmp_path: Path) -> None:
+    from scrapy_simhash.index.integrity import read_mark
+
+    path = tmp_path / "ix"
+    with SimhashIndex(path) as index:
+        index.add_many([(i + 1, f"a{i}", None) for i in range(5)])
+        index.remove("a1")
+    mark = read_mark(path)
+    assert mark is not None and (mark.high, mark.count) == (6, 4)
+    (path / "COMMITTED").write_bytes(struct.pack("<4s", b"junk"))
+    assert read_mark(path) is None  # damaged: logged, and the database is trusted as it is
+    with SimhashIndex(path) as index:
+        assert len(index) == 4
+
+
+# -- the crawl side: the real reason, counted --------------------------------------------------------
+def test_open_crawl_index_turns_any_failure_into_an_index_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a directory")
+    with pytest.raises(SimhashIndexError, match="not a directory"):
+        open_crawl_index(str(tmp_path / "file"), 3)
+
+
+@pytest.mark.slow  # one Scrapy crawl, ~4 s
+def test_crawl_with_a_lost_database_reports_the_reason_and_counts_it(tmp_path: Path) -> None:
+    from crawl_support import demo_site, run_crawl
+
+    location = tmp_path / "index"
+    _fill(location)
+    (location / "index.sqlite3").unlink()
+    with demo_site.serve(demo_site.build_site(4)) as base:
+        result = run_crawl(
+            base + "/", tmp_path / "run", {"SIMHASH_INDEX": str(location), "SIMHASH_WORKERS": 1}
+        )
+    assert result.stat("simhash/error/index_open") == 1
+    assert "index.sqlite3 is missing" in result.log
+    assert "could not be opened: None" not in result.log
+    assert any(name.startswith("tables-") for name in _files(location))
+
+
+READER_RACE_WRITER = r"""
+import sys
+from scrapy_simhash import SimhashIndex
+
+index = SimhashIndex(sys.argv[1], pending_max=4, delta_min=16, synchronous="normal")
+print("OPEN", flush=True)
+for i in range(3000):
+    index.add((i * 0x9E3779B97F4A7C15) % (1 << 64) or 1, f"w{i}")
+    if i % 3 == 2:
+        index.remove(f"w{i - 1}")  # removals of rows in the base leave tombstones
+index.close()
+"""
+
+
+def test_readers_opening_while_the_writer_switches_generations_see_no_damage(tmp_path: Path) -> None:
+    """The new checks compare files written at different moments: none may fire on a live index."""
+    path = tmp_path / "ix"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", READER_RACE_WRITER, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    assert writer.stdout is not None and writer.stdout.readline().strip() == "OPEN"
+    opened = 0
+    while writer.poll() is None or opened == 0:
+        with SimhashIndex(path, read_only=True) as index:
+            assert len(index) >= 0
+        opened += 1
+    assert writer.wait() == 0 and opened > 5
+    with SimhashIndex(path, read_only=True) as index:
+        assert len(index) == 2000
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 2**40),
+    st.lists(st.tuples(st.integers(1, 2**64 - 1), st.text(min_size=1), st.none() | st.text()), max_size=80),
+)
+def test_batch_checksums_equal_row_checksums(start: int, items: list[tuple[int, str, str | None]]) -> None:
+    """The vectorised checksums written by add_many are the ones every read verifies row by row."""
+    from scrapy_simhash.index.integrity import bad_rows, row_check, row_checks
+
+    checks = row_checks(start, items)
+    assert checks == [to_signed(row_check(start + i, h, key, meta)) for i, (h, key, meta) in enumerate(items)]
+    seqs = np.arange(start, start + len(items), dtype=np.int64)
+    hashes = np.array([h for h, _, _ in items], dtype=np.uint64)
+    assert bad_rows(seqs, hashes, np.array(checks, dtype=np.int64)).size == 0
+    if items:
+        assert bad_rows(seqs, hashes ^ np.uint64(1), np.array(checks, dtype=np.int64)).size == len(items)

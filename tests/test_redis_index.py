@@ -19,6 +19,8 @@ from redis_server import RedisClusterServers, RedisServer, free_port
 
 from scrapy_simhash import hamming
 from scrapy_simhash.index import (
+    IndexCorruptError,
+    IndexLostError,
     IndexUnavailableError,
     LayoutError,
     SimhashIndexError,
@@ -388,6 +390,66 @@ def test_restart_with_persistence_loses_no_acknowledged_insert(tmp_path: Path, c
         missing = [key for key in acknowledged if idx.get(key) is None]
         assert missing == []
     srv.stop()
+
+
+def _namespace_keys(srv: RedisServer, prefix: str) -> list[bytes]:
+    client = srv.client()
+    try:
+        return client.keys(f"simhash:{{{prefix}}}:*")
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("tables", TABLE_KINDS)
+def test_redis_restarted_empty_is_detected_not_reinitialised(tmp_path: Path, tables: str) -> None:
+    srv = RedisServer(tmp_path / "amnesia").start()
+    try:
+        idx = open_index(f"{srv.url}?prefix=amnesia&retries=3&retry_cap=0.1&tables={tables}")
+        idx.add_many((i * 0x9E3779B97F4A7C15 & MAX64, f"k{i}", None) for i in range(1, 40))
+        assert [m.key for m in idx.check_and_add(0xF00D, "a")] == []
+        srv.kill()
+        srv.start(persistent=False)  # comes back empty: the namespace is gone, the client does not know
+        lost = f"127.0.0.1:{srv.port}/0 lost the index namespace 'amnesia'"
+        calls = {
+            "check_and_add": lambda: idx.check_and_add(0xF00C, "b"),
+            "add": lambda: idx.add(0xF00C, "b"),
+            "add_many": lambda: idx.add_many([(0xF00C, "b", None)]),
+            "query": lambda: idx.query(0xF00D),
+            "query_many": lambda: idx.query_many([0xF00D]),
+            "get": lambda: idx.get("a"),
+            "remove": lambda: idx.remove("a"),
+            "len": lambda: len(idx),
+        }
+        for name, call in calls.items():
+            with pytest.raises(IndexLostError, match=lost):
+                call()
+            assert _namespace_keys(srv, "amnesia") == [], f"{name} re-created part of the namespace"
+        assert issubclass(IndexLostError, IndexCorruptError)
+        # Another process opening it now starts a new namespace (it cannot know); the first client
+        # still refuses, because the namespace it knew was replaced, not found again.
+        with open_index(f"{srv.url}?prefix=amnesia&tables={tables}") as other:
+            assert other.check_and_add(0xF00D, "c") == []
+        with pytest.raises(IndexLostError, match="deleted and created again"):
+            idx.check_and_add(0xF00C, "b")
+        # Starting afresh on purpose (SIMHASH_RESET clears the namespace): the client adopts it.
+        idx.clear()
+        assert idx.check_and_add(0xF00D, "d") == [] and len(idx) == 1
+        idx.close()
+    finally:
+        srv.stop()
+
+
+def test_namespace_without_an_epoch_gets_one(uri: str, server: RedisServer) -> None:
+    """A namespace created before epochs existed is adopted, not reported lost."""
+    index = open_index(uri)
+    index.add(0xABC, "a")
+    client = server.client()
+    client.hdel(f"simhash:{{{index.prefix}}}:config", "epoch")
+    client.close()
+    again = reopen(index)
+    assert [m.key for m in again.check_and_add(0xABD, "b")] == ["a"]
+    again.clear()
+    again.close()
 
 
 def test_unreachable_redis_raises_index_unavailable_naming_the_host(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError, RedisClusterException, ResponseError
 from redis.retry import Retry
 
-from .base import IndexUnavailableError, SimhashIndexError
+from .base import IndexLostError, IndexUnavailableError, SimhashIndexError
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +33,9 @@ UNAVAILABLE = (
     redis.exceptions.AskError,
     redis.exceptions.SlotNotCoveredError,
 )
+
+LOST = "SIMHASH_LOST"
+"""The script's error reply when the namespace's epoch is gone (see redis_store.lua)."""
 
 T = TypeVar("T")
 Client = redis.Redis | redis.RedisCluster
@@ -77,13 +80,21 @@ class ScriptClient:
     """Runs the index's Lua script over ``keys``, with bounded retries."""
 
     def __init__(
-        self, client: Client, keys: list[str], *, location: str, retries: int = 10, retry_cap: float = 2.0
+        self,
+        client: Client,
+        keys: list[str],
+        *,
+        location: str,
+        namespace: str,
+        retries: int = 10,
+        retry_cap: float = 2.0,
     ) -> None:
         if retries < 0:
             raise ValueError(f"retries must be >= 0, got {retries}")
         self.client = client
         self.keys = keys
         self.location = location
+        self.namespace = namespace
         self.retries = retries
         self.retry_cap = retry_cap
         self.closed = False
@@ -160,6 +171,13 @@ class ScriptClient:
                 )  # fmt: skip
                 time.sleep(pause)
             except (ResponseError, RedisClusterException) as exc:
+                if str(exc).startswith(LOST):
+                    raise IndexLostError(
+                        f"Redis at {self.location} lost the index namespace {self.namespace!r} "
+                        f"({str(exc)[len(LOST) :].strip()}: restarted without persistence, flushed or "
+                        "evicted?); it is not re-created silently. Restore the data, or start afresh with "
+                        "another prefix or SIMHASH_RESET"
+                    ) from None
                 raise SimhashIndexError(f"Redis at {self.location} refused {action}: {exc}") from exc
 
     def close(self) -> None:

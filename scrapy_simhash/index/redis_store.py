@@ -17,6 +17,10 @@ Why this shape:
 - Each write carries a random request id stored with the record. When a connection drops after Redis
   ran a script but before the reply arrived, the retried call recognises its own earlier run and neither
   inserts twice nor reports its own insert as a duplicate.
+- A namespace records a random epoch when it is created; every call names the epoch its client opened,
+  and the script checks it before touching anything. A Redis that restarted empty (no persistence),
+  was flushed or evicted our keys raises :class:`IndexLostError` instead of silently starting a new,
+  empty index under the old name. ``clear()`` (``SIMHASH_RESET``) is the deliberate fresh start.
 
 URI: ``redis://[:password@]host:port/db?prefix=crawl1&retention=2592000`` (also ``rediss://`` and
 ``unix:///path/redis.sock?db=0&prefix=...``). Query options (keyword arguments of :meth:`from_uri`
@@ -29,13 +33,14 @@ between retries, seconds), ``timeout`` (socket timeout, seconds), ``layout`` (a 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import redis
 
 from . import layouts
-from .base import LayoutError, Match, Meta, NearDuplicateIndex, SimhashIndexError
+from .base import IndexLostError, LayoutError, Match, Meta, NearDuplicateIndex, SimhashIndexError
 from .redis_client import ScriptClient, connect
 from .redis_tables import (
     TABLE_KINDS,
@@ -48,7 +53,7 @@ from .redis_tables import (
     encode_row,
 )
 
-__all__ = ["FORMAT", "TABLE_KINDS", "RedisIndex", "default_layout"]
+__all__ = ["FORMAT", "TABLE_KINDS", "IndexLostError", "RedisIndex", "default_layout"]
 
 FORMAT = "scrapy-simhash-redis/1"
 ROWS_PER_CALL = 50
@@ -83,7 +88,10 @@ class RedisIndex(NearDuplicateIndex):
         self.k = k
         self.prefix = prefix
         self.location = location
-        self._redis = ScriptClient(client, [], location=location, retries=retries, retry_cap=retry_cap)
+        self._redis = ScriptClient(
+            client, [], location=location, namespace=prefix, retries=retries, retry_cap=retry_cap
+        )
+        self._epoch = b""
         self._use_layout(layouts.resolve(layout or default_layout(k), k), tables or "zset")
         self.retention = self._open_config(
             retention, explicit_layout=layout is not None, explicit_tables=tables is not None
@@ -140,8 +148,12 @@ class RedisIndex(NearDuplicateIndex):
             "retention": str(retention or 0),
         }
         pairs = [item.encode() for pair in wanted.items() for item in pair]
-        reply = self._redis.run([b"i", str(self.k).encode(), b"0", self._spec, *pairs], "opening the index")
+        fresh = os.urandom(8).hex().encode()  # this namespace's epoch, if this call creates it
+        reply = self._redis.run(
+            [b"i", str(self.k).encode(), b"0", self._spec, fresh, *pairs], "opening the index"
+        )
         stored = {reply[i].decode(): reply[i + 1].decode() for i in range(0, len(reply), 2)}
+        self._epoch = stored.get("epoch", "").encode()
         if stored.get("format") != FORMAT:
             raise SimhashIndexError(
                 f"{self.location}: keys under prefix {self.prefix!r} are not a {FORMAT} index "
@@ -198,14 +210,24 @@ class RedisIndex(NearDuplicateIndex):
         probe = self._probe(simhash, k)
         return self._matches(
             self._redis.run(
-                [b"q", str(self._k(k)).encode(), self._retention_ms, self._spec, b"", b"", probe], "querying"
+                [
+                    b"q",
+                    str(self._k(k)).encode(),
+                    self._retention_ms,
+                    self._spec,
+                    self._epoch,
+                    b"",
+                    b"",
+                    probe,
+                ],
+                "querying",
             )
         )
 
     def query_many(self, simhashes: Iterable[int], k: int | None = None) -> list[list[Match]]:
         """Batched lookups: 50 per script call, 10 calls per round trip."""
         probes = [self._probe(simhash, k) for simhash in simhashes]
-        head = [b"Q", str(self._k(k)).encode(), self._retention_ms, self._spec]
+        head = [b"Q", str(self._k(k)).encode(), self._retention_ms, self._spec, self._epoch]
         calls = [head + probes[i : i + ROWS_PER_CALL] for i in range(0, len(probes), ROWS_PER_CALL)]
         out: list[list[Match]] = []
         for start in range(0, len(calls), CALLS_PER_ROUND_TRIP):
@@ -282,7 +304,7 @@ class RedisIndex(NearDuplicateIndex):
     # -- encoding ------------------------------------------------------------------------------
 
     def _args(self, mode: bytes, *extra: bytes) -> list[bytes]:
-        return [mode, str(self.k).encode(), self._retention_ms, self._spec, *extra]
+        return [mode, str(self.k).encode(), self._retention_ms, self._spec, self._epoch, *extra]
 
     def _run(self, args: list[bytes], action: str) -> Any:
         """One script call (with retries)."""
@@ -312,7 +334,16 @@ class RedisIndex(NearDuplicateIndex):
         permuted = [table.permute(simhash) for table in self._tables]
         record = self._record(simhash, key_bytes, meta_bytes, permuted)
         probe = b"".join(table.probe(p) for table, p in zip(self._tables, permuted, strict=True))
-        return [mode, str(self.k).encode(), self._retention_ms, self._spec, key_bytes, record, probe]
+        return [
+            mode,
+            str(self.k).encode(),
+            self._retention_ms,
+            self._spec,
+            self._epoch,
+            key_bytes,
+            record,
+            probe,
+        ]
 
     def _record(
         self, simhash: int, key_bytes: bytes, meta_bytes: bytes, permuted: list[int] | None = None

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import random
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -603,3 +606,34 @@ def test_crawl_with_redis_unreachable_follows_on_index_error(tmp_path: Path, on_
     else:
         assert result.stats["finish_reason"] == "finished"
         assert len(result.items) > 5 and not any(item.get("near_duplicate_of") for item in result.items)
+
+
+# -- the command line -----------------------------------------------------------------------------
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    entry = "import sys; from scrapy_simhash.cli import main; sys.exit(main())"
+    return subprocess.run(
+        [sys.executable, "-c", entry, "index", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize("command", [["stats"], ["export"], ["query", "4jkulemdaurgm"]])
+def test_read_only_cli_on_unreachable_redis_fails_at_once_with_one_line(command: list[str]) -> None:
+    port = free_port()
+    uri = f"redis://127.0.0.1:{port}/0?prefix=gone"
+    done = _cli(command[0], uri, *command[1:])
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr  # no retry lines
+    assert f"127.0.0.1:{port}" in lines[0] and "unavailable" in lines[0] and "1 attempt in" in lines[0]
+
+
+def test_cli_stats_on_redis(uri: str) -> None:
+    with open_index(uri) as idx:
+        idx.add(0xBEEF, "a")
+    done = _cli("stats", uri)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["size"] == 1
+    with open_index(uri) as idx:
+        idx.clear()

@@ -161,7 +161,8 @@ class ScriptClient:
                 failures += 1
                 if failures > self.retries:
                     raise IndexUnavailableError(
-                        f"Redis index at {self.location} is unavailable ({action}): {failures} attempts in "
+                        f"Redis index at {self.location} is unavailable ({action}): {failures} attempt"
+                        f"{'s' if failures > 1 else ''} in "
                         f"{time.monotonic() - started:.1f} s failed; last error: {type(exc).__name__}: {exc}"
                     ) from exc
                 pause = min(self.retry_cap, 0.05 * 2 ** (failures - 1))

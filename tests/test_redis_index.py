@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import random
@@ -15,6 +16,7 @@ from typing import Any
 
 import index_contract as contract
 import pytest
+import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis.crc import key_slot
@@ -637,3 +639,48 @@ def test_cli_stats_on_redis(uri: str) -> None:
     assert json.loads(done.stdout)["size"] == 1
     with open_index(uri) as idx:
         idx.clear()
+
+
+@pytest.mark.slow  # one Scrapy crawl of ~100 pages, with Redis stopped and restarted in the middle
+def test_crawl_rides_out_a_redis_outage_without_blocking_the_reactor(tmp_path: Path) -> None:
+    """Redis goes down mid-crawl and comes back: pages pass untagged meanwhile, tagging resumes, and
+    the reactor keeps running (a heartbeat keeps ticking) while the index client retries."""
+    from crawl_support import demo_site, run_crawl
+
+    srv = RedisServer(tmp_path / "redis").start()
+    retries = "retries=8&retry_cap=1"  # ~4.5 s of back-off per failed call: the reactor must not wait it
+    uri = f"{srv.url}?prefix=outage-crawl&{retries}"
+    settings = {
+        "SIMHASH_INDEX": uri,
+        "SIMHASH_WORKERS": 1,
+        "SIMHASH_INDEX_RETRY_AFTER": 0.3,
+        "DOWNLOAD_DELAY": 0.05,  # ~100 pages over a few seconds: room for a stop and a restart
+        "DOWNLOADER_MIDDLEWARES": {"crawl_outage.OutageDrill": 100},
+        "OUTAGE_REDIS_DIR": str(srv.directory),
+        "OUTAGE_REDIS_PORT": srv.port,
+        "OUTAGE_STOP_AFTER": 10,
+        "OUTAGE_RESTART_AFTER": 8,
+        "LOG_LEVEL": "INFO",
+    }
+    try:
+        with demo_site.serve(demo_site.build_site(40)) as base:
+            result = run_crawl(base + "/", tmp_path / "run", settings)
+    finally:
+        client = srv.client()
+        with contextlib.suppress(redis.ConnectionError):
+            client.shutdown(nosave=True)  # the server the crawl restarted
+        client.close()
+        srv.stop()
+    assert result.stats["finish_reason"] == "finished"
+    assert result.stats["outage/phase"] == "back", result.log[-3000:]
+    # while down: pages passed untagged, most without waiting for the index (the breaker)
+    assert result.stat("outage/untagged_while_down") >= 8
+    assert result.stat("simhash/error/index_unavailable") >= 1
+    # back: tagging resumed
+    assert result.stat("outage/tagged_after_restart") >= 1
+    assert "index is back" in result.log and "tagging resumes" in result.log
+    # one ERROR line for the outage, not one per page
+    assert result.log.count("pages pass untagged, next try in") == 1
+    # the reactor kept running while the index retried: many ticks, no gap near the 4.5 s of retries
+    assert result.stat("outage/ticks_while_down") >= 5
+    assert result.stat("outage/max_tick_gap_ms_while_down") < 2000

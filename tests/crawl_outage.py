@@ -6,7 +6,8 @@ tagged it (or passed it untagged). Settings:
 - ``OUTAGE_REDIS_DIR`` / ``OUTAGE_REDIS_PORT``: the redis-server the crawl's index lives on;
 - ``OUTAGE_STOP_AFTER``: stop that server after this many tagged pages;
 - ``OUTAGE_RESTART_AFTER``: start it again (same data directory) after this many pages passed
-  untagged because of the index.
+  untagged because of the index (0: at once);
+- ``OUTAGE_RESTART_EMPTY``: restart it without persistence, so it comes back without the index.
 
 Counts, not clocks, decide when; the heartbeat (a LoopingCall every 50 ms) measures the longest gap
 between ticks from the stop until the server is back: a reactor blocked by index retries shows as a long gap.
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 from redis_server import RedisServer
 from scrapy import signals
 from twisted.internet import task, threads
@@ -37,6 +40,7 @@ class OutageDrill:
         self.port = settings.getint("OUTAGE_REDIS_PORT")
         self.stop_after = settings.getint("OUTAGE_STOP_AFTER")
         self.restart_after = settings.getint("OUTAGE_RESTART_AFTER")
+        self.restart_empty = settings.getbool("OUTAGE_RESTART_EMPTY")
         self.phase = "up"  # up -> stopping -> down -> restarting -> back
         self.tagged = self.untagged = 0
         self.last_tick: float | None = None
@@ -70,7 +74,10 @@ class OutageDrill:
             self.tagged += 1
             if self.tagged >= self.stop_after:
                 self.phase = "stopping"
-                threads.deferToThread(self._stop).addCallback(lambda _: self._set("down"))
+                if self.restart_after == 0:
+                    threads.deferToThread(self._stop_and_restart).addCallback(lambda _: self._set("back"))
+                else:
+                    threads.deferToThread(self._stop).addCallback(lambda _: self._set("down"))
         elif self.phase == "down" and request.meta.get("simhash_skipped") in UNTAGGED:
             self.untagged += 1
             self.stats.inc_value("outage/untagged_while_down")
@@ -85,7 +92,7 @@ class OutageDrill:
         self.phase = phase
 
     def _stop(self) -> None:
-        client = redis.Redis(host="127.0.0.1", port=self.port)
+        client = redis.Redis(host="127.0.0.1", port=self.port, retry=Retry(NoBackoff(), 0))
         try:
             client.shutdown(nosave=True)  # the AOF (appendfsync always) already holds every write
         except redis.ConnectionError:
@@ -94,4 +101,8 @@ class OutageDrill:
             client.close()
 
     def _restart(self) -> None:
-        RedisServer(self.directory, self.port).start()
+        RedisServer(self.directory, self.port).start(persistent=not self.restart_empty)
+
+    def _stop_and_restart(self) -> None:
+        self._stop()
+        self._restart()

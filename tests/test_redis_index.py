@@ -684,3 +684,47 @@ def test_crawl_rides_out_a_redis_outage_without_blocking_the_reactor(tmp_path: P
     # the reactor kept running while the index retried: many ticks, no gap near the 4.5 s of retries
     assert result.stat("outage/ticks_while_down") >= 5
     assert result.stat("outage/max_tick_gap_ms_while_down") < 2000
+
+
+@pytest.mark.slow  # one Scrapy crawl per mode
+@pytest.mark.parametrize("on_error", ["continue", "stop"])
+def test_crawl_when_redis_restarts_empty_follows_on_index_error(tmp_path: Path, on_error: str) -> None:
+    """Redis restarts without its data mid-crawl: the index is not re-created behind the crawl's back."""
+    from crawl_support import demo_site, run_crawl
+
+    srv = RedisServer(tmp_path / "redis").start()
+    prefix = f"lost-{on_error}"
+    settings = {
+        "SIMHASH_INDEX": f"{srv.url}?prefix={prefix}&retries=8&retry_cap=0.5",
+        "SIMHASH_ON_INDEX_ERROR": on_error,
+        "SIMHASH_WORKERS": 1,
+        "SIMHASH_INDEX_RETRY_AFTER": 0.3,
+        "DOWNLOAD_DELAY": 0.02,
+        "DOWNLOADER_MIDDLEWARES": {"crawl_outage.OutageDrill": 100},
+        "OUTAGE_REDIS_DIR": str(srv.directory),
+        "OUTAGE_REDIS_PORT": srv.port,
+        "OUTAGE_STOP_AFTER": 6,
+        "OUTAGE_RESTART_AFTER": 0,
+        "OUTAGE_RESTART_EMPTY": True,
+        "LOG_LEVEL": "INFO",
+    }
+    try:
+        with demo_site.serve(demo_site.build_site(20)) as base:
+            result = run_crawl(base + "/", tmp_path / "run", settings)
+        left = _namespace_keys(srv, prefix)
+    finally:
+        client = srv.client()
+        with contextlib.suppress(redis.ConnectionError):
+            client.shutdown(nosave=True)  # the server the crawl restarted
+        client.close()
+        srv.stop()
+    assert left == []  # nothing was written into a fresh, empty namespace
+    assert result.stat("simhash/error/index_lost") >= 1
+    assert result.stat("outage/tagged_after_restart") == 0
+    assert f"lost the index namespace '{prefix}'" in result.log
+    if on_error == "stop":
+        assert result.stats["finish_reason"] == "simhash_index_error"
+    else:
+        assert result.stats["finish_reason"] == "finished"
+        assert result.stat("outage/untagged_after_restart") >= 5
+        assert result.log.count(f"lost the index namespace '{prefix}'") == 1  # one line, not one per page

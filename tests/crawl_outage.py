@@ -7,7 +7,9 @@ tagged it (or passed it untagged). Settings:
 - ``OUTAGE_STOP_AFTER``: stop that server after this many tagged pages;
 - ``OUTAGE_RESTART_AFTER``: start it again (same data directory) after this many pages passed
   untagged because of the index (0: at once);
-- ``OUTAGE_RESTART_EMPTY``: restart it without persistence, so it comes back without the index.
+- ``OUTAGE_RESTART_EMPTY``: restart it without persistence, so it comes back without the index;
+- ``OUTAGE_START_DOWN``: the server is not running when the crawl starts (started after
+  ``OUTAGE_RESTART_AFTER`` untagged pages).
 
 Counts, not clocks, decide when; the heartbeat (a LoopingCall every 50 ms) measures the longest gap
 between ticks from the stop until the server is back: a reactor blocked by index retries shows as a long gap.
@@ -41,7 +43,8 @@ class OutageDrill:
         self.stop_after = settings.getint("OUTAGE_STOP_AFTER")
         self.restart_after = settings.getint("OUTAGE_RESTART_AFTER")
         self.restart_empty = settings.getbool("OUTAGE_RESTART_EMPTY")
-        self.phase = "up"  # up -> stopping -> down -> restarting -> back
+        self.phase = "down" if settings.getbool("OUTAGE_START_DOWN") else "up"
+        # up -> stopping -> down -> restarting -> back
         self.tagged = self.untagged = 0
         self.last_tick: float | None = None
         self.heartbeat = task.LoopingCall(self._tick)

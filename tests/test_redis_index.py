@@ -728,3 +728,39 @@ def test_crawl_when_redis_restarts_empty_follows_on_index_error(tmp_path: Path, 
         assert result.stats["finish_reason"] == "finished"
         assert result.stat("outage/untagged_after_restart") >= 5
         assert result.log.count(f"lost the index namespace '{prefix}'") == 1  # one line, not one per page
+
+
+@pytest.mark.slow  # one Scrapy crawl
+def test_crawl_started_while_redis_is_down_tags_once_it_is_up(tmp_path: Path) -> None:
+    """The index cannot be opened at start: pages pass untagged, and the breaker's probe opens it later."""
+    from crawl_support import demo_site, run_crawl
+
+    port = free_port()
+    directory = tmp_path / "redis"
+    directory.mkdir()
+    settings = {
+        "SIMHASH_INDEX": f"redis://127.0.0.1:{port}/0?prefix=late&retries=2&retry_cap=0.1",
+        "SIMHASH_WORKERS": 1,
+        "SIMHASH_INDEX_RETRY_AFTER": 0.3,
+        "DOWNLOAD_DELAY": 0.05,
+        "DOWNLOADER_MIDDLEWARES": {"crawl_outage.OutageDrill": 100},
+        "OUTAGE_REDIS_DIR": str(directory),
+        "OUTAGE_REDIS_PORT": port,
+        "OUTAGE_START_DOWN": True,
+        "OUTAGE_STOP_AFTER": 0,
+        "OUTAGE_RESTART_AFTER": 5,
+        "LOG_LEVEL": "INFO",
+    }
+    try:
+        with demo_site.serve(demo_site.build_site(40)) as base:
+            result = run_crawl(base + "/", tmp_path / "run", settings)
+    finally:
+        client = redis.Redis(host="127.0.0.1", port=port)
+        with contextlib.suppress(redis.ConnectionError):
+            client.shutdown(nosave=True)  # the server the crawl started
+        client.close()
+    assert result.stats["finish_reason"] == "finished"
+    assert result.stat("simhash/error/index_open") == 1
+    assert result.stat("outage/untagged_while_down") >= 5
+    assert result.stat("outage/tagged_after_restart") >= 1
+    assert "index redis://127.0.0.1" in result.log and "opened" in result.log

@@ -68,6 +68,8 @@ class IndexGuard:
         self.lost: IndexLostError | None = None
         self._pool = ThreadPool(minthreads=1, maxthreads=1, name=f"simhash-index-{name}")
         self._pool.start()
+        if hasattr(reactor, "addSystemEventTrigger"):  # never keep a stopped crawl's process alive
+            reactor.addSystemEventTrigger("during", "shutdown", self.close)
 
     @property
     def is_open(self) -> bool:

@@ -179,6 +179,8 @@ class SimhashMiddleware:
         )
 
     def _index_size(self) -> int | str:
+        if self.guard is not None and self.guard.is_open:
+            return "?"  # the index is down or lost: do not wait for its retries while closing
         try:
             size = len(self.index) if self.index is not None else 0
         except SimhashIndexError:
@@ -255,7 +257,12 @@ class SimhashMiddleware:
 
     def _record(self, simhash: int, url: str, request: Request) -> Match | None:
         """On the index thread: look the page up and store it; the match it duplicates, if any."""
-        if self.index is None:  # it could not be opened: try again (the breaker paces the tries)
+        if self.index is None:
+            if not isinstance(self._open_error, IndexUnavailableError):  # retrying will not help
+                raise IndexUnavailableError(
+                    f"the index at {self.location} could not be opened: {self._open_error}"
+                )
+            # the server was down at start: try again (the breaker paces the tries)
             try:
                 self._open()
             except Exception as exc:  # whatever stops it opening, the page passes untagged

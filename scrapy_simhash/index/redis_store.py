@@ -29,6 +29,9 @@ kept; default forever), ``cluster`` (``1``: Redis Cluster), ``retries``, ``retry
 between retries, seconds), ``timeout`` (socket timeout, seconds), ``layout`` (a Manku layout spec of
 :mod:`.layouts`; default ``blocks:k+1``, the least memory), ``tables`` (``zset``, the default, or
 ``hash``). Layout, tables and retention are fixed when a namespace is created; later openers adopt them.
+
+Modules: this one is the index (the interface, the namespace's config); :mod:`.redis_tables` encodes
+(permutations, records, validation); :mod:`.redis_client` talks to Redis (URI, script, retries, errors).
 """
 
 from __future__ import annotations

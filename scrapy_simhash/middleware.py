@@ -32,7 +32,8 @@ from scrapy.utils.misc import load_object
 from .crawl_index import default_location, open_crawl_index
 from .extract import declared_encoding
 from .fingerprint import SCHEME, hamming, to_base32, to_hex
-from .index import IndexUnavailableError, Match, NearDuplicateIndex, SimhashIndexError
+from .index import IndexLostError, IndexUnavailableError, Match, NearDuplicateIndex, SimhashIndexError
+from .index_guard import IndexGuard, IndexSkipped
 from .page import PageFingerprint
 from .pool import FingerprintPool
 from .settings import SimhashSettings
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from twisted.internet.defer import Deferred
     from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
@@ -93,6 +95,7 @@ class SimhashMiddleware:
         self.index: NearDuplicateIndex | None = None
         self.location: str | None = None
         self._open_error: Exception | None = None
+        self.guard: IndexGuard | None = None
         function = crawler.settings.get("SIMHASH_FINGERPRINT_FUNCTION")
         self.pool = FingerprintPool(
             config.workers,
@@ -112,33 +115,50 @@ class SimhashMiddleware:
         crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
         return middleware
 
-    def spider_opened(self, spider: Spider) -> None:
+    def spider_opened(self, spider: Spider) -> Deferred[int]:
         self.location = self.config.index or default_location(spider.name)
-        try:
-            self.index = open_crawl_index(
-                self.location, self.config.distance, reset=self.config.reset, sync=self.config.index_sync
-            )
-        except SimhashIndexError as exc:
-            self._open_error = exc
-            self.stats.inc_value("simhash/error/index_open")
-            if self.config.on_index_error == "stop":
-                logger.error("simhash: cannot open the index, stopping the crawl: %s", exc)
-                self._stop()
-            else:
-                logger.error("simhash: cannot open the index, pages pass untagged: %s", exc)
-            return
+        # Index calls run on the guard's thread (a Redis that is down retries for seconds), opening too.
+        self.guard = IndexGuard("page", self.config.index_retry_after)
+        opened = self.guard.run(self._open)
+        opened.addCallbacks(self._opened, self._open_failed)
+        return opened
+
+    def _open(self) -> int:
+        """On the index thread: open the index; its size."""
+        index = open_crawl_index(
+            self.location, self.config.distance, reset=self.config.reset, sync=self.config.index_sync
+        )
+        self.index, self._open_error = index, None
+        return len(index)
+
+    def _opened(self, size: int) -> None:
         logger.info(
             "simhash: index %s (%d fingerprints), k=%d, action=%s, %d worker(s)",
             self.location,
-            len(self.index),
+            size,
             self.config.distance,
             self.config.action,
             self.config.workers,
         )
-        self.stats.set_value("simhash/index/size", len(self.index))
+        self.stats.set_value("simhash/index/size", size)
+
+    def _open_failed(self, failure: Any) -> Any:
+        exc = failure.value
+        if not isinstance(exc, SimhashIndexError):
+            return failure
+        self._open_error = exc
+        self.stats.inc_value("simhash/error/index_open")
+        if self.config.on_index_error == "stop":
+            logger.error("simhash: cannot open the index, stopping the crawl: %s", exc)
+            self._stop()
+        else:
+            logger.error("simhash: cannot open the index, pages pass untagged: %s", exc)
+        return None
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
         self.pool.close()
+        if self.guard is not None:
+            self.guard.close()  # waits for the index call in flight, if any
         if self.index is None:
             return
         size = self._index_size()
@@ -159,6 +179,8 @@ class SimhashMiddleware:
         )
 
     def _index_size(self) -> int | str:
+        if self.guard is not None and self.guard.is_open:
+            return "?"  # the index is down or lost: do not wait for its retries while closing
         try:
             size = len(self.index) if self.index is not None else 0
         except SimhashIndexError:
@@ -198,8 +220,13 @@ class SimhashMiddleware:
         if page.simhash is None:
             return self._skip(request, response, page.reason or "no_text")
         self.stats.inc_value("simhash/computed")
+        assert self.guard is not None, "the index opens with the spider"
         try:
-            original = self._record(page.simhash, response.url, request)
+            original = await maybe_deferred_to_future(
+                self.guard.run(lambda: self._record(page.simhash, response.url, request))
+            )
+        except IndexSkipped as skipped:  # the index is known to be down: no call, no wait
+            return self._skip(request, response, skipped.reason)
         except SimhashIndexError as exc:
             return self._index_failed(request, response, exc)
         result = self._result(page, original)
@@ -229,11 +256,21 @@ class SimhashMiddleware:
         return response
 
     def _record(self, simhash: int, url: str, request: Request) -> Match | None:
-        """Look the page up and store it; the match it duplicates, if any."""
+        """On the index thread: look the page up and store it; the match it duplicates, if any."""
         if self.index is None:
-            raise IndexUnavailableError(
-                f"the index at {self.location} could not be opened: {self._open_error}"
-            )
+            if not isinstance(self._open_error, IndexUnavailableError):  # retrying will not help
+                raise IndexUnavailableError(
+                    f"the index at {self.location} could not be opened: {self._open_error}"
+                )
+            # the server was down at start: try again (the breaker paces the tries)
+            try:
+                self._open()
+            except Exception as exc:  # whatever stops it opening, the page passes untagged
+                raise IndexUnavailableError(
+                    f"the index at {self.location} could not be opened: {exc}"
+                ) from exc
+            assert self.index is not None
+            logger.info("simhash: index %s opened (%d fingerprints)", self.location, len(self.index))
         known = self.index.get(url)
         if known is not None and hamming(known.simhash, simhash) <= self.config.distance:
             # Seen before with the same content (a re-crawl): do not re-add, so it keeps its age.
@@ -275,11 +312,12 @@ class SimhashMiddleware:
             engine.close_spider(self.crawler.spider, "simhash_index_error")
 
     def _index_failed(self, request: Request, response: Response, exc: Exception) -> Response:
-        self.stats.inc_value("simhash/error/index")
+        reason = "index_lost" if isinstance(exc, IndexLostError) else "index_error"
+        self.stats.inc_value("simhash/error/index_lost" if reason == "index_lost" else "simhash/error/index")
         if self.config.on_index_error == "stop":
             logger.error("simhash: index error, stopping the crawl (SIMHASH_ON_INDEX_ERROR=stop): %s", exc)
             self._stop()
-        else:
+        elif not isinstance(exc, (IndexUnavailableError, IndexLostError)):  # those: the guard logs once
             logger.error("simhash: index error, page passed on untagged: %s: %s", response.url, exc)
-        request.meta["simhash_skipped"] = "index_error"
+        request.meta["simhash_skipped"] = reason
         return response

@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter
 from scrapy import signals
 from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.utils.defer import maybe_deferred_to_future
 
 from .crawl_index import default_location, derived_location, open_crawl_index
 from .fingerprint import simhash_with_count, to_base32
-from .index import NearDuplicateIndex, SimhashIndexError
+from .index import IndexLostError, IndexUnavailableError, NearDuplicateIndex, SimhashIndexError
+from .index_guard import IndexGuard, IndexSkipped
 from .middleware import duplicate_of
 from .settings import SimhashSettings
 from .spidermiddleware import stamp
@@ -29,6 +31,7 @@ from .spidermiddleware import stamp
 if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
+    from twisted.internet.defer import Deferred
     from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
@@ -45,6 +48,7 @@ class SimhashPipeline:
         self.config = config
         self.key_field = crawler.settings.get("SIMHASH_ITEM_KEY_FIELD", "url")
         self.index: NearDuplicateIndex | None = None
+        self.guard: IndexGuard | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -55,25 +59,32 @@ class SimhashPipeline:
         crawler.signals.connect(pipeline.spider_closed, signal=signals.spider_closed)
         return pipeline
 
-    def open_spider(self, spider: Spider | None = None) -> None:
+    def open_spider(self, spider: Spider | None = None) -> Deferred[None] | None:
         if not self.config.item_field:
-            return
+            return None
         name = (spider or self.crawler.spider).name
         base = self.config.index or default_location(name)
         location = derived_location(base, ITEM_INDEX_SUFFIX)
+        # Index calls run on the guard's thread, off the reactor (see index_guard), opening too.
+        self.guard = IndexGuard("item", self.config.index_retry_after)
+        return self.guard.run(lambda: self._open(location))
+
+    def _open(self, location: str) -> None:
         self.index = open_crawl_index(
             location, self.config.distance, reset=self.config.reset, sync=self.config.index_sync
         )
 
     def spider_closed(self, spider: Spider) -> None:
+        if self.guard is not None:
+            self.guard.close()
         if self.index is not None:
             self.index.close()
             self.index = None
 
-    def process_item(self, item: Any, spider: Spider | None = None) -> Any:
+    async def process_item(self, item: Any, spider: Spider | None = None) -> Any:
         adapter = ItemAdapter(item)
         if self.config.item_field and adapter.get(self.config.item_field) and not adapter.get("simhash"):
-            self._fingerprint_item(item, adapter)
+            await self._fingerprint_item(item, adapter)
         if adapter.get("simhash") is None:
             return item
         if adapter.get("near_duplicate_of"):
@@ -85,19 +96,27 @@ class SimhashPipeline:
             self.stats.inc_value("simhash/item/unique")
         return item
 
-    def _fingerprint_item(self, item: Any, adapter: ItemAdapter) -> None:
+    async def _fingerprint_item(self, item: Any, adapter: ItemAdapter) -> None:
         text = str(adapter[self.config.item_field])
         value, count = simhash_with_count(text)
         if count == 0 or count < self.config.min_tokens:
             self.stats.inc_value("simhash/item/skipped/too_few_tokens")
             return
         key = str(adapter.get(self.key_field) or f"item:{uuid.uuid4()}")
-        assert self.index is not None, "the item index opens with the spider"
+        assert self.guard is not None and self.index is not None, "the item index opens with the spider"
+        index, meta = self.index, {"url": adapter.get(self.key_field)}
         try:
-            matches = self.index.check_and_add(value, key, {"url": adapter.get(self.key_field)})
+            matches = await maybe_deferred_to_future(
+                self.guard.run(lambda: index.check_and_add(value, key, meta))
+            )
+        except IndexSkipped as skipped:  # the item index is known to be down: no call, no wait
+            self.stats.inc_value(f"simhash/error/item_{skipped.reason}")
+            return
         except SimhashIndexError as exc:
-            self.stats.inc_value("simhash/error/index")
-            logger.error("simhash: item index error, item passed on untagged: %s", exc)
+            lost = isinstance(exc, IndexLostError)
+            self.stats.inc_value("simhash/error/item_index_lost" if lost else "simhash/error/index")
+            if not isinstance(exc, (IndexUnavailableError, IndexLostError)):  # those: the guard logs once
+                logger.error("simhash: item index error, item passed on untagged: %s", exc)
             return
         self.stats.inc_value("simhash/item/computed")
         original = duplicate_of(matches, key, None)

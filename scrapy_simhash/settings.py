@@ -36,6 +36,7 @@ DEFAULTS: dict[str, object] = {
     "SIMHASH_EXTRACTOR_TABLES": True,
     "SIMHASH_EXTRACTOR_FALLBACK": "none",
     "SIMHASH_ON_INDEX_ERROR": "continue",
+    "SIMHASH_INDEX_RETRY_AFTER": 5.0,
     "SIMHASH_ITEM_FIELD": None,
     "SIMHASH_ITEM_ACTION": "tag",
 }
@@ -79,6 +80,8 @@ class SimhashSettings:
     max_body_size: int
     extractor: Extractor
     on_index_error: str
+    index_retry_after: float
+    """Seconds pages pass untagged after an index outage before one page tries the index again."""
     item_field: str | None
     item_action: str
 
@@ -115,6 +118,7 @@ class SimhashSettings:
                 max_bytes=max_body,
             ),
             on_index_error=_choice(settings, "SIMHASH_ON_INDEX_ERROR", ("continue", "stop")),
+            index_retry_after=_number(settings, "SIMHASH_INDEX_RETRY_AFTER", 0),
             item_field=settings.get("SIMHASH_ITEM_FIELD") or None,
             item_action=_choice(settings, "SIMHASH_ITEM_ACTION", _ACTIONS),
         )

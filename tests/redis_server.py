@@ -63,13 +63,14 @@ class RedisServer:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
-    def start(self, timeout: float = 10.0) -> RedisServer:
+    def start(self, timeout: float = 10.0, *, persistent: bool = True) -> RedisServer:
+        """Start (or restart) the server; ``persistent=False``: no AOF, so it comes up empty."""
         args = [
             REDIS_SERVER,
             "--bind", "127.0.0.1",
             "--port", str(self.port),
             "--dir", str(self.directory),
-            "--appendonly", "yes",
+            "--appendonly", "yes" if persistent else "no",
             "--appendfsync", "always",
             "--save", "",
             "--protected-mode", "yes",

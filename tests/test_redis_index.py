@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import multiprocessing
 import random
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -12,6 +16,7 @@ from typing import Any
 
 import index_contract as contract
 import pytest
+import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis.crc import key_slot
@@ -19,6 +24,8 @@ from redis_server import RedisClusterServers, RedisServer, free_port
 
 from scrapy_simhash import hamming
 from scrapy_simhash.index import (
+    IndexCorruptError,
+    IndexLostError,
     IndexUnavailableError,
     LayoutError,
     SimhashIndexError,
@@ -390,6 +397,66 @@ def test_restart_with_persistence_loses_no_acknowledged_insert(tmp_path: Path, c
     srv.stop()
 
 
+def _namespace_keys(srv: RedisServer, prefix: str) -> list[bytes]:
+    client = srv.client()
+    try:
+        return client.keys(f"simhash:{{{prefix}}}:*")
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("tables", TABLE_KINDS)
+def test_redis_restarted_empty_is_detected_not_reinitialised(tmp_path: Path, tables: str) -> None:
+    srv = RedisServer(tmp_path / "amnesia").start()
+    try:
+        idx = open_index(f"{srv.url}?prefix=amnesia&retries=3&retry_cap=0.1&tables={tables}")
+        idx.add_many((i * 0x9E3779B97F4A7C15 & MAX64, f"k{i}", None) for i in range(1, 40))
+        assert [m.key for m in idx.check_and_add(0xF00D, "a")] == []
+        srv.kill()
+        srv.start(persistent=False)  # comes back empty: the namespace is gone, the client does not know
+        lost = f"127.0.0.1:{srv.port}/0 lost the index namespace 'amnesia'"
+        calls = {
+            "check_and_add": lambda: idx.check_and_add(0xF00C, "b"),
+            "add": lambda: idx.add(0xF00C, "b"),
+            "add_many": lambda: idx.add_many([(0xF00C, "b", None)]),
+            "query": lambda: idx.query(0xF00D),
+            "query_many": lambda: idx.query_many([0xF00D]),
+            "get": lambda: idx.get("a"),
+            "remove": lambda: idx.remove("a"),
+            "len": lambda: len(idx),
+        }
+        for name, call in calls.items():
+            with pytest.raises(IndexLostError, match=lost):
+                call()
+            assert _namespace_keys(srv, "amnesia") == [], f"{name} re-created part of the namespace"
+        assert issubclass(IndexLostError, IndexCorruptError)
+        # Another process opening it now starts a new namespace (it cannot know); the first client
+        # still refuses, because the namespace it knew was replaced, not found again.
+        with open_index(f"{srv.url}?prefix=amnesia&tables={tables}") as other:
+            assert other.check_and_add(0xF00D, "c") == []
+        with pytest.raises(IndexLostError, match="deleted and created again"):
+            idx.check_and_add(0xF00C, "b")
+        # Starting afresh on purpose (SIMHASH_RESET clears the namespace): the client adopts it.
+        idx.clear()
+        assert idx.check_and_add(0xF00D, "d") == [] and len(idx) == 1
+        idx.close()
+    finally:
+        srv.stop()
+
+
+def test_namespace_without_an_epoch_gets_one(uri: str, server: RedisServer) -> None:
+    """A namespace created before epochs existed is adopted, not reported lost."""
+    index = open_index(uri)
+    index.add(0xABC, "a")
+    client = server.client()
+    client.hdel(f"simhash:{{{index.prefix}}}:config", "epoch")
+    client.close()
+    again = reopen(index)
+    assert [m.key for m in again.check_and_add(0xABD, "b")] == ["a"]
+    again.clear()
+    again.close()
+
+
 def test_unreachable_redis_raises_index_unavailable_naming_the_host(tmp_path: Path) -> None:
     srv = RedisServer(tmp_path / "outage").start()
     idx = open_index(f"{srv.url}?prefix=outage&retries=3&retry_cap=0.1")
@@ -541,3 +608,159 @@ def test_crawl_with_redis_unreachable_follows_on_index_error(tmp_path: Path, on_
     else:
         assert result.stats["finish_reason"] == "finished"
         assert len(result.items) > 5 and not any(item.get("near_duplicate_of") for item in result.items)
+
+
+# -- the command line -----------------------------------------------------------------------------
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    entry = "import sys; from scrapy_simhash.cli import main; sys.exit(main())"
+    return subprocess.run(
+        [sys.executable, "-c", entry, "index", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize("command", [["stats"], ["export"], ["query", "4jkulemdaurgm"]])
+def test_read_only_cli_on_unreachable_redis_fails_at_once_with_one_line(command: list[str]) -> None:
+    port = free_port()
+    uri = f"redis://127.0.0.1:{port}/0?prefix=gone"
+    done = _cli(command[0], uri, *command[1:])
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr  # no retry lines
+    assert f"127.0.0.1:{port}" in lines[0] and "unavailable" in lines[0] and "1 attempt in" in lines[0]
+
+
+def test_cli_stats_on_redis(uri: str) -> None:
+    with open_index(uri) as idx:
+        idx.add(0xBEEF, "a")
+    done = _cli("stats", uri)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["size"] == 1
+    with open_index(uri) as idx:
+        idx.clear()
+
+
+@pytest.mark.slow  # one Scrapy crawl of ~100 pages, with Redis stopped and restarted in the middle
+def test_crawl_rides_out_a_redis_outage_without_blocking_the_reactor(tmp_path: Path) -> None:
+    """Redis goes down mid-crawl and comes back: pages pass untagged meanwhile, tagging resumes, and
+    the reactor keeps running (a heartbeat keeps ticking) while the index client retries."""
+    from crawl_support import demo_site, run_crawl
+
+    srv = RedisServer(tmp_path / "redis").start()
+    retries = "retries=8&retry_cap=1"  # ~4.5 s of back-off per failed call: the reactor must not wait it
+    uri = f"{srv.url}?prefix=outage-crawl&{retries}"
+    settings = {
+        "SIMHASH_INDEX": uri,
+        "SIMHASH_WORKERS": 1,
+        "SIMHASH_INDEX_RETRY_AFTER": 0.3,
+        "DOWNLOAD_DELAY": 0.05,  # ~100 pages over a few seconds: room for a stop and a restart
+        "DOWNLOADER_MIDDLEWARES": {"crawl_outage.OutageDrill": 100},
+        "OUTAGE_REDIS_DIR": str(srv.directory),
+        "OUTAGE_REDIS_PORT": srv.port,
+        "OUTAGE_STOP_AFTER": 10,
+        "OUTAGE_RESTART_AFTER": 8,
+        "LOG_LEVEL": "INFO",
+    }
+    try:
+        with demo_site.serve(demo_site.build_site(40)) as base:
+            result = run_crawl(base + "/", tmp_path / "run", settings)
+    finally:
+        client = srv.client()
+        with contextlib.suppress(redis.ConnectionError):
+            client.shutdown(nosave=True)  # the server the crawl restarted
+        client.close()
+        srv.stop()
+    assert result.stats["finish_reason"] == "finished"
+    assert result.stats["outage/phase"] == "back", result.log[-3000:]
+    # while down: pages passed untagged, most without waiting for the index (the breaker)
+    assert result.stat("outage/untagged_while_down") >= 8
+    assert result.stat("simhash/error/index_unavailable") >= 1
+    # back: tagging resumed
+    assert result.stat("outage/tagged_after_restart") >= 1
+    assert "index is back" in result.log and "tagging resumes" in result.log
+    # one ERROR line for the outage, not one per page
+    assert result.log.count("pages pass untagged, next try in") == 1
+    # the reactor kept running while the index retried: many ticks, no gap near the 4.5 s of retries
+    assert result.stat("outage/ticks_while_down") >= 5
+    assert result.stat("outage/max_tick_gap_ms_while_down") < 2000
+
+
+@pytest.mark.slow  # one Scrapy crawl per mode
+@pytest.mark.parametrize("on_error", ["continue", "stop"])
+def test_crawl_when_redis_restarts_empty_follows_on_index_error(tmp_path: Path, on_error: str) -> None:
+    """Redis restarts without its data mid-crawl: the index is not re-created behind the crawl's back."""
+    from crawl_support import demo_site, run_crawl
+
+    srv = RedisServer(tmp_path / "redis").start()
+    prefix = f"lost-{on_error}"
+    settings = {
+        "SIMHASH_INDEX": f"{srv.url}?prefix={prefix}&retries=8&retry_cap=0.5",
+        "SIMHASH_ON_INDEX_ERROR": on_error,
+        "SIMHASH_WORKERS": 1,
+        "SIMHASH_INDEX_RETRY_AFTER": 0.3,
+        "DOWNLOAD_DELAY": 0.02,
+        "DOWNLOADER_MIDDLEWARES": {"crawl_outage.OutageDrill": 100},
+        "OUTAGE_REDIS_DIR": str(srv.directory),
+        "OUTAGE_REDIS_PORT": srv.port,
+        "OUTAGE_STOP_AFTER": 6,
+        "OUTAGE_RESTART_AFTER": 0,
+        "OUTAGE_RESTART_EMPTY": True,
+        "LOG_LEVEL": "INFO",
+    }
+    try:
+        with demo_site.serve(demo_site.build_site(20)) as base:
+            result = run_crawl(base + "/", tmp_path / "run", settings)
+        left = _namespace_keys(srv, prefix)
+    finally:
+        client = srv.client()
+        with contextlib.suppress(redis.ConnectionError):
+            client.shutdown(nosave=True)  # the server the crawl restarted
+        client.close()
+        srv.stop()
+    assert left == []  # nothing was written into a fresh, empty namespace
+    assert result.stat("simhash/error/index_lost") >= 1
+    assert result.stat("outage/tagged_after_restart") == 0
+    assert f"lost the index namespace '{prefix}'" in result.log
+    if on_error == "stop":
+        assert result.stats["finish_reason"] == "simhash_index_error"
+    else:
+        assert result.stats["finish_reason"] == "finished"
+        assert result.stat("outage/untagged_after_restart") >= 5
+        assert result.log.count(f"lost the index namespace '{prefix}'") == 1  # one line, not one per page
+
+
+@pytest.mark.slow  # one Scrapy crawl
+def test_crawl_started_while_redis_is_down_tags_once_it_is_up(tmp_path: Path) -> None:
+    """The index cannot be opened at start: pages pass untagged, and the breaker's probe opens it later."""
+    from crawl_support import demo_site, run_crawl
+
+    port = free_port()
+    directory = tmp_path / "redis"
+    directory.mkdir()
+    settings = {
+        "SIMHASH_INDEX": f"redis://127.0.0.1:{port}/0?prefix=late&retries=2&retry_cap=0.1",
+        "SIMHASH_WORKERS": 1,
+        "SIMHASH_INDEX_RETRY_AFTER": 0.3,
+        "DOWNLOAD_DELAY": 0.05,
+        "DOWNLOADER_MIDDLEWARES": {"crawl_outage.OutageDrill": 100},
+        "OUTAGE_REDIS_DIR": str(directory),
+        "OUTAGE_REDIS_PORT": port,
+        "OUTAGE_START_DOWN": True,
+        "OUTAGE_STOP_AFTER": 0,
+        "OUTAGE_RESTART_AFTER": 5,
+        "LOG_LEVEL": "INFO",
+    }
+    try:
+        with demo_site.serve(demo_site.build_site(40)) as base:
+            result = run_crawl(base + "/", tmp_path / "run", settings)
+    finally:
+        client = redis.Redis(host="127.0.0.1", port=port)
+        with contextlib.suppress(redis.ConnectionError):
+            client.shutdown(nosave=True)  # the server the crawl started
+        client.close()
+    assert result.stats["finish_reason"] == "finished"
+    assert result.stat("simhash/error/index_open") == 1
+    assert result.stat("outage/untagged_while_down") >= 5
+    assert result.stat("outage/tagged_after_restart") >= 1
+    assert "index redis://127.0.0.1" in result.log and "opened" in result.log

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from types import SimpleNamespace
 
 import pytest
 import scrapy
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 
 from scrapy_simhash import Addon, SimhashMiddleware, SimhashPipeline
 from scrapy_simhash.crawl_index import derived_location
-from scrapy_simhash.index import Match
+from scrapy_simhash.index import IndexLostError, IndexUnavailableError, Match, SimhashIndexError
+from scrapy_simhash.index_guard import IndexGuard, IndexSkipped
 from scrapy_simhash.middleware import duplicate_of
 from scrapy_simhash.settings import SimhashSettings
 from scrapy_simhash.spidermiddleware import SimhashItemMiddleware
@@ -127,3 +131,101 @@ def test_item_middleware_stamps_items_that_can_hold_the_fields(caplog):
     assert not hasattr(out[3], "simhash")
     assert out[4] is request
     assert "PlainItem items do not declare" in caplog.text
+
+
+# -- the index guard's circuit breaker (its policy, step by step on one thread; the crawl tests in
+# -- test_redis_index.py drive it through a real Redis outage) ---------------------------------------
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _guard(retry_after: float = 5.0) -> tuple[IndexGuard, _Clock]:
+    clock = _Clock()
+    return IndexGuard("test", retry_after, reactor=object(), clock=clock), clock
+
+
+def _page(guard: IndexGuard, fn) -> str:
+    """One page through the breaker, as IndexGuard.run does it: 'ok', 'failed' or the skip reason."""
+    try:
+        ticket = guard._admit()
+        guard._call(fn, ticket)
+    except IndexSkipped as skipped:
+        return skipped.reason
+    except SimhashIndexError:
+        return "failed"
+    return "ok"
+
+
+def _down():
+    raise IndexUnavailableError("redis://127.0.0.1:1/0 is unavailable")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 4), st.booleans()), max_size=40), st.floats(0.1, 3))
+def test_breaker_asks_the_index_only_when_closed_or_cooled_down(pages, retry_after):
+    """Model: after a failure at time f, the index is asked again first at f + retry_after (a probe);
+    a success closes the breaker. Every other page passes at once without a call."""
+    guard, clock = _guard(retry_after)
+    failed_at = None
+    try:
+        for wait, up in pages:
+            clock.now += wait
+            calls = []
+
+            def fn(up=up, calls=calls):
+                calls.append(1)
+                if not up:
+                    _down()
+
+            outcome = _page(guard, fn)
+            expect_call = failed_at is None or clock.now >= failed_at + retry_after
+            assert bool(calls) == expect_call
+            if expect_call:
+                assert outcome == ("ok" if up else "failed")
+                failed_at = None if up else clock.now
+            else:
+                assert outcome == "index_unavailable"
+    finally:
+        guard.close()
+
+
+def test_breaker_skips_queued_calls_and_a_lost_index_stays_lost(caplog):
+    caplog.set_level(logging.INFO, logger="scrapy_simhash")
+    guard, clock = _guard(5.0)
+    try:
+        first, queued = guard._admit(), guard._admit()  # two pages sent before the index failed
+        with pytest.raises(IndexUnavailableError):
+            guard._call(_down, first)
+        with pytest.raises(IndexSkipped, match="index_unavailable"):
+            guard._call(lambda: pytest.fail("a call queued behind a failure reached the index"), queued)
+        clock.now += 5
+        probe = guard._admit()
+        with pytest.raises(IndexSkipped):  # one probe at a time
+            guard._admit()
+        assert guard._call(lambda: 42, probe) == 42 and not guard.is_open
+        assert caplog.text.count("index is unavailable") == 1 and "tagging resumes" in caplog.text
+
+        def lost():
+            raise IndexLostError("Redis at x lost the index namespace 'p'")
+
+        assert _page(guard, lost) == "failed"
+        clock.now += 3600
+        assert _page(guard, lambda: pytest.fail("asked a lost index")) == "index_lost"
+        assert caplog.text.count("lost the index namespace") == 1
+    finally:
+        guard.close()
+
+
+def test_index_retry_after_setting():
+    assert SimhashSettings.from_settings(Settings()).index_retry_after == 5.0
+    assert (
+        SimhashSettings.from_settings(Settings({"SIMHASH_INDEX_RETRY_AFTER": "0.5"})).index_retry_after == 0.5
+    )
+    with pytest.raises(ValueError, match="SIMHASH_INDEX_RETRY_AFTER"):
+        SimhashSettings.from_settings(Settings({"SIMHASH_INDEX_RETRY_AFTER": -1}))

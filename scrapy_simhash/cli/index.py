@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from ..fingerprint import to_base32, to_hex
 from ..fingerprint.codecs import parse
@@ -47,7 +48,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _open(path: str, write: bool = False) -> NearDuplicateIndex:
     if is_server_uri(path):
-        return open_index(path)
+        # A person is waiting: read-only commands try once (no back-off loop of retry lines) unless the
+        # URI asks for retries; compact keeps the crawler's retries.
+        asked = "retries" in dict(parse_qsl(urlsplit(path).query))
+        return open_index(path) if write or asked else open_index(path, retries=0)
     from ..index.embedded import SimhashIndex
 
     return SimhashIndex(path.removeprefix("file://"), read_only=not write)

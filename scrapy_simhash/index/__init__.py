@@ -15,6 +15,7 @@ from typing import Any
 from .base import (
     IndexCorruptError,
     IndexLockedError,
+    IndexLostError,
     IndexUnavailableError,
     LayoutError,
     Match,
@@ -61,6 +62,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "IndexCorruptError",
     "IndexLockedError",
+    "IndexLostError",
     "IndexUnavailableError",
     "LayoutError",
     "Match",

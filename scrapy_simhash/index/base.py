@@ -51,6 +51,10 @@ class IndexCorruptError(SimhashIndexError):
     """A file of the index is damaged and could not be rebuilt automatically."""
 
 
+class IndexLostError(IndexCorruptError):
+    """The index's data is gone from its server (a Redis restarted empty): retrying will not bring it back."""
+
+
 class IndexLockedError(SimhashIndexError):
     """Another process holds the index open for writing."""
 

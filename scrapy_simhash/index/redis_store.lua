@@ -7,11 +7,16 @@
 --             sorted sets, every score 0, so that ZRANGEBYLEX over a key prefix is an exact bucket lookup;
 --             or hashes whose field is the table key and whose value is the bucket's entries, concatenated.
 -- ARGV: 1 mode, 2 k, 3 retention in ms (0: keep forever), 4 tables: 'z' (sorted sets) or 'h' (hashes)
---       followed by one byte per table, its key length in bits; then by mode:
---       'q' query, 'c' check_and_add, 'a' add: 5 key, 6 record, 7 probe
---       'Q' many queries: 5.. probes;  'A' many adds: 5.. key, record pairs
---       'g' get, 'r' remove: 5 key;  'n' count;  'e' export: 5 first seq, 6 count;  't' trim: 5 limit
---       'i' create/read config: 5.. field, value pairs;  'x' delete the namespace
+--       followed by one byte per table, its key length in bits; 5 the namespace's epoch (see below);
+--       then by mode:
+--       'q' query, 'c' check_and_add, 'a' add: 6 key, 7 record, 8 probe
+--       'Q' many queries: 6.. probes;  'A' many adds: 6.. key, record pairs
+--       'g' get, 'r' remove: 6 key;  'n' count;  'e' export: 6 first seq, 7 count;  't' trim: 6 limit
+--       'i' create/read config: 5 a new epoch, 6.. field, value pairs;  'x' delete the namespace
+-- epoch: a random id stored in the config when the namespace is created. Every other call names the
+-- epoch its client opened; when the config is gone (Redis restarted empty, flushed, evicted) or holds
+-- another epoch (deleted and created again), the call changes nothing and fails with SIMHASH_LOST, so a
+-- client never silently re-creates an index that lost its data.
 -- probe: per table 24 bytes = permuted query, lowest and highest permuted value of its bucket.
 -- record = fingerprint (8) .. request id (8) .. T permuted fingerprints (8 each) .. key length (4) .. key .. meta
 -- Lua numbers are doubles: 64-bit values are only ever handled as 8-byte strings.
@@ -24,6 +29,16 @@ local T = #KEYS - 5
 local CONFIG, SEQ, KEYMAP, DOCS, TIMES = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 
 local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
+
+if mode ~= 'i' and mode ~= 'x' then
+  local epoch = redis.call('HGET', CONFIG, 'epoch')
+  if epoch ~= ARGV[5] then
+    if epoch then
+      return redis.error_reply('SIMHASH_LOST the namespace was deleted and created again')
+    end
+    return redis.error_reply('SIMHASH_LOST the namespace is gone')
+  end
+end
 
 -- Set bits of a 32-bit word (SWAR; no table to rebuild on every call).
 local function popcount32(x)
@@ -253,13 +268,13 @@ local function write(what, key, rec, probe)
 end
 
 if mode == 'q' then
-  return find(ARGV[7], nil)
+  return find(ARGV[8], nil)
 end
 
 if mode == 'Q' then
-  -- Many lookups in one call: ARGV[5..] are probes; one flat list per probe.
+  -- Many lookups in one call: ARGV[6..] are probes; one flat list per probe.
   local out = {}
-  for i = 5, #ARGV do
+  for i = 6, #ARGV do
     out[#out + 1] = find(ARGV[i], nil)
   end
   return out
@@ -267,20 +282,20 @@ end
 
 if mode == 'c' or mode == 'a' then
   trim(64)
-  return write(mode, ARGV[5], ARGV[6], ARGV[7])
+  return write(mode, ARGV[6], ARGV[7], ARGV[8])
 end
 
 if mode == 'A' then
-  -- Many inserts in one call: ARGV[5..] are key, record pairs, applied in order.
+  -- Many inserts in one call: ARGV[6..] are key, record pairs, applied in order.
   trim(64)
-  for i = 5, #ARGV, 2 do
+  for i = 6, #ARGV, 2 do
     write('a', ARGV[i], ARGV[i + 1], nil)
   end
-  return (#ARGV - 4) / 2
+  return (#ARGV - 5) / 2
 end
 
 if mode == 'g' then
-  local seq8 = redis.call('HGET', KEYMAP, ARGV[5])
+  local seq8 = redis.call('HGET', KEYMAP, ARGV[6])
   if not seq8 or expired(seq8) then
     return {}
   end
@@ -292,13 +307,13 @@ if mode == 'g' then
 end
 
 if mode == 'r' then
-  local seq8 = redis.call('HGET', KEYMAP, ARGV[5])
+  local seq8 = redis.call('HGET', KEYMAP, ARGV[6])
   if not seq8 then
     return 0
   end
   local was_live = not expired(seq8)
   drop(seq8)
-  redis.call('HDEL', KEYMAP, ARGV[5])
+  redis.call('HDEL', KEYMAP, ARGV[6])
   if was_live then
     return 1
   end
@@ -314,8 +329,8 @@ if mode == 'n' then
 end
 
 if mode == 'e' then
-  -- Export: the live records with seq in [ARGV[5], ARGV[5] + ARGV[6]), oldest first.
-  local first, count = tonumber(ARGV[5]), tonumber(ARGV[6])
+  -- Export: the live records with seq in [ARGV[6], ARGV[6] + ARGV[7]), oldest first.
+  local first, count = tonumber(ARGV[6]), tonumber(ARGV[7])
   local out = {}
   for s = first, first + count - 1 do
     local seq8 = be8(s)
@@ -330,16 +345,18 @@ if mode == 'e' then
 end
 
 if mode == 't' then
-  return trim(tonumber(ARGV[5]))
+  return trim(tonumber(ARGV[6]))
 end
 
 if mode == 'i' then
-  -- Create the config on first open (field/value pairs from ARGV[5]); every opener reads it back.
+  -- Create the config on first open (field/value pairs from ARGV[6], the epoch ARGV[5]); every opener
+  -- reads it back. A namespace made before epochs existed gets one now.
   if redis.call('EXISTS', CONFIG) == 0 then
-    for i = 5, #ARGV, 2 do
+    for i = 6, #ARGV, 2 do
       redis.call('HSET', CONFIG, ARGV[i], ARGV[i + 1])
     end
   end
+  redis.call('HSETNX', CONFIG, 'epoch', ARGV[5])
   return redis.call('HGETALL', CONFIG)
 end
 

@@ -17,6 +17,10 @@ Why this shape:
 - Each write carries a random request id stored with the record. When a connection drops after Redis
   ran a script but before the reply arrived, the retried call recognises its own earlier run and neither
   inserts twice nor reports its own insert as a duplicate.
+- A namespace records a random epoch when it is created; every call names the epoch its client opened,
+  and the script checks it before touching anything. A Redis that restarted empty (no persistence),
+  was flushed or evicted our keys raises :class:`IndexLostError` instead of silently starting a new,
+  empty index under the old name. ``clear()`` (``SIMHASH_RESET``) is the deliberate fresh start.
 
 URI: ``redis://[:password@]host:port/db?prefix=crawl1&retention=2592000`` (also ``rediss://`` and
 ``unix:///path/redis.sock?db=0&prefix=...``). Query options (keyword arguments of :meth:`from_uri`
@@ -25,102 +29,41 @@ kept; default forever), ``cluster`` (``1``: Redis Cluster), ``retries``, ``retry
 between retries, seconds), ``timeout`` (socket timeout, seconds), ``layout`` (a Manku layout spec of
 :mod:`.layouts`; default ``blocks:k+1``, the least memory), ``tables`` (``zset``, the default, or
 ``hash``). Layout, tables and retention are fixed when a namespace is created; later openers adopt them.
+
+Modules: this one is the index (the interface, the namespace's config); :mod:`.redis_tables` encodes
+(permutations, records, validation); :mod:`.redis_client` talks to Redis (URI, script, retries, errors).
 """
 
 from __future__ import annotations
 
-import json
-import logging
 import os
-import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from importlib import resources
-from typing import Any, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import redis
-from redis.backoff import NoBackoff
-from redis.exceptions import NoScriptError, RedisClusterException, ResponseError
-from redis.retry import Retry
 
 from . import layouts
-from .base import (
-    IndexUnavailableError,
-    LayoutError,
-    Match,
-    Meta,
-    NearDuplicateIndex,
-    SimhashIndexError,
+from .base import IndexLostError, LayoutError, Match, Meta, NearDuplicateIndex, SimhashIndexError
+from .redis_client import ScriptClient, connect
+from .redis_tables import (
+    TABLE_KINDS,
+    PermutedTable,
+    check_key,
+    check_simhash,
+    decode_record,
+    default_layout,
+    encode_record,
+    encode_row,
 )
 
-logger = logging.getLogger(__name__)
+__all__ = ["FORMAT", "TABLE_KINDS", "IndexLostError", "RedisIndex", "default_layout"]
 
 FORMAT = "scrapy-simhash-redis/1"
-MAX64 = (1 << 64) - 1
 ROWS_PER_CALL = 50
 """Inserts or lookups per script call in add_many/query_many: one call blocks Redis for ~1-3 ms, short
 enough for the other crawlers' lookups to interleave."""
 CALLS_PER_ROUND_TRIP = 10
 """Script calls per pipeline: 500 inserts or lookups per round trip."""
-
-_URI_OPTIONS = ("prefix", "retention", "cluster", "retries", "retry_cap", "timeout", "layout", "tables")
-TABLE_KINDS = ("zset", "hash")
-# Worth retrying: the server is restarting, loading, failing over or resharding.
-_UNAVAILABLE = (
-    redis.ConnectionError,
-    redis.TimeoutError,
-    redis.exceptions.ClusterError,
-    redis.exceptions.TryAgainError,
-    redis.exceptions.AskError,
-    redis.exceptions.SlotNotCoveredError,
-)
-
-T = TypeVar("T")
-
-
-class _Table:
-    """One Manku table as a bijection of the 64 bits: the table's key bits first, then the others.
-
-    Keeping all 64 bits (not only the key) lets the script compute the exact distance from the table
-    member alone: a permutation of bits preserves Hamming distance.
-    """
-
-    def __init__(self, key_positions: Sequence[int]) -> None:
-        rest = [p for p in range(63, -1, -1) if p not in set(key_positions)]
-        order = [*key_positions, *rest]
-        self.prefix_bits = len(key_positions)
-        self._low_mask = (1 << (64 - self.prefix_bits)) - 1
-        # contiguous runs of source bits: (source shift, width mask, destination shift)
-        moves, i, dest = [], 0, 64
-        while i < 64:
-            j = i
-            while j + 1 < 64 and order[j + 1] == order[j] - 1:
-                j += 1
-            width = j - i + 1
-            dest -= width
-            moves.append((order[j], (1 << width) - 1, dest))
-            i = j + 1
-        self._moves = tuple(moves)
-
-    def permute(self, simhash: int) -> int:
-        out = 0
-        for shift, mask, dest in self._moves:
-            out |= ((simhash >> shift) & mask) << dest
-        return out
-
-    def probe(self, permuted: int) -> bytes:
-        """The permuted value and its bucket's lowest and highest value: 24 bytes for the script."""
-        low = permuted & ~self._low_mask
-        return b"".join(v.to_bytes(8, "big") for v in (permuted, low, low | self._low_mask))
-
-
-def default_layout(k: int) -> str:
-    """k + 1 blocks, one table each: the fewest tables, hence the least Redis memory per fingerprint.
-
-    Memory grows with the number of tables (one entry each); candidates per lookup grow as
-    size * tables / 2**key_bits and are filtered inside Redis. See docs/scaling.md for the trade-off.
-    """
-    return f"blocks:{k + 1}" if k > 0 else "blocks:1:1"
 
 
 class RedisIndex(NearDuplicateIndex):
@@ -143,19 +86,15 @@ class RedisIndex(NearDuplicateIndex):
             raise ValueError(f"prefix must be non-empty and without braces, got {prefix!r}")
         if retention is not None and not retention > 0:
             raise ValueError(f"retention must be a positive number of seconds, got {retention!r}")
-        if retries < 0:
-            raise ValueError(f"retries must be >= 0, got {retries}")
         if tables is not None and tables not in TABLE_KINDS:
             raise ValueError(f"tables must be one of {', '.join(TABLE_KINDS)}, got {tables!r}")
         self.k = k
         self.prefix = prefix
         self.location = location
-        self._client = client
-        self._retries = retries
-        self._retry_cap = retry_cap
-        self._closed = False
-        self._script = _SCRIPT
-        self._sha: str | None = None
+        self._redis = ScriptClient(
+            client, [], location=location, namespace=prefix, retries=retries, retry_cap=retry_cap
+        )
+        self._epoch = b""
         self._use_layout(layouts.resolve(layout or default_layout(k), k), tables or "zset")
         self.retention = self._open_config(
             retention, explicit_layout=layout is not None, explicit_tables=tables is not None
@@ -167,29 +106,7 @@ class RedisIndex(NearDuplicateIndex):
     @classmethod
     def from_uri(cls, uri: str, k: int = 3, **options: Any) -> RedisIndex:
         """Connect to the Redis named by ``uri``; see the module docstring for its options."""
-        parts = urlsplit(uri)
-        query = dict(parse_qsl(parts.query, keep_blank_values=True))
-        ours = {name: query.pop(name) for name in _URI_OPTIONS if name in query}
-        ours.update(options)
-        unknown = set(ours) - set(_URI_OPTIONS)
-        if unknown:
-            raise TypeError(f"unknown Redis index option(s): {', '.join(sorted(unknown))}")
-        clean = urlunsplit(parts._replace(query=urlencode(query)))
-        timeout = float(ours.get("timeout", 5.0))
-        connection = {
-            "socket_timeout": timeout,
-            "socket_connect_timeout": min(timeout, 2.0),
-            "decode_responses": False,
-        }
-        location = _describe(parts)
-        if _truthy(ours.get("cluster", False)):
-            try:
-                client: redis.Redis | redis.RedisCluster = redis.RedisCluster.from_url(clean, **connection)
-            except (RedisClusterException, *_UNAVAILABLE) as exc:
-                raise IndexUnavailableError(f"Redis Cluster at {location} is unavailable: {exc}") from exc
-        else:
-            # Retries are ours (see _call): one loop that also reloads scripts and names the host.
-            client = redis.Redis.from_url(clean, retry=Retry(NoBackoff(), 0), **connection)
+        client, location, ours = connect(uri, options)
         try:
             return cls(
                 client,
@@ -209,10 +126,11 @@ class RedisIndex(NearDuplicateIndex):
     def _use_layout(self, layout: layouts.Layout, tables: str) -> None:
         self.layout = layout
         self.tables = tables
-        self._tables = [_Table(positions) for positions in layout.tables]
+        self._tables = [PermutedTable(positions) for positions in layout.tables]
         tag = f"simhash:{{{self.prefix}}}"
         self._keys = [f"{tag}:{name}" for name in ("config", "seq", "keys", "docs", "time")]
         self._keys += [f"{tag}:{tables[0]}{i}" for i in range(len(self._tables))]
+        self._redis.keys = self._keys
         # told to the script with every call: the table kind and each table's key length in bits
         self._spec = tables[0].encode() + bytes(table.prefix_bits for table in self._tables)
 
@@ -233,8 +151,12 @@ class RedisIndex(NearDuplicateIndex):
             "retention": str(retention or 0),
         }
         pairs = [item.encode() for pair in wanted.items() for item in pair]
-        reply = self._run([b"i", str(self.k).encode(), b"0", self._spec, *pairs], "opening the index")
+        fresh = os.urandom(8).hex().encode()  # this namespace's epoch, if this call creates it
+        reply = self._redis.run(
+            [b"i", str(self.k).encode(), b"0", self._spec, fresh, *pairs], "opening the index"
+        )
         stored = {reply[i].decode(): reply[i + 1].decode() for i in range(0, len(reply), 2)}
+        self._epoch = stored.get("epoch", "").encode()
         if stored.get("format") != FORMAT:
             raise SimhashIndexError(
                 f"{self.location}: keys under prefix {self.prefix!r} are not a {FORMAT} index "
@@ -268,14 +190,14 @@ class RedisIndex(NearDuplicateIndex):
     # -- the interface -------------------------------------------------------------------------
 
     def add(self, simhash: int, key: str, meta: Meta | None = None) -> None:
-        self._run(self._write_args(b"a", simhash, key, meta), "adding a fingerprint")
+        self._redis.run(self._write_args(b"a", simhash, key, meta), "adding a fingerprint")
 
     def add_many(self, items: Iterable[tuple[int, str, Meta | None]]) -> int:
         """Batched inserts: 50 per script call, 10 calls per round trip; each call is atomic.
 
         Every item is validated before the first is sent: a batch with one bad item stores nothing.
         """
-        rows = [_row(simhash, key, meta) for simhash, key, meta in items]
+        rows = [encode_row(simhash, key, meta) for simhash, key, meta in items]
         per_trip = ROWS_PER_CALL * CALLS_PER_ROUND_TRIP
         for trip in range(0, len(rows), per_trip):
             calls = []
@@ -284,43 +206,55 @@ class RedisIndex(NearDuplicateIndex):
                 for simhash, key_bytes, meta_bytes in rows[start : start + ROWS_PER_CALL]:
                     args += [key_bytes, self._record(simhash, key_bytes, meta_bytes)]
                 calls.append(args)
-            self._run_many(calls, "adding fingerprints")
+            self._redis.run_many(calls, "adding fingerprints")
         return len(rows)
 
     def query(self, simhash: int, k: int | None = None) -> list[Match]:
         probe = self._probe(simhash, k)
         return self._matches(
-            self._run(
-                [b"q", str(self._k(k)).encode(), self._retention_ms, self._spec, b"", b"", probe], "querying"
+            self._redis.run(
+                [
+                    b"q",
+                    str(self._k(k)).encode(),
+                    self._retention_ms,
+                    self._spec,
+                    self._epoch,
+                    b"",
+                    b"",
+                    probe,
+                ],
+                "querying",
             )
         )
 
     def query_many(self, simhashes: Iterable[int], k: int | None = None) -> list[list[Match]]:
         """Batched lookups: 50 per script call, 10 calls per round trip."""
         probes = [self._probe(simhash, k) for simhash in simhashes]
-        head = [b"Q", str(self._k(k)).encode(), self._retention_ms, self._spec]
+        head = [b"Q", str(self._k(k)).encode(), self._retention_ms, self._spec, self._epoch]
         calls = [head + probes[i : i + ROWS_PER_CALL] for i in range(0, len(probes), ROWS_PER_CALL)]
         out: list[list[Match]] = []
         for start in range(0, len(calls), CALLS_PER_ROUND_TRIP):
-            for reply in self._run_many(calls[start : start + CALLS_PER_ROUND_TRIP], "querying"):
+            for reply in self._redis.run_many(calls[start : start + CALLS_PER_ROUND_TRIP], "querying"):
                 out.extend(self._matches(r) for r in reply)
         return out
 
     def check_and_add(self, simhash: int, key: str, meta: Meta | None = None) -> list[Match]:
-        reply = self._run(self._write_args(b"c", simhash, key, meta), "checking and adding a fingerprint")
+        reply = self._redis.run(
+            self._write_args(b"c", simhash, key, meta), "checking and adding a fingerprint"
+        )
         return self._matches(reply)
 
     def remove(self, key: str) -> bool:
-        _check_key(key)
-        return bool(self._run(self._args(b"r", key.encode()), "removing a key"))
+        check_key(key)
+        return bool(self._redis.run(self._args(b"r", key.encode()), "removing a key"))
 
     def get(self, key: str) -> Match | None:
-        _check_key(key)
-        found = self._matches(self._run(self._args(b"g", key.encode()), "reading a key"))
+        check_key(key)
+        found = self._matches(self._redis.run(self._args(b"g", key.encode()), "reading a key"))
         return found[0] if found else None
 
     def __len__(self) -> int:
-        return int(self._run(self._args(b"n"), "counting keys"))
+        return int(self._redis.run(self._args(b"n"), "counting keys"))
 
     def __iter__(self) -> Iterator[Match]:
         """Every stored fingerprint (distance 0), oldest first; 1,000 sequence numbers per round trip.
@@ -328,19 +262,19 @@ class RedisIndex(NearDuplicateIndex):
         Not a snapshot: entries added while iterating may or may not appear.
         """
         chunk = 1000
-        last = int(self._call(lambda: self._client.get(self._keys[1]) or 0, "iterating"))
+        last = int(self._redis.call(lambda: self._redis.client.get(self._keys[1]) or 0, "iterating"))
         for first in range(1, last + 1, chunk):
-            reply = self._run(self._args(b"e", str(first).encode(), str(chunk).encode()), "iterating")
+            reply = self._redis.run(self._args(b"e", str(first).encode(), str(chunk).encode()), "iterating")
             yield from self._matches(reply)
 
     def compact(self) -> None:
         """Forget every fingerprint past the retention window now (writes also do it, a few at a time)."""
         if self.retention is not None:
-            while self._run(self._args(b"t", b"1000"), "trimming expired fingerprints"):
+            while self._redis.run(self._args(b"t", b"1000"), "trimming expired fingerprints"):
                 pass
 
     def stats(self) -> dict[str, Any]:
-        memory = self._call(lambda: self._client.info("memory"), "reading INFO memory")
+        memory = self._redis.call(lambda: self._redis.client.info("memory"), "reading INFO memory")
         if isinstance(memory, dict) and "used_memory" not in memory:  # Redis Cluster: per node
             used = sum(int(node.get("used_memory", 0)) for node in memory.values())
         else:
@@ -360,14 +294,12 @@ class RedisIndex(NearDuplicateIndex):
 
     def clear(self) -> int:
         """Delete this namespace (every key under the prefix). Returns the number of Redis keys deleted."""
-        deleted = int(self._run(self._args(b"x"), "deleting the namespace"))
+        deleted = int(self._redis.run(self._args(b"x"), "deleting the namespace"))
         self.retention = self._open_config(self.retention)
         return deleted
 
     def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self._client.close()
+        self._redis.close()
 
     def __repr__(self) -> str:
         return f"<RedisIndex {self.location} prefix={self.prefix!r} k={self.k} tables={len(self._tables)}>"
@@ -375,7 +307,11 @@ class RedisIndex(NearDuplicateIndex):
     # -- encoding ------------------------------------------------------------------------------
 
     def _args(self, mode: bytes, *extra: bytes) -> list[bytes]:
-        return [mode, str(self.k).encode(), self._retention_ms, self._spec, *extra]
+        return [mode, str(self.k).encode(), self._retention_ms, self._spec, self._epoch, *extra]
+
+    def _run(self, args: list[bytes], action: str) -> Any:
+        """One script call (with retries)."""
+        return self._redis.run(args, action)
 
     def _k(self, k: int | None) -> int:
         if k is None:
@@ -392,16 +328,25 @@ class RedisIndex(NearDuplicateIndex):
 
     def _probe(self, simhash: int, k: int | None = None) -> bytes:
         """Validated query: per table the permuted fingerprint and its bucket's bounds."""
-        _check_simhash(simhash)
+        check_simhash(simhash)
         self._k(k)
         return b"".join(table.probe(table.permute(simhash)) for table in self._tables)
 
     def _write_args(self, mode: bytes, simhash: int, key: str, meta: Meta | None) -> list[bytes]:
-        simhash, key_bytes, meta_bytes = _row(simhash, key, meta)
+        simhash, key_bytes, meta_bytes = encode_row(simhash, key, meta)
         permuted = [table.permute(simhash) for table in self._tables]
         record = self._record(simhash, key_bytes, meta_bytes, permuted)
         probe = b"".join(table.probe(p) for table, p in zip(self._tables, permuted, strict=True))
-        return [mode, str(self.k).encode(), self._retention_ms, self._spec, key_bytes, record, probe]
+        return [
+            mode,
+            str(self.k).encode(),
+            self._retention_ms,
+            self._spec,
+            self._epoch,
+            key_bytes,
+            record,
+            probe,
+        ]
 
     def _record(
         self, simhash: int, key_bytes: bytes, meta_bytes: bytes, permuted: list[int] | None = None
@@ -409,164 +354,10 @@ class RedisIndex(NearDuplicateIndex):
         """The stored record, with a fresh request id."""
         if permuted is None:
             permuted = [table.permute(simhash) for table in self._tables]
-        return b"".join(
-            [
-                simhash.to_bytes(8, "big"),
-                os.urandom(8),  # request id: recognises a retried call that already ran
-                *(p.to_bytes(8, "big") for p in permuted),
-                len(key_bytes).to_bytes(4, "big"),
-                key_bytes,
-                meta_bytes,
-            ]
-        )
-
-    def _decode(self, seq8: bytes, distance: int, record: bytes) -> Match:
-        offset = 16 + 8 * len(self._tables)
-        key_len = int.from_bytes(record[offset : offset + 4], "big")
-        key = record[offset + 4 : offset + 4 + key_len].decode()
-        meta_bytes = record[offset + 4 + key_len :]
-        return Match(
-            key=key,
-            simhash=int.from_bytes(record[:8], "big"),
-            distance=int(distance),
-            meta=json.loads(meta_bytes) if meta_bytes else {},
-            seq=int.from_bytes(seq8, "big"),
-        )
+        return encode_record(simhash, key_bytes, meta_bytes, permuted)
 
     def _matches(self, reply: list[Any]) -> list[Match]:
-        found = [self._decode(reply[i], reply[i + 1], reply[i + 2]) for i in range(0, len(reply), 3)]
+        n = len(self._tables)
+        found = [decode_record(reply[i], reply[i + 1], reply[i + 2], n) for i in range(0, len(reply), 3)]
         found.sort(key=lambda m: (m.distance, m.seq))
         return found
-
-    # -- talking to Redis ----------------------------------------------------------------------
-
-    def _run(self, args: list[bytes], action: str) -> Any:
-        """One script call, one round trip (plus a SCRIPT LOAD after a Redis restart)."""
-
-        def attempt() -> Any:
-            if self._sha is None:
-                self._sha = self._load_script()
-            try:
-                return self._client.evalsha(self._sha, len(self._keys), *self._keys, *args)
-            except NoScriptError:
-                self._sha = None  # Redis restarted (or SCRIPT FLUSH): load and run again
-                raise _Reload() from None
-
-        return self._call(attempt, action)
-
-    def _run_many(self, batch: list[list[bytes]], action: str) -> list[Any]:
-        """Pipelined script calls; retried as a whole, which is safe because writes are idempotent."""
-
-        def attempt() -> list[Any]:
-            if self._sha is None:
-                self._sha = self._load_script()
-            pipe = self._slot_client().pipeline(transaction=False)
-            for args in batch:
-                pipe.evalsha(self._sha, len(self._keys), *self._keys, *args)
-            results = pipe.execute(raise_on_error=False)
-            for result in results:
-                if isinstance(result, NoScriptError):
-                    self._sha = None
-                    raise _Reload()
-                if isinstance(result, redis.exceptions.AskError):  # MOVED/ASK: the slot moved
-                    self._client.nodes_manager.initialize()
-                    raise result
-                if isinstance(result, Exception):
-                    raise result
-            return results
-
-        return self._call(attempt, action)
-
-    def _slot_client(self) -> redis.Redis:
-        """The client that pipelines go through: on Redis Cluster, the primary owning our one slot
-        (redis-py's cluster pipeline refuses EVALSHA; every key of this index is in that slot anyway)."""
-        if isinstance(self._client, redis.RedisCluster):
-            return self._client.get_redis_connection(self._client.get_node_from_key(self._keys[0]))
-        return self._client
-
-    def _load_script(self) -> str:
-        return self._client.script_load(self._script)
-
-    def _call(self, fn: Callable[[], T], action: str) -> T:
-        """Run ``fn`` with bounded retries; every failure leaves as a SimhashIndexError naming the server."""
-        if self._closed:
-            raise SimhashIndexError(f"{self.location}: the index is closed")
-        started = time.monotonic()
-        failures = 0
-        while True:
-            try:
-                return fn()
-            except _Reload:
-                failures += 1
-                if failures > self._retries + 1:
-                    raise SimhashIndexError(f"{self.location}: could not load the index script") from None
-            except _UNAVAILABLE as exc:
-                failures += 1
-                if failures > self._retries:
-                    raise IndexUnavailableError(
-                        f"Redis index at {self.location} is unavailable ({action}): {failures} attempts in "
-                        f"{time.monotonic() - started:.1f} s failed; last error: {type(exc).__name__}: {exc}"
-                    ) from exc
-                pause = min(self._retry_cap, 0.05 * 2 ** (failures - 1))
-                logger.warning(
-                    "Redis index at %s: %s failed (%s: %s); retry %d/%d in %.2f s",
-                    self.location, action, type(exc).__name__, exc, failures, self._retries, pause,
-                )  # fmt: skip
-                time.sleep(pause)
-            except (ResponseError, RedisClusterException) as exc:
-                raise SimhashIndexError(f"Redis at {self.location} refused {action}: {exc}") from exc
-
-
-class _Reload(Exception):
-    """Internal: the script cache was empty (Redis restarted); load the script and try again."""
-
-
-def _load_lua() -> str:
-    return resources.files(__package__).joinpath("redis_store.lua").read_text(encoding="utf-8")
-
-
-_SCRIPT = _load_lua()
-
-
-def _check_simhash(simhash: int) -> None:
-    if isinstance(simhash, bool) or not isinstance(simhash, int):
-        raise TypeError(f"a simhash is an int, got {type(simhash).__name__}")
-    if simhash == 0:
-        raise ValueError("the fingerprint 0 (a text without tokens) cannot be indexed")
-    if not 0 < simhash <= MAX64:
-        raise ValueError(f"a simhash is an unsigned 64-bit int, got {simhash}")
-
-
-def _row(simhash: int, key: str, meta: Meta | None) -> tuple[int, bytes, bytes]:
-    """A validated, encoded insert; raises before anything is sent."""
-    _check_simhash(simhash)
-    _check_key(key)
-    return simhash, key.encode(), _encode_meta(meta)
-
-
-def _check_key(key: str) -> None:
-    if not isinstance(key, str):
-        raise TypeError(f"key must be a str, got {type(key).__name__}")
-
-
-def _encode_meta(meta: Meta | None) -> bytes:
-    if not meta:
-        return b""
-    try:
-        return json.dumps(dict(meta), ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"meta must be a JSON-serialisable mapping: {exc}") from exc
-
-
-def _truthy(value: Any) -> bool:
-    return str(value).strip().lower() in ("1", "true", "yes", "on")
-
-
-def _describe(parts: Any) -> str:
-    """host:port/db (or the socket path) without the password, for error messages."""
-    if parts.scheme == "unix":
-        return f"unix://{parts.path}"
-    host = parts.hostname or "localhost"
-    port = parts.port or 6379
-    db = parts.path.strip("/") or "0"
-    return f"{parts.scheme}://{host}:{port}/{db}"

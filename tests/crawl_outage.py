@@ -1,0 +1,111 @@
+"""Test-only downloader middleware: a Redis outage in the middle of a crawl, and a reactor heartbeat.
+
+Installed below SimhashMiddleware (priority < 543), so it sees each response after scrapy-simhash
+tagged it (or passed it untagged). Settings:
+
+- ``OUTAGE_REDIS_DIR`` / ``OUTAGE_REDIS_PORT``: the redis-server the crawl's index lives on;
+- ``OUTAGE_STOP_AFTER``: stop that server after this many tagged pages;
+- ``OUTAGE_RESTART_AFTER``: start it again (same data directory) after this many pages passed
+  untagged because of the index (0: at once);
+- ``OUTAGE_RESTART_EMPTY``: restart it without persistence, so it comes back without the index;
+- ``OUTAGE_START_DOWN``: the server is not running when the crawl starts (started after
+  ``OUTAGE_RESTART_AFTER`` untagged pages).
+
+Counts, not clocks, decide when; the heartbeat (a LoopingCall every 50 ms) measures the longest gap
+between ticks from the stop until the server is back: a reactor blocked by index retries shows as a long gap.
+Results land in the crawl's stats under ``outage/``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+from redis_server import RedisServer
+from scrapy import signals
+from twisted.internet import task, threads
+
+TICK = 0.05
+UNTAGGED = ("index_error", "index_unavailable")
+OUTAGE = ("stopping", "down", "restarting")  # from the stop request until the server is back
+
+
+class OutageDrill:
+    def __init__(self, crawler: Any) -> None:
+        settings = crawler.settings
+        self.stats = crawler.stats
+        self.directory = Path(settings["OUTAGE_REDIS_DIR"])
+        self.port = settings.getint("OUTAGE_REDIS_PORT")
+        self.stop_after = settings.getint("OUTAGE_STOP_AFTER")
+        self.restart_after = settings.getint("OUTAGE_RESTART_AFTER")
+        self.restart_empty = settings.getbool("OUTAGE_RESTART_EMPTY")
+        self.phase = "down" if settings.getbool("OUTAGE_START_DOWN") else "up"
+        # up -> stopping -> down -> restarting -> back
+        self.tagged = self.untagged = 0
+        self.last_tick: float | None = None
+        self.heartbeat = task.LoopingCall(self._tick)
+        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> OutageDrill:
+        return cls(crawler)
+
+    def spider_opened(self, spider: Any) -> None:
+        self.heartbeat.start(TICK)
+
+    def spider_closed(self, spider: Any) -> None:
+        if self.heartbeat.running:
+            self.heartbeat.stop()
+        self.stats.set_value("outage/phase", self.phase)
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        if self.phase in OUTAGE and self.last_tick is not None:
+            self.stats.inc_value("outage/ticks_while_down")
+            gap_ms = round((now - self.last_tick) * 1000)
+            self.stats.max_value("outage/max_tick_gap_ms_while_down", gap_ms)
+        self.last_tick = now
+
+    def process_response(self, request: Any, response: Any, spider: Any = None) -> Any:
+        tagged = "simhash" in request.meta
+        if self.phase == "up" and tagged:
+            self.tagged += 1
+            if self.tagged >= self.stop_after:
+                self.phase = "stopping"
+                if self.restart_after == 0:
+                    threads.deferToThread(self._stop_and_restart).addCallback(lambda _: self._set("back"))
+                else:
+                    threads.deferToThread(self._stop).addCallback(lambda _: self._set("down"))
+        elif self.phase == "down" and request.meta.get("simhash_skipped") in UNTAGGED:
+            self.untagged += 1
+            self.stats.inc_value("outage/untagged_while_down")
+            if self.untagged >= self.restart_after:
+                self.phase = "restarting"
+                threads.deferToThread(self._restart).addCallback(lambda _: self._set("back"))
+        elif self.phase == "back":
+            self.stats.inc_value("outage/tagged_after_restart" if tagged else "outage/untagged_after_restart")
+        return response
+
+    def _set(self, phase: str) -> None:
+        self.phase = phase
+
+    def _stop(self) -> None:
+        client = redis.Redis(host="127.0.0.1", port=self.port, retry=Retry(NoBackoff(), 0))
+        try:
+            client.shutdown(nosave=True)  # the AOF (appendfsync always) already holds every write
+        except redis.ConnectionError:
+            pass
+        finally:
+            client.close()
+
+    def _restart(self) -> None:
+        RedisServer(self.directory, self.port).start(persistent=not self.restart_empty)
+
+    def _stop_and_restart(self) -> None:
+        self._stop()
+        self._restart()

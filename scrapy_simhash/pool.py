@@ -30,6 +30,7 @@ from twisted.internet.defer import Deferred, succeed
 
 from .extract import Extractor
 from .page import PageFingerprint, fingerprint_page
+from .workers import exit_with_parent
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +43,7 @@ _worker_options: dict[str, Any] = {}
 
 def _init_worker(function: FingerprintFunction, options: dict[str, Any]) -> None:
     global _worker_function, _worker_options
+    exit_with_parent()
     _worker_function, _worker_options = function, options
     # Pay the one-time costs (imports, the tokeniser's class table) before the first page.
     fingerprint_page(b"<html><body><p>warm up</p></body></html>", None, None, **options)

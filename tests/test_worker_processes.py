@@ -172,3 +172,106 @@ def test_a_killed_tag_leaves_no_worker(tmp_path: Path) -> None:
     )
     alive, leftovers = _kill_and_count_leftovers(tag, workers=2)
     assert not alive, "left running after SIGKILL of tag:\n" + "\n".join(leftovers)
+
+
+# -- a "run from a script" crawl without a main guard -------------------------------------------------
+
+SCRIPT = """\
+import os
+import scrapy
+from scrapy.crawler import CrawlerProcess
+
+with open({runs!r}, "a") as runs:
+    runs.write(f"{{os.getpid()}} {{__name__}}\\n")
+
+
+class Site(scrapy.Spider):
+    name = "site"
+    start_urls = [{url!r}]
+
+    def parse(self, response):
+        yield {{"url": response.url, "simhash": response.meta.get("simhash")}}
+        yield from response.follow_all(css="a", callback=self.parse)
+
+{function}
+process = CrawlerProcess(settings={{
+    "ADDONS": {{"scrapy_simhash.Addon": 500}},
+    "SIMHASH_WORKERS": 2,
+    "SIMHASH_INDEX": {index!r},
+    "TELNETCONSOLE_ENABLED": False,
+    "LOG_LEVEL": "INFO",
+    "FEEDS": {{{items!r}: {{"format": "jsonlines"}}}},
+    {settings}
+}})
+process.crawl(Site)
+{start}
+"""
+
+IN_SCRIPT_FUNCTION = """
+def counting(body, url, encoding, **options):
+    from scrapy_simhash.page import fingerprint_page
+    with open({calls!r}, "a") as calls:
+        calls.write(f"{{os.getpid()}}\\n")
+    return fingerprint_page(body, url, encoding, **options)
+"""
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[str]:
+    with demo_site.serve(demo_site.build_site(4)) as base:
+        yield base + "/"
+
+
+def _run_script(tmp_path: Path, url: str, *, guard: bool, in_script_function: bool) -> dict:
+    runs, calls, items = tmp_path / "runs.txt", tmp_path / "calls.txt", tmp_path / "items.jsonl"
+    script = tmp_path / "crawl_script.py"
+    script.write_text(
+        SCRIPT.format(
+            runs=str(runs),
+            url=url,
+            index=str(tmp_path / "index"),
+            items=str(items),
+            function=IN_SCRIPT_FUNCTION.format(calls=str(calls)) if in_script_function else "",
+            settings='"SIMHASH_FINGERPRINT_FUNCTION": "__main__.counting",' if in_script_function else "",
+            start='if __name__ == "__main__":\n    process.start()' if guard else "process.start()",
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300
+    )
+    lines = lambda path: path.read_text().splitlines() if path.exists() else []  # noqa: E731
+    return {
+        "returncode": done.returncode,
+        "runs": lines(runs),
+        "calls": lines(calls),
+        "items": [json.loads(line) for line in lines(items)],
+        "log": done.stderr,
+    }
+
+
+def test_a_script_without_main_guard_crawls_once(site: str, tmp_path: Path) -> None:
+    result = _run_script(tmp_path, site, guard=False, in_script_function=False)
+    assert result["returncode"] == 0, result["log"][-3000:]
+    assert len(result["runs"]) == 1, result["runs"]  # the workers did not run the script again
+    assert result["runs"][0].endswith(" __main__")
+    fingerprinted = [item for item in result["items"] if item["simhash"]]
+    assert len(fingerprinted) >= 4, result["log"][-3000:]  # the workers did fingerprint the pages
+
+
+def test_a_fingerprint_function_in_a_guarded_script_runs_in_the_workers(site: str, tmp_path: Path) -> None:
+    result = _run_script(tmp_path, site, guard=True, in_script_function=True)
+    assert result["returncode"] == 0, result["log"][-3000:]
+    main_pid = int(result["runs"][0].split()[0])
+    # the workers import the script (that is how they find the function); the guard keeps the crawl out
+    assert [line.split()[1] for line in result["runs"]] == ["__main__", "__mp_main__", "__mp_main__"]
+    assert result["calls"] and main_pid not in {int(pid) for pid in result["calls"]}
+    assert sum(1 for item in result["items"] if item["simhash"]) >= 4
+    assert "Spider opened" in result["log"] and result["log"].count("Spider opened") == 1
+
+
+def test_a_fingerprint_function_in_an_unguarded_script_is_refused_once(site: str, tmp_path: Path) -> None:
+    result = _run_script(tmp_path, site, guard=False, in_script_function=True)
+    assert len(result["runs"]) == 1, result["runs"]  # no worker started, so none re-ran the script
+    assert not result["calls"]
+    assert "crawl_script.py, so every worker process has to import that script" in result["log"]
+    assert "Spider opened" not in result["log"]  # refused before the crawl started

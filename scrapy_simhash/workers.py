@@ -10,7 +10,9 @@ Two things go wrong with a plain ``ProcessPoolExecutor`` under a crawl:
   starts a thread that waits on multiprocessing's parent sentinel (a pipe
   whose other end only the real parent holds, or on Windows the parent's
   process handle) and ends the worker when the parent is gone; the forkserver
-  and the resource tracker then read EOF and exit by themselves.
+  and the resource tracker then read EOF and exit by themselves. On Linux a
+  forkserver worker also dies with the forkserver (PR_SET_PDEATHSIG), which
+  covers a worker stuck in C code holding the GIL.
 - **Scripts without a main guard.** Under forkserver and spawn every child
   imports the parent's ``__main__`` as ``__mp_main__`` (to unpickle objects
   defined there). A Scrapy "run from a script" without
@@ -23,14 +25,18 @@ Two things go wrong with a plain ``ProcessPoolExecutor`` under a crawl:
 from __future__ import annotations
 
 import ast
+import ctypes
 import multiprocessing
 import os
 import pickle
+import signal
 import sys
 import threading
 from multiprocessing import spawn
 from multiprocessing.context import BaseContext
 from typing import Any
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 PARENT_GONE_EXIT_CODE = 75
 """A worker's exit status when it ends because its parent died."""
@@ -54,12 +60,43 @@ def exit_with_parent() -> None:
     if parent is None:
         return
     threading.Thread(target=_wait_for_parent, args=(parent,), name="exit-with-parent", daemon=True).start()
+    if os.getppid() != parent.pid:  # started by the forkserver, not by the crawl itself
+        _die_with_forkserver()
 
 
 def _wait_for_parent(parent: Any) -> None:
     parent.join()  # returns when the sentinel reads EOF (POSIX) or the parent's handle is signalled
     # Not sys.exit: the main thread may be busy with a page or blocked on the call queue.
     os._exit(PARENT_GONE_EXIT_CODE)
+
+
+def _die_with_forkserver() -> None:
+    """Linux: have the kernel kill this worker when the forkserver exits, GIL or not.
+
+    The forkserver exits when every copy of its "alive" pipe is closed: the
+    crawl holds one, and each worker inherits one (to start processes of its
+    own, which ours never do). With the worker's copy closed, the forkserver
+    goes as soon as the crawl does, and PR_SET_PDEATHSIG takes the worker with
+    it even when it is stuck in C code that holds the GIL (a runaway parse),
+    where the watcher thread cannot run. The forkserver is single-threaded, so
+    the signal cannot come from the death of some other thread of it.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    from multiprocessing import forkserver
+
+    server = getattr(forkserver, "_forkserver", None)
+    alive = getattr(server, "_forkserver_alive_fd", None)
+    if alive is None:
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            return
+    except (OSError, AttributeError):  # no prctl: the watcher thread alone will do
+        return
+    server._forkserver_alive_fd = None
+    os.close(alive)
 
 
 def needs_main(*objects: Any) -> bool:

@@ -145,6 +145,32 @@ def test_a_killed_crawl_leaves_no_worker_forkserver_or_resource_tracker(tmp_path
     assert not alive, "left running after SIGKILL of the crawl:\n" + "\n".join(leftovers)
 
 
+def test_a_worker_stuck_in_c_code_holding_the_gil_goes_with_the_crawl(tmp_path: Path) -> None:
+    started = tmp_path / "hog-started"
+    page = demo_site.Page(b"<html><body><p>HOG-THE-GIL</p></body></html>")
+    with demo_site.serve({"/": page}) as base:
+        settings = {
+            "SIMHASH_WORKERS": 1,
+            "SIMHASH_INDEX": str(tmp_path / "index"),
+            "SIMHASH_TIMEOUT": 3600,  # the pool must not replace the worker itself
+            "SIMHASH_FINGERPRINT_FUNCTION": "worker_gil_hog.fingerprint",
+        }
+        command = [sys.executable, str(EXAMPLE / "run_crawl.py"), base + "/"]
+        for name, value in settings.items():
+            command += ["-s", f"{name}={json.dumps(value)}"]
+        crawl = subprocess.Popen(
+            command,
+            cwd=tmp_path,
+            env=dict(_env(), GIL_HOG_STARTED=str(started)),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        _poll(lambda: started.exists() or crawl.poll() is not None, 120, "the worker to take the page")
+        alive, leftovers = _kill_and_count_leftovers(crawl, workers=3)
+    assert not alive, "left running after SIGKILL of the crawl:\n" + "\n".join(leftovers)
+
+
 # -- tag over an archive big enough to be killed in the middle ----------------------------------------
 
 

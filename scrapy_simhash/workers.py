@@ -53,8 +53,9 @@ def exit_with_parent() -> None:
     """End this worker process as soon as the process that started it dies.
 
     Call it in the worker (a pool's ``initializer``). No-op in a process that
-    multiprocessing did not start. The watcher needs the GIL to act: a worker
-    stuck in C code that holds it exits when that call returns.
+    multiprocessing did not start. The watcher thread needs the GIL to act; a
+    forkserver worker on Linux is covered without it (:func:`_die_with_forkserver`),
+    any other worker stuck in C code that holds the GIL exits when that call returns.
     """
     parent = multiprocessing.parent_process()
     if parent is None:

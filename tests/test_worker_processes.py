@@ -35,8 +35,11 @@ GRACE = 30.0
 # -- processes, from /proc ----------------------------------------------------------------------------
 
 
-def _processes() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, state) of every live process (zombies count as gone)."""
+def _processes() -> dict[int, tuple[int, int]]:
+    """pid -> (parent pid, start time) of every live process (zombies count as gone).
+
+    The start time tells a process from a later one that got its pid.
+    """
     table = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -45,19 +48,25 @@ def _processes() -> dict[int, tuple[int, str]]:
             stat = Path(f"/proc/{entry}/stat").read_text()
         except OSError:
             continue
-        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
-        if state not in ("Z", "X"):
-            table[int(entry)] = (int(ppid), state)
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] not in ("Z", "X"):
+            table[int(entry)] = (int(fields[1]), int(fields[19]))
     return table
 
 
-def _descendants(root: int) -> set[int]:
+def _descendants(root: int) -> set[tuple[int, int]]:
+    """(pid, start time) of every process under ``root``."""
     table = _processes()
-    found, frontier = set(), {root}
+    found: set[int] = set()
+    frontier = {root}
     while frontier:
         frontier = {pid for pid, (ppid, _) in table.items() if ppid in frontier} - found
         found |= frontier
-    return found
+    return {(pid, table[pid][1]) for pid in found}
+
+
+def _still_running(processes: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    return processes & {(pid, start) for pid, (_, start) in _processes().items()}
 
 
 def _command(pid: int) -> str:
@@ -75,30 +84,40 @@ def _poll(condition: Callable[[], bool], limit: float, what: str) -> None:
         time.sleep(0.2)
 
 
-def _kill_and_count_leftovers(process: subprocess.Popen, workers: int) -> tuple[set[int], list[str]]:
-    """Wait until ``process`` has its workers, SIGKILL it; the processes it left that outlive GRACE."""
-    tree: set[int] = set()
+def _kill_and_list_leftovers(process: subprocess.Popen, log: Path, processes: int) -> list[str]:
+    """Wait until ``process`` has ``processes`` descendants, SIGKILL it; those still running after GRACE."""
+    tree: set[tuple[int, int]] = set()
 
     def started() -> bool:
         if process.poll() is not None:
-            raise AssertionError(f"exited early ({process.returncode}): {process.stderr.read()[-3000:]}")
-        tree.update(_descendants(process.pid))
-        return len(_descendants(process.pid)) >= workers
+            raise AssertionError(f"exited early ({process.returncode}): {log.read_text()[-3000:]}")
+        now = _descendants(process.pid)
+        tree.update(now)
+        return len(now) >= processes
 
     try:
-        _poll(started, 120, f"{workers} worker processes")
+        _poll(started, 120, f"{processes} processes under {process.pid}")
         time.sleep(1)  # let them all finish starting (the fix must not depend on it, though)
         tree.update(_descendants(process.pid))
         process.kill()
         process.wait()
         deadline = time.monotonic() + GRACE
-        while (alive := tree & set(_processes())) and time.monotonic() < deadline:
+        while _still_running(tree) and time.monotonic() < deadline:
             time.sleep(0.2)
-        return alive, [f"{pid}: {_command(pid)[:200]}" for pid in sorted(alive)]
+        return [f"{pid}: {_command(pid)[:200]}" for pid, _ in sorted(_still_running(tree))]
     finally:
-        for pid in tree & set(_processes()):  # do not leave them behind for the other tests
+        for pid, _ in _still_running(tree):  # do not leave them behind for the other tests
             with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def _start(command: list[str], tmp_path: Path, **env: str) -> tuple[subprocess.Popen, Path]:
+    log = tmp_path / "stderr.log"
+    with log.open("w") as stderr:
+        process = subprocess.Popen(
+            command, cwd=tmp_path, env=dict(_env(), **env), stdout=subprocess.DEVNULL, stderr=stderr
+        )
+    return process, log
 
 
 def _env() -> dict[str, str]:
@@ -137,12 +156,10 @@ def test_a_killed_crawl_leaves_no_worker_forkserver_or_resource_tracker(tmp_path
         command = [sys.executable, str(EXAMPLE / "run_crawl.py"), url]
         for name, value in {"SIMHASH_WORKERS": 2, "SIMHASH_INDEX": str(tmp_path / "index")}.items():
             command += ["-s", f"{name}={json.dumps(value)}"]
-        crawl = subprocess.Popen(
-            command, cwd=tmp_path, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-        )
+        crawl, log = _start(command, tmp_path)
         # two workers, the forkserver and the resource tracker
-        alive, leftovers = _kill_and_count_leftovers(crawl, workers=4)
-    assert not alive, "left running after SIGKILL of the crawl:\n" + "\n".join(leftovers)
+        leftovers = _kill_and_list_leftovers(crawl, log, processes=4)
+    assert not leftovers, "left running after SIGKILL of the crawl:\n" + "\n".join(leftovers)
 
 
 def test_a_worker_stuck_in_c_code_holding_the_gil_goes_with_the_crawl(tmp_path: Path) -> None:
@@ -158,17 +175,11 @@ def test_a_worker_stuck_in_c_code_holding_the_gil_goes_with_the_crawl(tmp_path: 
         command = [sys.executable, str(EXAMPLE / "run_crawl.py"), base + "/"]
         for name, value in settings.items():
             command += ["-s", f"{name}={json.dumps(value)}"]
-        crawl = subprocess.Popen(
-            command,
-            cwd=tmp_path,
-            env=dict(_env(), GIL_HOG_STARTED=str(started)),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        crawl, log = _start(command, tmp_path, GIL_HOG_STARTED=str(started))
         _poll(lambda: started.exists() or crawl.poll() is not None, 120, "the worker to take the page")
-        alive, leftovers = _kill_and_count_leftovers(crawl, workers=3)
-    assert not alive, "left running after SIGKILL of the crawl:\n" + "\n".join(leftovers)
+        # the worker, the forkserver and the resource tracker
+        leftovers = _kill_and_list_leftovers(crawl, log, processes=3)
+    assert not leftovers, "left running after SIGKILL of the crawl:\n" + "\n".join(leftovers)
 
 
 # -- tag over an archive big enough to be killed in the middle ----------------------------------------
@@ -193,11 +204,9 @@ def test_a_killed_tag_leaves_no_worker(tmp_path: Path) -> None:
     tool = Path(sys.executable).parent / "scrapy-simhash"
     command = [str(tool)] if tool.exists() else [sys.executable, "-m", "scrapy_simhash.cli"]
     command += ["tag", "--workers", "2", "--no-progress", "--out", str(tmp_path / "out"), str(archive)]
-    tag = subprocess.Popen(
-        command, cwd=tmp_path, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    alive, leftovers = _kill_and_count_leftovers(tag, workers=2)
-    assert not alive, "left running after SIGKILL of tag:\n" + "\n".join(leftovers)
+    tag, log = _start(command, tmp_path)
+    leftovers = _kill_and_list_leftovers(tag, log, processes=2)  # two workers (fork: no forkserver)
+    assert not leftovers, "left running after SIGKILL of tag:\n" + "\n".join(leftovers)
 
 
 # -- a "run from a script" crawl without a main guard -------------------------------------------------

@@ -26,7 +26,7 @@ from crawl_support import EXAMPLE, REPO, demo_site
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
 GRACE = 30.0
 """Seconds the leftovers get to exit after the kill (they take well under one)."""
@@ -151,6 +151,7 @@ def _silent_site() -> Iterator[str]:
         server.server_close()
 
 
+@linux_only
 def test_a_killed_crawl_leaves_no_worker_forkserver_or_resource_tracker(tmp_path: Path) -> None:
     with _silent_site() as url:
         command = [sys.executable, str(EXAMPLE / "run_crawl.py"), url]
@@ -162,6 +163,7 @@ def test_a_killed_crawl_leaves_no_worker_forkserver_or_resource_tracker(tmp_path
     assert not leftovers, "left running after SIGKILL of the crawl:\n" + "\n".join(leftovers)
 
 
+@linux_only
 def test_a_worker_stuck_in_c_code_holding_the_gil_goes_with_the_crawl(tmp_path: Path) -> None:
     started = tmp_path / "hog-started"
     page = demo_site.Page(b"<html><body><p>HOG-THE-GIL</p></body></html>")
@@ -198,6 +200,7 @@ def _big_warc(path: Path, pages: int) -> None:
             writer.write_record(record)
 
 
+@linux_only
 def test_a_killed_tag_leaves_no_worker(tmp_path: Path) -> None:
     archive = tmp_path / "big.warc"
     _big_warc(archive, 6000)

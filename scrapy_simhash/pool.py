@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import multiprocessing
 import os
 import signal
-import sys
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
@@ -30,6 +28,13 @@ from twisted.internet.defer import Deferred, succeed
 
 from .extract import Extractor
 from .page import PageFingerprint, fingerprint_page
+from .workers import (
+    SCRIPT_RERUN_MESSAGE,
+    exit_with_parent,
+    needs_main,
+    unguarded_main_script,
+    worker_context,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +47,7 @@ _worker_options: dict[str, Any] = {}
 
 def _init_worker(function: FingerprintFunction, options: dict[str, Any]) -> None:
     global _worker_function, _worker_options
+    exit_with_parent()
     _worker_function, _worker_options = function, options
     # Pay the one-time costs (imports, the tokeniser's class table) before the first page.
     fingerprint_page(b"<html><body><p>warm up</p></body></html>", None, None, **options)
@@ -76,12 +82,11 @@ class _Workers:
     def __init__(
         self, size: int, function: FingerprintFunction, options: dict[str, Any], *, isolation: bool = False
     ) -> None:
-        # fork would copy the reactor's threads and sockets into the workers.
-        method = "forkserver" if sys.platform.startswith("linux") else "spawn"
         self.size = size
         self.executor = ProcessPoolExecutor(
             max_workers=size,
-            mp_context=multiprocessing.get_context(method),
+            # The workers import the crawl script only when the function or options live there.
+            mp_context=worker_context(keep_main=needs_main(function, options)),
             initializer=_init_worker,
             initargs=(function, options),
         )
@@ -124,6 +129,9 @@ class FingerprintPool:
         self.timeout = timeout
         self.function = function
         self.options = {"extractor": extractor, "min_tokens": min_tokens}
+        if workers > 0 and needs_main(function, self.options) and (script := unguarded_main_script()):
+            # The workers would have to import a script that re-runs itself: refuse, once.
+            raise RuntimeError(SCRIPT_RERUN_MESSAGE.format(script=script))
         if reactor is None:
             from twisted.internet import reactor
         self._reactor = reactor

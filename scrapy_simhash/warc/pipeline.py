@@ -23,6 +23,7 @@ from typing import Any
 from ..defaults import DISTANCE, MIN_TOKENS
 from ..extract import DEFAULT_EXTRACTOR, DEFAULT_MAX_BYTES, Extractor
 from ..page import PageFingerprint, fingerprint_page
+from ..workers import exit_with_parent
 from .payload import html_page
 from .progress import Progress
 from .reader import ArchiveReader, ArchiveRecord, ReadProblem
@@ -190,7 +191,7 @@ class _CrashTolerantPool:
 
     def __init__(self, options: Options) -> None:
         self.options = options
-        self.pool = ProcessPoolExecutor(max_workers=options.workers)
+        self.pool = ProcessPoolExecutor(max_workers=options.workers, initializer=exit_with_parent)
         self.generation = 0
 
     def _fingerprint(self, file: str, tasks: list[PageTask]) -> Future[list[PageResult]]:
@@ -225,7 +226,7 @@ class _CrashTolerantPool:
         if broken_generation != self.generation:
             return  # that pool was already replaced
         self.pool.shutdown(wait=False, cancel_futures=True)
-        self.pool = ProcessPoolExecutor(max_workers=self.options.workers)
+        self.pool = ProcessPoolExecutor(max_workers=self.options.workers, initializer=exit_with_parent)
         self.generation += 1
 
     def close(self) -> None:

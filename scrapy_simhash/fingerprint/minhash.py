@@ -52,12 +52,12 @@ class MinHash:
     __slots__ = ("_hash", "_values")
 
     def __init__(self, values: np.ndarray | Iterable[int]) -> None:
-        array = np.array(values, dtype=np.int64) if not isinstance(values, np.ndarray) else values
+        array = values if isinstance(values, np.ndarray) else np.array(list(values))
         if array.ndim != 1:
             raise ValueError(f"a sketch is one row of values, got shape {array.shape}")
         _check_num_values(array.shape[0])
         if array.dtype != np.uint32 and (
-            array.dtype.kind not in "iu" or array.min() < 0 or array.max() > EMPTY_VALUE
+            array.dtype.kind not in "iu" or array.size == 0 or array.min() < 0 or array.max() > EMPTY_VALUE
         ):
             raise ValueError("sketch values must be integers in 0 .. 2**32-1")
         owned = np.array(array, dtype=np.uint32, copy=True)

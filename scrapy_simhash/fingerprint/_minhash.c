@@ -316,6 +316,21 @@ HOT_CLONES static void update_minima(const uint32_t *split, Py_ssize_t k, uint32
     }
 }
 
+/* The same for four keys at once: the coefficients are loaded once per four shingles. */
+#define PERMUTE(x) ((uint32_t)(((uint64_t)alo[i] * (x) + blo[i]) >> 32) + ahi[i] * (x) + bhi[i])
+#define MIN2(p, q) ((p) < (q) ? (p) : (q))
+
+HOT_CLONES static void update_minima4(const uint32_t *split, Py_ssize_t k, const uint32_t *x,
+                                      uint32_t *restrict mins)
+{
+    const uint32_t *alo = split, *ahi = split + k, *blo = split + 2 * k, *bhi = split + 3 * k;
+    const uint32_t x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3];
+    for (Py_ssize_t i = 0; i < k; i++) {
+        uint32_t v = MIN2(MIN2(PERMUTE(x0), PERMUTE(x1)), MIN2(PERMUTE(x2), PERMUTE(x3)));
+        mins[i] = MIN2(v, mins[i]);
+    }
+}
+
 /* sketch_into(normalized, table, a, b, n, out) -> token count.
  * a, b: num_values uint64 coefficients; out: num_values uint32, overwritten with
  * min over shingle hashes x of ((a_i * x + b_i) mod 2**64) >> 32 (0xFFFFFFFF if none). */
@@ -350,7 +365,14 @@ static PyObject *py_sketch_into(PyObject *self, PyObject *args)
             split_coefficients((const uint64_t *)a.buf, (const uint64_t *)b.buf, k, split);
             for (Py_ssize_t i = 0; i < k; i++)
                 mins[i] = 0xFFFFFFFFu;
-            for (Py_ssize_t j = 0; j < m; j++)
+            Py_ssize_t j = 0;
+            uint32_t x[4];
+            for (; j + 4 <= m; j += 4) {
+                for (int q = 0; q < 4; q++)
+                    x[q] = (uint32_t)shingle_hash(&tk, j + q, n);
+                update_minima4(split, k, x, mins);
+            }
+            for (; j < m; j++)
                 update_minima(split, k, (uint32_t)shingle_hash(&tk, j, n), mins);
             PyMem_Free(split);
             result = PyLong_FromSsize_t(tk.count);

@@ -1,7 +1,7 @@
 /*
  * Native hot path of minhash-doc/1 (docs/minhash-doc-1.md): tokens, shingles,
- * lookup3 shingle hashes and the num_values running minima, in one pass over
- * the text.  The pure-Python reference is _minhash_purepy.py; tests hold both
+ * lookup3 shingle hashes, one-permutation binning and densification, in one
+ * pass over the text.  The pure-Python reference is _minhash_purepy.py; tests hold both
  * to the same bits.
  *
  * The tokeniser is the one of _native.c (simhash-doc/1 tokens, driven by the
@@ -285,64 +285,71 @@ static PyObject *py_shingle_hashes(PyObject *self, PyObject *args)
     return out;
 }
 
-/* The coefficients as four uint32 rows: a low, a high, b low, b high. */
-static void split_coefficients(const uint64_t *a, const uint64_t *b, Py_ssize_t k, uint32_t *split)
+/* splitmix64's output function; must match _minhash_purepy.mix64. */
+static inline uint64_t mix64(uint64_t z)
 {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+#define SEED 0x6D696E6861736831ull /* ASCII "minhash1" */
+#define MAX_PROBES 1024
+#define EMPTY 0xFFFFFFFFu
+
+/* One-permutation MinHash with optimal densification over hashes of shingles
+ * (docs/minhash-doc-1.md): h = c | b << 32 goes to bin (b * k) >> 32 with value c;
+ * an empty bin copies the first non-empty bin among its probes.  `filled` is
+ * caller-provided scratch of k bytes. */
+static void sketch_tokens(const tokens_t *tk, Py_ssize_t n, Py_ssize_t k, uint32_t *values, uint8_t *filled)
+{
+    Py_ssize_t m = shingle_count(tk, n), any = 0;
     for (Py_ssize_t i = 0; i < k; i++) {
-        split[i] = (uint32_t)a[i];
-        split[k + i] = (uint32_t)(a[i] >> 32);
-        split[2 * k + i] = (uint32_t)b[i];
-        split[3 * k + i] = (uint32_t)(b[i] >> 32);
+        values[i] = EMPTY;
+        filled[i] = 0;
+    }
+    for (Py_ssize_t j = 0; j < m; j++) {
+        uint64_t h = shingle_hash(tk, j, n);
+        size_t i = (size_t)(((h >> 32) * (uint64_t)k) >> 32);
+        uint32_t c = (uint32_t)h;
+        if (!filled[i] || c < values[i]) {
+            values[i] = c;
+            filled[i] = 1;
+        }
+        any = 1;
+    }
+    if (!any)
+        return;
+    /* Densify from the original bins only: mark densified ones 2 so that they are never copied. */
+    for (Py_ssize_t i = 0; i < k; i++) {
+        if (filled[i])
+            continue;
+        Py_ssize_t j = -1;
+        for (uint64_t t = 1; t <= MAX_PROBES; t++) {
+            Py_ssize_t p = (Py_ssize_t)(mix64(SEED ^ ((uint64_t)i << 32) ^ t) % (uint64_t)k);
+            if (filled[p] == 1) {
+                j = p;
+                break;
+            }
+        }
+        for (Py_ssize_t step = 1; j < 0 && step < k; step++)
+            if (filled[(i + step) % k] == 1)
+                j = (i + step) % k;
+        values[i] = values[j];
+        filled[i] = 2;
     }
 }
 
-/* GCC on x86-64 Linux also builds an AVX2 clone of the hot loop, picked at load time
- * (ifunc) on CPUs that have it; everything else gets the baseline build.  Same bits. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define HOT_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define HOT_CLONES
-#endif
-
-/* mins[i] = min(mins[i], ((a_i * x + b_i) mod 2**64) >> 32) for a 32-bit x, computed in
- * 32-bit halves (a_lo * x + b_lo cannot overflow 64 bits) so that compilers vectorise it. */
-HOT_CLONES static void update_minima(const uint32_t *split, Py_ssize_t k, uint32_t x, uint32_t *restrict mins)
-{
-    const uint32_t *alo = split, *ahi = split + k, *blo = split + 2 * k, *bhi = split + 3 * k;
-    for (Py_ssize_t i = 0; i < k; i++) {
-        uint64_t t = (uint64_t)alo[i] * x + blo[i];
-        uint32_t v = (uint32_t)(t >> 32) + ahi[i] * x + bhi[i];
-        mins[i] = v < mins[i] ? v : mins[i];
-    }
-}
-
-/* The same for four keys at once: the coefficients are loaded once per four shingles. */
-#define PERMUTE(x) ((uint32_t)(((uint64_t)alo[i] * (x) + blo[i]) >> 32) + ahi[i] * (x) + bhi[i])
-#define MIN2(p, q) ((p) < (q) ? (p) : (q))
-
-HOT_CLONES static void update_minima4(const uint32_t *split, Py_ssize_t k, const uint32_t *x,
-                                      uint32_t *restrict mins)
-{
-    const uint32_t *alo = split, *ahi = split + k, *blo = split + 2 * k, *bhi = split + 3 * k;
-    const uint32_t x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3];
-    for (Py_ssize_t i = 0; i < k; i++) {
-        uint32_t v = MIN2(MIN2(PERMUTE(x0), PERMUTE(x1)), MIN2(PERMUTE(x2), PERMUTE(x3)));
-        mins[i] = MIN2(v, mins[i]);
-    }
-}
-
-/* sketch_into(normalized, table, a, b, n, out) -> token count.
- * a, b: num_values uint64 coefficients; out: num_values uint32, overwritten with
- * min over shingle hashes x of ((a_i * x + b_i) mod 2**64) >> 32 (0xFFFFFFFF if none). */
+/* sketch_into(normalized, table, n, out) -> token count: out (k uint32, writable) gets the sketch. */
 static PyObject *py_sketch_into(PyObject *self, PyObject *args)
 {
     PyObject *text;
-    Py_buffer table, a, b, out;
+    Py_buffer table, out;
     Py_ssize_t n, k;
     tokens_t tk;
     PyObject *result = NULL;
 
-    if (!PyArg_ParseTuple(args, "Uy*y*y*nw*", &text, &table, &a, &b, &n, &out))
+    if (!PyArg_ParseTuple(args, "Uy*nw*", &text, &table, &n, &out))
         return NULL;
     k = out.len / 4;
     if (check_table(&table) < 0)
@@ -351,38 +358,23 @@ static PyObject *py_sketch_into(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "shingle size must be at least 1");
         goto done;
     }
-    if (out.len % 4 != 0 || a.len != k * 8 || b.len != k * 8) {
-        PyErr_SetString(PyExc_ValueError, "a and b need 8 bytes and out 4 bytes per value");
+    if (out.len % 4 != 0 || k < 1) {
+        PyErr_SetString(PyExc_ValueError, "out needs 4 bytes per value and at least one value");
         goto done;
     }
     if (tokenize(text, (const uint8_t *)table.buf, &tk) == 0) {
-        Py_ssize_t m = shingle_count(&tk, n);
-        uint32_t *mins = (uint32_t *)out.buf;
-        uint32_t *split = PyMem_Malloc((size_t)k * 4 * sizeof(uint32_t));
-        if (split == NULL) {
+        uint8_t *filled = PyMem_Malloc((size_t)k);
+        if (filled == NULL) {
             PyErr_NoMemory();
         } else {
-            split_coefficients((const uint64_t *)a.buf, (const uint64_t *)b.buf, k, split);
-            for (Py_ssize_t i = 0; i < k; i++)
-                mins[i] = 0xFFFFFFFFu;
-            Py_ssize_t j = 0;
-            uint32_t x[4];
-            for (; j + 4 <= m; j += 4) {
-                for (int q = 0; q < 4; q++)
-                    x[q] = (uint32_t)shingle_hash(&tk, j + q, n);
-                update_minima4(split, k, x, mins);
-            }
-            for (; j < m; j++)
-                update_minima(split, k, (uint32_t)shingle_hash(&tk, j, n), mins);
-            PyMem_Free(split);
+            sketch_tokens(&tk, n, k, (uint32_t *)out.buf, filled);
+            PyMem_Free(filled);
             result = PyLong_FromSsize_t(tk.count);
         }
     }
     tokens_free(&tk);
 done:
     PyBuffer_Release(&table);
-    PyBuffer_Release(&a);
-    PyBuffer_Release(&b);
     PyBuffer_Release(&out);
     return result;
 }
@@ -391,7 +383,7 @@ static PyMethodDef methods[] = {
     {"shingle_hashes", py_shingle_hashes, METH_VARARGS,
      "shingle_hashes(normalized, table, n) -> [int]: jenkins64 of each n-token shingle."},
     {"sketch_into", py_sketch_into, METH_VARARGS,
-     "sketch_into(normalized, table, a, b, n, out) -> token count: fills out with the sketch."},
+     "sketch_into(normalized, table, n, out) -> token count: fills out with the sketch."},
     {NULL, NULL, 0, NULL},
 };
 

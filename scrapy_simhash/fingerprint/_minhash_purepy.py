@@ -1,14 +1,11 @@
-"""Pure-Python reference of minhash-doc/1: shingle hashes, permutation coefficients, the sketch.
+"""Pure-Python reference of minhash-doc/1: shingle hashes, one-permutation binning, densification.
 
 The C extension ``_minhash`` is tested against this module bit for bit; it is
-also the fallback where the extension is not built.  numpy does the
-``num_values x shingles`` arithmetic (uint64 wraps modulo 2**64, as the
-scheme wants); everything before that is plain Python.
+also the fallback where the extension is not built.  Written for reading
+(docs/minhash-doc-1.md describes the same steps), not for speed.
 """
 
 from __future__ import annotations
-
-import functools
 
 import numpy as np
 
@@ -19,38 +16,28 @@ SHINGLE = 3
 """Tokens per shingle (docs/minhash-doc-1.md, "Shingle size" says why 3)."""
 
 SEED = 0x6D696E6861736831
-"""Start state of the splitmix64 stream the coefficients come from: ASCII "minhash1"."""
+"""Mixed into every densification probe: ASCII "minhash1"."""
+
+MAX_PROBES = 1024
+"""Random probes per empty bin before the cyclic fallback (reached with probability < 0.0005 per bin)."""
 
 EMPTY = 0xFFFFFFFF
 """The value of every position of the sketch of a text without tokens."""
 
+_M32 = 0xFFFFFFFF
 _M64 = (1 << 64) - 1
-_CHUNK = 4096  # shingles per numpy block: bounds the num_values x chunk temporary
 
 
-def splitmix64(state: int, count: int) -> list[int]:
-    """The first ``count`` outputs of splitmix64 started at ``state`` (Steele, Lea & Flood 2014)."""
-    out = []
-    for _ in range(count):
-        state = (state + 0x9E3779B97F4A7C15) & _M64
-        z = state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
-        out.append(z ^ (z >> 31))
-    return out
+def mix64(z: int) -> int:
+    """The output function of splitmix64 (Steele, Lea & Flood 2014): a bijection of 64-bit ints."""
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
 
 
-@functools.cache
-def coefficients(num_values: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(a, b)``, uint64 arrays of ``num_values``: a_i = s[2i] | 1, b_i = s[2i+1] of the seeded stream.
-
-    Position i depends on i only, so a sketch of k values is the first k values of a longer one.
-    """
-    stream = splitmix64(SEED, 2 * num_values)
-    a = np.array([stream[2 * i] | 1 for i in range(num_values)], dtype=np.uint64)
-    b = np.array([stream[2 * i + 1] for i in range(num_values)], dtype=np.uint64)
-    a.flags.writeable = b.flags.writeable = False
-    return a, b
+def probe(i: int, t: int, num_values: int) -> int:
+    """The bin an empty bin ``i`` looks at on its ``t``-th try (t = 1, 2, ...)."""
+    return mix64(SEED ^ (i << 32) ^ t) % num_values
 
 
 def shingle_texts(text: str) -> list[str]:
@@ -64,19 +51,34 @@ def shingle_hashes(text: str) -> list[int]:
 
 
 def sketch_of_hashes(hashes: list[int], num_values: int) -> np.ndarray:
-    """value_i = min over h of ((a_i * x + b_i) mod 2**64) >> 32 with x = h mod 2**32; EMPTY without hashes.
+    """One-permutation MinHash with optimal densification (Shrivastava 2017) of 64-bit feature hashes.
 
-    x is lookup3's primary 32-bit hash ``c``; with 64-bit a_i, b_i and a 32-bit key this is
-    Dietzfelbinger's strongly universal multiply-add-shift.
+    A hash h = c | b << 32 goes to bin (b * k) >> 32 and offers the value c; each bin keeps
+    its smallest value.  An empty bin then copies the value of the first non-empty bin among
+    its probes (bin ``probe(i, t)`` for t = 1 .. MAX_PROBES, then i+1, i+2, ... cyclically).
     """
-    a, b = coefficients(num_values)
-    out = np.full(num_values, EMPTY, dtype=np.uint32)
-    for start in range(0, len(hashes), _CHUNK):
-        x = np.array(hashes[start : start + _CHUNK], dtype=np.uint64) & np.uint64(0xFFFFFFFF)
-        with np.errstate(over="ignore"):
-            permuted = (a[:, None] * x[None, :] + b[:, None]) >> np.uint64(32)
-        np.minimum(out, permuted.min(axis=1).astype(np.uint32), out=out)
-    return out
+    k = num_values
+    values = [EMPTY] * k
+    filled = [False] * k
+    for h in hashes:
+        i = ((h >> 32) * k) >> 32
+        c = h & _M32
+        if not filled[i] or c < values[i]:
+            values[i], filled[i] = c, True
+    if not any(filled):
+        return np.full(k, EMPTY, dtype=np.uint32)
+    dense = list(values)
+    for i in range(k):
+        if filled[i]:
+            continue
+        for t in range(1, MAX_PROBES + 1):
+            j = probe(i, t, k)
+            if filled[j]:
+                break
+        else:
+            j = next((i + step) % k for step in range(1, k) if filled[(i + step) % k])
+        dense[i] = values[j]
+    return np.array(dense, dtype=np.uint32)
 
 
 def sketch(text: str, num_values: int) -> tuple[np.ndarray, int]:

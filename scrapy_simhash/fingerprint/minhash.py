@@ -1,8 +1,9 @@
-"""minhash-doc/1 sketches: Jaccard similarity of word 3-shingle sets, estimated from k minima.
+"""minhash-doc/1 sketches: Jaccard similarity of word 3-shingle sets, estimated from k values.
 
 A simhash tells "one sentence edited" from "unrelated" poorly; a MinHash sketch
 estimates the Jaccard similarity of the two texts' shingle sets directly, with
-a standard error of sqrt(J(1-J)/k).  The scheme is defined bit for bit in
+a standard error of at most about sqrt(J(1-J)/k).  minhash-doc/1 is one-permutation
+MinHash with optimal densification: one hash per shingle, not k.  The scheme is defined bit for bit in
 docs/minhash-doc-1.md; the C extension ``_minhash`` and the pure-Python
 ``_minhash_purepy`` produce the same values.
 """
@@ -170,8 +171,7 @@ def _sketch_into(text: str, out: np.ndarray, native: bool) -> int:
     if not isinstance(text, str):
         raise TypeError(f"text must be str, not {type(text).__name__}")
     if native:
-        a, b = _ref.coefficients(out.shape[0])
-        return _native.sketch_into(normalize(text), class_table(), a, b, SHINGLE, out)
+        return _native.sketch_into(normalize(text), class_table(), SHINGLE, out)
     values, count = _ref.sketch(text, out.shape[0])
     out[:] = values
     return count

@@ -10,6 +10,7 @@ import json
 import math
 import random
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scrapy_simhash import fingerprint as fp
 from scrapy_simhash.fingerprint import _minhash_purepy as ref
 from scrapy_simhash.fingerprint import minhash as mh
 from scrapy_simhash.fingerprint.tokenizer import shingles, tokens
@@ -326,6 +328,60 @@ def test_bad_arguments():
         mh.minhash(b"bytes")
     with pytest.raises(ValueError, match="unknown implementation"):
         mh.minhash("text", implementation="fortran")
+
+
+# --------------------------------------------------------------------------------------------------
+# Exports and the fingerprint CLI
+
+ENTRY = "import sys; from scrapy_simhash.cli import main; sys.exit(main())"
+
+
+def fingerprint_cli(*args: str, stdin: bytes) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, "-c", ENTRY, "fingerprint", *args], input=stdin, capture_output=True, timeout=120
+    )
+    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+
+
+def test_exports():
+    import scrapy_simhash
+    from scrapy_simhash import fingerprint
+
+    assert scrapy_simhash.minhash is mh.minhash
+    assert scrapy_simhash.MinHash is fingerprint.MinHash is mh.MinHash
+    assert scrapy_simhash.minhash_many is fingerprint.minhash_many is mh.minhash_many
+    assert {"MinHash", "minhash", "minhash_many"} <= set(scrapy_simhash.__all__)
+
+
+def test_import_of_the_package_does_not_import_numpy():
+    code = "import sys, scrapy_simhash, scrapy_simhash.fingerprint; print('numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_cli_scheme_minhash():
+    text = DOCUMENTS["english"]
+    expected = mh.minhash(text)
+    out = fingerprint_cli("--scheme", "minhash", stdin=text.encode())
+    assert out.returncode == 0, out.stderr
+    assert mh.MinHash.from_text(out.stdout.strip()) == expected
+    out = fingerprint_cli("--scheme", "minhash", "--format", "hex", stdin=text.encode())
+    assert bytes.fromhex(out.stdout.strip()) == expected.to_bytes()
+    out = fingerprint_cli("--scheme", "minhash", "--format", "json", stdin=text.encode())
+    record = json.loads(out.stdout)
+    assert record["scheme"] == "minhash-doc/1" and record["num_values"] == 128 and record["tokens"] == 12
+    assert mh.MinHash.from_text(record["minhash"]) == expected
+    # the simhash default is unchanged
+    assert fingerprint_cli(stdin=text.encode()).stdout.strip() == fp.to_base32(fp.simhash(text))
+
+
+def test_cli_minhash_bad_uses():
+    out = fingerprint_cli("--scheme", "minhash", "--format", "base32", stdin=b"some text here")
+    assert out.returncode == 2 and "does not apply" in out.stderr
+    out = fingerprint_cli("--format", "text", stdin=b"some text here")
+    assert out.returncode == 2 and "does not apply" in out.stderr
+    out = fingerprint_cli("--scheme", "minhash", stdin=b" 123 -- ")
+    assert out.returncode == 1 and "no tokens" in out.stderr
 
 
 # --------------------------------------------------------------------------------------------------

@@ -3,9 +3,9 @@
 A simhash tells "one sentence edited" from "unrelated" poorly; a MinHash sketch
 estimates the Jaccard similarity of the two texts' shingle sets directly, with
 a standard error of at most about sqrt(J(1-J)/k).  minhash-doc/1 is one-permutation
-MinHash with optimal densification: one hash per shingle, not k.  The scheme is defined bit for bit in
-docs/minhash-doc-1.md; the C extension ``_minhash`` and the pure-Python
-``_minhash_purepy`` produce the same values.
+MinHash with optimal densification: one hash per shingle, not k.  The scheme is
+defined bit for bit in docs/minhash-doc-1.md; the C extension ``_minhash`` and the
+pure-Python ``_minhash_purepy`` produce the same values.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ SCHEME = "minhash-doc/1"
 """Label of the scheme; stored and written sketches carry it."""
 
 DEFAULT_NUM_VALUES = 128
-"""Values per sketch: mean absolute error about 0.03 (docs/minhash-doc-1.md, "Number of values")."""
+"""Values per sketch: mean absolute error 0.026 on real pairs, 0.039 at 64 (docs/minhash-doc-1.md §8)."""
 
 MAX_NUM_VALUES = 4096
 SHINGLE = _ref.SHINGLE
@@ -48,7 +48,7 @@ def _check_num_values(num_values: int) -> int:
 
 
 class MinHash:
-    """An immutable minhash-doc/1 sketch: ``num_values`` uint32 minima."""
+    """An immutable minhash-doc/1 sketch: ``num_values`` uint32 values (bin minima)."""
 
     __slots__ = ("_hash", "_values")
 

@@ -216,6 +216,24 @@ def test_native_equals_python(text, num_values):
     )
 
 
+def test_without_the_extension_the_pure_python_path_is_used():
+    # A machine where _minhash did not build (but the simhash extension did): minhash() still
+    # works, with the same values, and only an explicit implementation="native" is an error.
+    code = (
+        "import sys; sys.modules['scrapy_simhash.fingerprint._minhash'] = None\n"
+        "from scrapy_simhash.fingerprint import backend, minhash as mh\n"
+        "assert mh._native is None and backend.current().name == 'native'\n"
+        "print(mh.minhash('one two three four').to_text())\n"
+        "try:\n    mh.minhash('x', implementation='native')\n"
+        "except RuntimeError as exc:\n    print('RuntimeError', exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    text, error = out.stdout.splitlines()
+    assert text == mh.minhash("one two three four", implementation="python").to_text()
+    assert error.startswith("RuntimeError the native minhash extension is not available")
+
+
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 def test_minhash_many_rows_are_single_sketches(implementation):
     texts = list(DOCUMENTS.values())

@@ -152,7 +152,10 @@ class MinHash:
 
 
 def _use_native(implementation: str | None) -> bool:
-    name = backend.current().name if implementation is None else implementation
+    """The C path unless asked for Python (here or by the process-wide backend) or not built."""
+    if implementation is None:
+        return _native is not None and backend.current().name != "python"
+    name = implementation
     if name == "auto":
         return _native is not None
     if name == "python":

@@ -235,6 +235,26 @@ def test_without_the_extension_the_pure_python_path_is_used():
 
 
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_simhash_and_minhash_is_both(implementation):
+    for text in DOCUMENTS.values():
+        value, sketch, count = mh.simhash_and_minhash(text, 64, implementation=implementation)
+        assert value == fp.simhash(text) and count == len(tokens(text))
+        assert sketch == mh.minhash(text, 64, implementation=implementation)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    hashes=st.lists(st.integers(0, 2**64 - 1), max_size=300),
+    num_values=st.integers(1, 200),
+    seed=st.integers(),
+)
+def test_sketch_ignores_order_and_repeats(hashes, num_values, seed):
+    shuffled = hashes * 2
+    random.Random(seed).shuffle(shuffled)
+    assert mh.minhash_of_hashes(shuffled, num_values) == mh.minhash_of_hashes(hashes, num_values)
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 def test_minhash_many_rows_are_single_sketches(implementation):
     texts = list(DOCUMENTS.values())
     many = mh.minhash_many(texts, 64, implementation=implementation)
@@ -483,8 +503,8 @@ def real_pairs(corpus) -> list[tuple[str, str, float]]:
     return pairs
 
 
-def test_estimation_error_on_real_pairs(real_pairs):
-    k = mh.DEFAULT_NUM_VALUES
+@pytest.mark.parametrize("k", [64, mh.DEFAULT_NUM_VALUES])
+def test_estimation_error_on_real_pairs(real_pairs, k):
     assert len(real_pairs) >= 5000
     truth = np.array([j for _, _, j in real_pairs])
     assert truth.min() < 0.3 and (truth >= 0.9).mean() > 0.1  # the pairs span the range

@@ -24,6 +24,10 @@ try:
     from . import _minhash as _native
 except ImportError:  # not built (no compiler) or built for another interpreter
     _native = None
+try:
+    from . import _native as _simhash_native
+except ImportError:
+    _simhash_native = None
 
 SCHEME = "minhash-doc/1"
 """Label of the scheme; stored and written sketches carry it."""
@@ -194,6 +198,25 @@ def minhash(text: str, num_values: int = DEFAULT_NUM_VALUES, *, implementation: 
     return minhash_with_count(text, num_values, implementation=implementation)[0]
 
 
+def simhash_and_minhash(
+    text: str, num_values: int = DEFAULT_NUM_VALUES, *, implementation: str | None = None
+) -> tuple[int, MinHash, int]:
+    """``(simhash-doc/1 fingerprint, sketch, token count)``: a crawl that keeps both normalises once."""
+    k = _check_num_values(num_values)
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, not {type(text).__name__}")
+    if _use_native(implementation) and _simhash_native is not None:
+        normalized, table = normalize(text), class_table()
+        value, count = _simhash_native.simhash_text(normalized, table)
+        out = np.empty(k, dtype=np.uint32)
+        _native.sketch_into(normalized, table, SHINGLE, out)
+        return value, MinHash(out), count
+    from . import simhash_with_count
+
+    sketch, count = minhash_with_count(text, k, implementation=implementation)
+    return simhash_with_count(text, implementation=implementation)[0], sketch, count
+
+
 def minhash_many(
     texts: Iterable[str], num_values: int = DEFAULT_NUM_VALUES, *, implementation: str | None = None
 ) -> np.ndarray:
@@ -230,4 +253,5 @@ __all__ = [
     "minhash_of_hashes",
     "minhash_with_count",
     "shingle_hashes",
+    "simhash_and_minhash",
 ]

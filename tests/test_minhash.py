@@ -234,6 +234,23 @@ def test_without_the_extension_the_pure_python_path_is_used():
     assert error.startswith("RuntimeError the native minhash extension is not available")
 
 
+@pytest.mark.skipif("native" not in IMPLEMENTATIONS, reason="native extension not built")
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ab\ud800cd ef gh",  # a lone surrogate separates tokens
+        "\udfff",
+        "x" * 20000,  # one long token
+        "中" * 5000,  # one long bigram stretch: twice the characters in tokens
+        "a " * 20000,  # many repeats of one shingle
+        "ǅ\u0301\u0308 ﬁ ß İ" * 50,  # casefolding and NFC change the length
+    ],
+)
+def test_native_equals_python_edge_texts(text):
+    native = mh.minhash_with_count(text, 256, implementation="native")
+    assert native == mh.minhash_with_count(text, 256, implementation="python")
+
+
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 def test_simhash_and_minhash_is_both(implementation):
     for text in DOCUMENTS.values():

@@ -6,8 +6,10 @@ Regenerate the committed vectors (only when the scheme's version changes) with
 
 from __future__ import annotations
 
+import copy
 import json
 import math
+import pickle
 import random
 import re
 import subprocess
@@ -320,6 +322,14 @@ def test_values_are_read_only_uint32():
     copy = mh.MinHash(source)
     source[0] = 99
     assert copy.values[0] == 0
+
+
+def test_pickle_and_copy_keep_the_sketch_immutable():
+    # Batch work sends sketches to other processes: the copy must be as read-only as the original.
+    sketch = mh.minhash(DOCUMENTS["english"])
+    for clone in (pickle.loads(pickle.dumps(sketch)), copy.deepcopy(sketch), copy.copy(sketch)):
+        assert clone == sketch and hash(clone) == hash(sketch)
+        assert not clone.values.flags.writeable
 
 
 def test_jaccard_rules():

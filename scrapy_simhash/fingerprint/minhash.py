@@ -145,6 +145,10 @@ class MinHash:
             self._hash = hash(self._values.tobytes())
         return self._hash
 
+    def __reduce__(self) -> tuple[type[MinHash], tuple[np.ndarray]]:
+        # Rebuilt through __init__, so an unpickled sketch is read-only too.
+        return (MinHash, (self._values,))
+
     def __setattr__(self, name: str, value: object) -> None:
         if name == "_hash" or not hasattr(self, "_values"):
             object.__setattr__(self, name, value)

@@ -7,6 +7,7 @@ Regenerate the committed vectors (only when the scheme's version changes) with
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 import math
 import pickle
@@ -450,6 +451,18 @@ def test_cli_scheme_minhash():
     assert mh.MinHash.from_text(record["minhash"]) == expected
     # the simhash default is unchanged
     assert fingerprint_cli(stdin=text.encode()).stdout.strip() == fp.to_base32(fp.simhash(text))
+
+
+def test_cli_scheme_minhash_of_an_html_page(corpus):
+    from scrapy_simhash.extract import DEFAULT_EXTRACTOR
+
+    page = sorted((corpus / "pages" / "scrapinghub-aeb").glob("*.html.gz"))[0]
+    out = fingerprint_cli("--scheme", "minhash", "--html", "--format", "json", str(page), stdin=b"")
+    assert out.returncode == 0, out.stderr
+    record = json.loads(out.stdout)
+    text = DEFAULT_EXTRACTOR(gzip.decompress(page.read_bytes())).text
+    assert record["extractor"] == DEFAULT_EXTRACTOR.description and record["tokens"] == len(tokens(text))
+    assert mh.MinHash.from_text(record["minhash"]) == mh.minhash(text)
 
 
 def test_cli_minhash_bad_uses():

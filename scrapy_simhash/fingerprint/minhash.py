@@ -156,7 +156,10 @@ class MinHash:
             raise AttributeError("MinHash is immutable")
 
     def __repr__(self) -> str:
-        return f"MinHash({self.num_values} values, {self.to_text()[:16]}...)"
+        if self.is_empty:
+            return f"MinHash({self.num_values} values, empty)"
+        head = ", ".join(f"{int(v):08x}" for v in self._values[:3])
+        return f"MinHash({self.num_values} values: {head}{', ...' if self.num_values > 3 else ''})"
 
 
 def _use_native(implementation: str | None) -> bool:

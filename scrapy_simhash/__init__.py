@@ -42,6 +42,9 @@ _LAZY = {
     "SimhashMiddleware": "scrapy_simhash.middleware",
     "SimhashPipeline": "scrapy_simhash.pipeline",
     "Addon": "scrapy_simhash.addon",
+    "MinHash": "scrapy_simhash.fingerprint.minhash",
+    "minhash": "scrapy_simhash.fingerprint.minhash",
+    "minhash_many": "scrapy_simhash.fingerprint.minhash",
 }
 
 
@@ -60,6 +63,9 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # let type checkers and IDEs see the lazy names
     from .addon import Addon as Addon
+    from .fingerprint.minhash import MinHash as MinHash
+    from .fingerprint.minhash import minhash as minhash
+    from .fingerprint.minhash import minhash_many as minhash_many
     from .index import Match as Match
     from .index import SimhashIndex as SimhashIndex
     from .index import clusters as clusters

@@ -1,4 +1,5 @@
-"""``scrapy-simhash fingerprint``: the fingerprint of one text or HTML file (gzipped or not).
+"""``scrapy-simhash fingerprint``: the fingerprint (or, with ``--scheme minhash``, the MinHash sketch)
+of one text or HTML file (gzipped or not).
 
 Without ``--html`` the bytes are hashed as text, as they always were; input that
 looks like HTML gets a warning on stderr rather than a silent change of meaning.
@@ -39,11 +40,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--url", help="the page's URL (helps the extractor with --html)")
     parser.add_argument("--encoding", help="encoding of the file (default: detected; UTF-8 for text)")
     parser.add_argument(
+        "--scheme",
+        choices=["simhash", "minhash"],
+        default="simhash",
+        help="simhash (default): the 64-bit simhash-doc/1 fingerprint; minhash: the minhash-doc/1 "
+        "sketch (128 values of word 3-shingles, docs/minhash-doc-1.md)",
+    )
+    parser.add_argument(
         "--format",
-        choices=["base32", "hex", "json"],
-        default="base32",
-        help="output: base32 (default; 13 characters, the form stored in the index and WARC records), "
-        "hex (16 digits) or json (both forms plus scheme, extractor and token count)",
+        choices=["base32", "hex", "json", "text"],
+        default=None,
+        help="output: base32 (simhash default; 13 characters, the form stored in the index and WARC "
+        "records), hex (simhash: 16 digits; minhash: the sketch's bytes), text (minhash default: "
+        "base64url of the bytes) or json (the forms plus scheme, extractor and token count)",
     )
     parser.set_defaults(func=run)
 
@@ -76,7 +85,40 @@ def looks_like_html(data: bytes) -> bool:
     return bool(_HTML_START.match(head)) or len(_TAG.findall(head)) >= _MANY_TAGS
 
 
+def _minhash_output(text: str, args: argparse.Namespace, extractor_name: str | None) -> int:
+    from ..fingerprint.minhash import SCHEME as MINHASH_SCHEME
+    from ..fingerprint.minhash import minhash_with_count
+
+    sketch, count = minhash_with_count(text)
+    if args.format == "json":
+        record = {
+            "minhash": sketch.to_text(),
+            "scheme": MINHASH_SCHEME,
+            "num_values": sketch.num_values,
+            "extractor": extractor_name,
+            "tokens": count,
+        }
+        print(json.dumps(record, ensure_ascii=False))
+    elif count == 0:
+        print(f"scrapy-simhash fingerprint: {args.file} has no tokens, so no sketch", file=sys.stderr)
+        return 1
+    else:
+        print(sketch.to_bytes().hex() if args.format == "hex" else sketch.to_text())
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    minhash = getattr(args, "scheme", "simhash") == "minhash"
+    if args.format is None:
+        args.format = "text" if minhash else "base32"
+    if args.format == ("base32" if minhash else "text"):
+        scheme = "minhash" if minhash else "simhash"
+        print(
+            f"scrapy-simhash fingerprint: --format {args.format} does not apply to --scheme {scheme}; "
+            f"use {'text, hex or json' if minhash else 'base32, hex or json'}",
+            file=sys.stderr,
+        )
+        return 2
     data = _read(args.file)
     extractor_name = None
     if args.html:
@@ -100,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         text = data.decode(args.encoding or "utf-8", errors="replace")
+    if minhash:
+        return _minhash_output(text, args, extractor_name)
     value, count = simhash_with_count(text)
     if args.format == "json":
         record = {

@@ -61,6 +61,20 @@ def simhash_with_count(text: str, *, shingle: int = 1, implementation: str | Non
     return simhash_features(shingles(found, shingle), implementation=implementation), len(found)
 
 
+_MINHASH_NAMES = ("MinHash", "minhash_many")
+
+
+def __getattr__(name: str) -> object:
+    # minhash-doc/1 needs numpy: imported on first use so that the simhash core stays light.
+    # (The function ``minhash`` is ``scrapy_simhash.minhash`` or ``fingerprint.minhash.minhash``:
+    # here ``minhash`` is the submodule.)
+    if name in _MINHASH_NAMES:
+        from . import minhash
+
+        return getattr(minhash, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def hamming(a: int, b: int) -> int:
     """Number of differing bits of two 64-bit fingerprints."""
     return (a ^ b).bit_count()
@@ -74,10 +88,12 @@ def similarity(a: int, b: int) -> float:
 __all__ = [
     "SCHEME",
     "Backend",
+    "MinHash",
     "from_base32",
     "from_hex",
     "hamming",
     "jenkins64",
+    "minhash_many",
     "normalize",
     "parse",
     "set_backend",

@@ -1,0 +1,394 @@
+/*
+ * Native hot path of minhash-doc/1 (docs/minhash-doc-1.md): tokens, shingles,
+ * lookup3 shingle hashes, one-permutation binning and densification, in one
+ * pass over the text.  The pure-Python reference is _minhash_purepy.py; tests hold both
+ * to the same bits.
+ *
+ * The tokeniser is the one of _native.c (simhash-doc/1 tokens, driven by the
+ * same class table built from the `regex` module), copied rather than shared
+ * so that _native.c stays exactly as it is.  Tokens are written one after the
+ * other into one UTF-8 buffer, separated by one space, so that every shingle
+ * (n consecutive tokens joined by a space) is a contiguous slice of it.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define ROT(x, k) (((x) << (k)) | ((x) >> (32 - (k))))
+
+#define MIX(a, b, c)                \
+    {                               \
+        a -= c; a ^= ROT(c, 4);  c += b; \
+        b -= a; b ^= ROT(a, 6);  a += c; \
+        c -= b; c ^= ROT(b, 8);  b += a; \
+        a -= c; a ^= ROT(c, 16); c += b; \
+        b -= a; b ^= ROT(a, 19); a += c; \
+        c -= b; c ^= ROT(b, 4);  b += a; \
+    }
+
+#define FINAL(a, b, c)              \
+    {                               \
+        c ^= b; c -= ROT(b, 14);    \
+        a ^= c; a -= ROT(c, 11);    \
+        b ^= a; b -= ROT(a, 25);    \
+        c ^= b; c -= ROT(b, 16);    \
+        a ^= c; a -= ROT(c, 4);     \
+        b ^= a; b -= ROT(a, 14);    \
+        c ^= b; c -= ROT(b, 24);    \
+    }
+
+static inline uint32_t load_le32(const uint8_t *k)
+{
+    return (uint32_t)k[0] | ((uint32_t)k[1] << 8) | ((uint32_t)k[2] << 16) |
+           ((uint32_t)k[3] << 24);
+}
+
+/* lookup3 hashlittle2(key, length, &c, &b) with both initial values 0; returns c | b << 32. */
+static uint64_t jenkins64(const uint8_t *k, size_t length)
+{
+    uint32_t a, b, c;
+    a = b = c = 0xdeadbeefu + (uint32_t)length;
+
+    while (length > 12) {
+        a += load_le32(k);
+        b += load_le32(k + 4);
+        c += load_le32(k + 8);
+        MIX(a, b, c);
+        length -= 12;
+        k += 12;
+    }
+    switch (length) { /* all the case statements fall through */
+    case 12: c += ((uint32_t)k[11]) << 24; /* fall through */
+    case 11: c += ((uint32_t)k[10]) << 16; /* fall through */
+    case 10: c += ((uint32_t)k[9]) << 8;   /* fall through */
+    case 9:  c += k[8];                    /* fall through */
+    case 8:  b += ((uint32_t)k[7]) << 24;  /* fall through */
+    case 7:  b += ((uint32_t)k[6]) << 16;  /* fall through */
+    case 6:  b += ((uint32_t)k[5]) << 8;   /* fall through */
+    case 5:  b += k[4];                    /* fall through */
+    case 4:  a += ((uint32_t)k[3]) << 24;  /* fall through */
+    case 3:  a += ((uint32_t)k[2]) << 16;  /* fall through */
+    case 2:  a += ((uint32_t)k[1]) << 8;   /* fall through */
+    case 1:  a += k[0]; break;
+    case 0:  return (uint64_t)c | ((uint64_t)b << 32);
+    }
+    FINAL(a, b, c);
+    return (uint64_t)c | ((uint64_t)b << 32);
+}
+
+#define CLS_RUN 1
+#define CLS_LETTER 2
+#define CLS_UNSPACED 4
+
+typedef struct {
+    int kind;
+    const void *data;
+    const uint8_t *table;
+    char *buf;       /* tokens' UTF-8, each followed by one space */
+    size_t buf_len;
+    size_t *starts;  /* per token: offset of its first byte in buf */
+    size_t *ends;    /* per token: offset just past its last byte */
+    Py_ssize_t count, cap;
+} tokens_t;
+
+static inline uint8_t cls_at(const tokens_t *tk, Py_ssize_t i)
+{
+    return tk->table[PyUnicode_READ(tk->kind, tk->data, i)];
+}
+
+static size_t utf8_put(char *out, Py_UCS4 ch)
+{
+    if (ch < 0x80) {
+        out[0] = (char)ch;
+        return 1;
+    }
+    if (ch < 0x800) {
+        out[0] = (char)(0xC0 | (ch >> 6));
+        out[1] = (char)(0x80 | (ch & 0x3F));
+        return 2;
+    }
+    if (ch < 0x10000) {
+        out[0] = (char)(0xE0 | (ch >> 12));
+        out[1] = (char)(0x80 | ((ch >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (ch & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (ch >> 18));
+    out[1] = (char)(0x80 | ((ch >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((ch >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (ch & 0x3F));
+    return 4;
+}
+
+/* Emit text[start:end) as one token.  Surrogates are separators in the class
+ * table, so a token never holds one.  buf was sized for the worst case up front
+ * (every code point 4 bytes plus a space after each, see py_sketch_into). */
+static int emit(tokens_t *tk, Py_ssize_t start, Py_ssize_t end)
+{
+    if (tk->count == tk->cap) {
+        Py_ssize_t cap = tk->cap * 2;
+        size_t *s = PyMem_Realloc(tk->starts, (size_t)cap * sizeof(size_t));
+        if (s == NULL)
+            return -1;
+        tk->starts = s;
+        size_t *e = PyMem_Realloc(tk->ends, (size_t)cap * sizeof(size_t));
+        if (e == NULL)
+            return -1;
+        tk->ends = e;
+        tk->cap = cap;
+    }
+    tk->starts[tk->count] = tk->buf_len;
+    for (Py_ssize_t i = start; i < end; i++)
+        tk->buf_len += utf8_put(tk->buf + tk->buf_len, PyUnicode_READ(tk->kind, tk->data, i));
+    tk->ends[tk->count] = tk->buf_len;
+    tk->buf[tk->buf_len++] = ' ';
+    tk->count++;
+    return 0;
+}
+
+static int emit_if_letter(tokens_t *tk, Py_ssize_t start, Py_ssize_t end)
+{
+    for (Py_ssize_t i = start; i < end; i++)
+        if (cls_at(tk, i) & CLS_LETTER)
+            return emit(tk, start, end);
+    return 0;
+}
+
+static int tokenize_run(tokens_t *tk, Py_ssize_t start, Py_ssize_t end, int unspaced)
+{
+    if (!unspaced)
+        return emit(tk, start, end);
+    Py_ssize_t i = start, part = start;
+    while (i < end) {
+        if (!(cls_at(tk, i) & CLS_UNSPACED)) {
+            i++;
+            continue;
+        }
+        Py_ssize_t s = i;
+        while (i < end && (cls_at(tk, i) & CLS_UNSPACED))
+            i++;
+        if (emit_if_letter(tk, part, s) < 0)
+            return -1;
+        if (i - s == 1) {
+            if (emit(tk, s, i) < 0)
+                return -1;
+        } else {
+            for (Py_ssize_t b = s; b + 1 < i; b++)
+                if (emit(tk, b, b + 2) < 0)
+                    return -1;
+        }
+        part = i;
+    }
+    return emit_if_letter(tk, part, end);
+}
+
+/* Tokenise text into tk (which the caller frees with tokens_free, also on failure). */
+static int tokenize(PyObject *text, const uint8_t *table, tokens_t *tk)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0;
+    memset(tk, 0, sizeof(*tk));
+    tk->kind = PyUnicode_KIND(text);
+    tk->data = PyUnicode_DATA(text);
+    tk->table = table;
+    /* A bigram stretch of m characters gives m - 1 tokens of 2 characters: at most
+     * 2n code points in tokens, each at most 4 bytes, plus one space per token. */
+    tk->buf = PyMem_Malloc((size_t)n * 8 + (size_t)n * 2 + 16);
+    tk->cap = 64;
+    tk->starts = PyMem_Malloc((size_t)tk->cap * sizeof(size_t));
+    tk->ends = PyMem_Malloc((size_t)tk->cap * sizeof(size_t));
+    if (tk->buf == NULL || tk->starts == NULL || tk->ends == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    while (i < n) {
+        uint8_t c = cls_at(tk, i);
+        if (!(c & CLS_RUN)) {
+            i++;
+            continue;
+        }
+        Py_ssize_t start = i;
+        int letter = 0, unspaced = 0;
+        while (i < n && ((c = cls_at(tk, i)) & CLS_RUN)) {
+            letter |= c & CLS_LETTER;
+            unspaced |= c & CLS_UNSPACED;
+            i++;
+        }
+        if (letter && tokenize_run(tk, start, i, unspaced) < 0) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void tokens_free(tokens_t *tk)
+{
+    PyMem_Free(tk->buf);
+    PyMem_Free(tk->starts);
+    PyMem_Free(tk->ends);
+}
+
+/* Hash of shingle j: tokens j .. j+n-1, or all tokens when there are fewer than n. */
+static inline uint64_t shingle_hash(const tokens_t *tk, Py_ssize_t j, Py_ssize_t n)
+{
+    Py_ssize_t last = tk->count < n ? tk->count - 1 : j + n - 1;
+    size_t s = tk->starts[j];
+    return jenkins64((const uint8_t *)tk->buf + s, tk->ends[last] - s);
+}
+
+static inline Py_ssize_t shingle_count(const tokens_t *tk, Py_ssize_t n)
+{
+    if (tk->count == 0)
+        return 0;
+    return tk->count < n ? 1 : tk->count - n + 1;
+}
+
+static int check_table(Py_buffer *table)
+{
+    if (table->len != 0x110000) {
+        PyErr_SetString(PyExc_ValueError, "class table must have 0x110000 entries");
+        return -1;
+    }
+    return 0;
+}
+
+/* shingle_hashes(normalized, table, n) -> list of int, in text order. */
+static PyObject *py_shingle_hashes(PyObject *self, PyObject *args)
+{
+    PyObject *text, *out = NULL;
+    Py_buffer table;
+    Py_ssize_t n;
+    tokens_t tk;
+
+    if (!PyArg_ParseTuple(args, "Uy*n", &text, &table, &n))
+        return NULL;
+    if (check_table(&table) < 0 || n < 1) {
+        if (n < 1 && !PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "shingle size must be at least 1");
+        PyBuffer_Release(&table);
+        return NULL;
+    }
+    if (tokenize(text, (const uint8_t *)table.buf, &tk) == 0) {
+        Py_ssize_t m = shingle_count(&tk, n);
+        out = PyList_New(m);
+        for (Py_ssize_t j = 0; out != NULL && j < m; j++) {
+            PyObject *h = PyLong_FromUnsignedLongLong(shingle_hash(&tk, j, n));
+            if (h == NULL)
+                Py_CLEAR(out);
+            else
+                PyList_SET_ITEM(out, j, h);
+        }
+    }
+    tokens_free(&tk);
+    PyBuffer_Release(&table);
+    return out;
+}
+
+/* splitmix64's output function; must match _minhash_purepy.mix64. */
+static inline uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+#define SEED 0x6D696E6861736831ull /* ASCII "minhash1" */
+#define MAX_PROBES 1024
+#define EMPTY 0xFFFFFFFFu
+
+/* One-permutation MinHash with optimal densification over hashes of shingles
+ * (docs/minhash-doc-1.md): h = c | b << 32 goes to bin (b * k) >> 32 with value c;
+ * an empty bin copies the first non-empty bin among its probes.  `filled` is
+ * caller-provided scratch of k bytes. */
+static void sketch_tokens(const tokens_t *tk, Py_ssize_t n, Py_ssize_t k, uint32_t *values, uint8_t *filled)
+{
+    Py_ssize_t m = shingle_count(tk, n), any = 0;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        values[i] = EMPTY;
+        filled[i] = 0;
+    }
+    for (Py_ssize_t j = 0; j < m; j++) {
+        uint64_t h = shingle_hash(tk, j, n);
+        size_t i = (size_t)(((h >> 32) * (uint64_t)k) >> 32);
+        uint32_t c = (uint32_t)h;
+        if (!filled[i] || c < values[i]) {
+            values[i] = c;
+            filled[i] = 1;
+        }
+        any = 1;
+    }
+    if (!any)
+        return;
+    /* Densify from the original bins only: mark densified ones 2 so that they are never copied. */
+    for (Py_ssize_t i = 0; i < k; i++) {
+        if (filled[i])
+            continue;
+        Py_ssize_t j = -1;
+        for (uint64_t t = 1; t <= MAX_PROBES; t++) {
+            Py_ssize_t p = (Py_ssize_t)(mix64(SEED ^ ((uint64_t)i << 32) ^ t) % (uint64_t)k);
+            if (filled[p] == 1) {
+                j = p;
+                break;
+            }
+        }
+        for (Py_ssize_t step = 1; j < 0 && step < k; step++)
+            if (filled[(i + step) % k] == 1)
+                j = (i + step) % k;
+        values[i] = values[j];
+        filled[i] = 2;
+    }
+}
+
+/* sketch_into(normalized, table, n, out) -> token count: out (k uint32, writable) gets the sketch. */
+static PyObject *py_sketch_into(PyObject *self, PyObject *args)
+{
+    PyObject *text;
+    Py_buffer table, out;
+    Py_ssize_t n, k;
+    tokens_t tk;
+    PyObject *result = NULL;
+
+    if (!PyArg_ParseTuple(args, "Uy*nw*", &text, &table, &n, &out))
+        return NULL;
+    k = out.len / 4;
+    if (check_table(&table) < 0)
+        goto done;
+    if (n < 1) {
+        PyErr_SetString(PyExc_ValueError, "shingle size must be at least 1");
+        goto done;
+    }
+    if (out.len % 4 != 0 || k < 1) {
+        PyErr_SetString(PyExc_ValueError, "out needs 4 bytes per value and at least one value");
+        goto done;
+    }
+    if (tokenize(text, (const uint8_t *)table.buf, &tk) == 0) {
+        uint8_t *filled = PyMem_Malloc((size_t)k);
+        if (filled == NULL) {
+            PyErr_NoMemory();
+        } else {
+            sketch_tokens(&tk, n, k, (uint32_t *)out.buf, filled);
+            PyMem_Free(filled);
+            result = PyLong_FromSsize_t(tk.count);
+        }
+    }
+    tokens_free(&tk);
+done:
+    PyBuffer_Release(&table);
+    PyBuffer_Release(&out);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"shingle_hashes", py_shingle_hashes, METH_VARARGS,
+     "shingle_hashes(normalized, table, n) -> [int]: jenkins64 of each n-token shingle."},
+    {"sketch_into", py_sketch_into, METH_VARARGS,
+     "sketch_into(normalized, table, n, out) -> token count: fills out with the sketch."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_minhash", "Native minhash-doc/1 hot path.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__minhash(void) { return PyModule_Create(&module); }

@@ -1,0 +1,88 @@
+"""Pure-Python reference of minhash-doc/1: shingle hashes, one-permutation binning, densification.
+
+The C extension ``_minhash`` is tested against this module bit for bit; it is
+also the fallback where the extension is not built.  Written for reading
+(docs/minhash-doc-1.md describes the same steps), not for speed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._purepy import jenkins64
+from .tokenizer import shingles, tokens
+
+SHINGLE = 3
+"""Tokens per shingle (docs/minhash-doc-1.md, "Shingle size" says why 3)."""
+
+SEED = 0x6D696E6861736831
+"""Mixed into every densification probe: ASCII "minhash1"."""
+
+MAX_PROBES = 1024
+"""Random probes per empty bin before the cyclic fallback (reached with probability < 0.0005 per bin)."""
+
+EMPTY = 0xFFFFFFFF
+"""The value of every position of the sketch of a text without tokens."""
+
+_M32 = 0xFFFFFFFF
+_M64 = (1 << 64) - 1
+
+
+def mix64(z: int) -> int:
+    """The output function of splitmix64 (Steele, Lea & Flood 2014): a bijection of 64-bit ints."""
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def probe(i: int, t: int, num_values: int) -> int:
+    """The bin an empty bin ``i`` looks at on its ``t``-th try (t = 1, 2, ...)."""
+    return mix64(SEED ^ (i << 32) ^ t) % num_values
+
+
+def shingle_texts(text: str) -> list[str]:
+    """SHINGLE consecutive tokens joined by one space (a shorter text: all its tokens, one shingle)."""
+    return shingles(tokens(text), SHINGLE)
+
+
+def shingle_hashes(text: str) -> list[int]:
+    """lookup3 ``jenkins64`` of each shingle's UTF-8 bytes, in text order, repeats included."""
+    return [jenkins64(s.encode("utf-8")) for s in shingle_texts(text)]
+
+
+def sketch_of_hashes(hashes: list[int], num_values: int) -> np.ndarray:
+    """One-permutation MinHash with optimal densification (Shrivastava 2017) of 64-bit feature hashes.
+
+    A hash h = c | b << 32 goes to bin (b * k) >> 32 and offers the value c; each bin keeps
+    its smallest value.  An empty bin then copies the value of the first non-empty bin among
+    its probes (bin ``probe(i, t)`` for t = 1 .. MAX_PROBES, then i+1, i+2, ... cyclically).
+    """
+    k = num_values
+    values = [EMPTY] * k
+    filled = [False] * k
+    for h in hashes:
+        i = ((h >> 32) * k) >> 32
+        c = h & _M32
+        if not filled[i] or c < values[i]:
+            values[i], filled[i] = c, True
+    if not any(filled):
+        return np.full(k, EMPTY, dtype=np.uint32)
+    dense = list(values)
+    for i in range(k):
+        if filled[i]:
+            continue
+        for t in range(1, MAX_PROBES + 1):
+            j = probe(i, t, k)
+            if filled[j]:
+                break
+        else:
+            j = next((i + step) % k for step in range(1, k) if filled[(i + step) % k])
+        dense[i] = values[j]
+    return np.array(dense, dtype=np.uint32)
+
+
+def sketch(text: str, num_values: int) -> tuple[np.ndarray, int]:
+    """``(values, token count)`` of ``text``."""
+    found = tokens(text)
+    hashes = [jenkins64(s.encode("utf-8")) for s in shingles(found, SHINGLE)]
+    return sketch_of_hashes(hashes, num_values), len(found)

@@ -417,3 +417,30 @@ def test_agreement_with_datasketch_on_planted_pairs():
         f"of {(jac >= threshold + 0.05).sum()}"
     )
     assert planted_found_ours >= planted_found_theirs
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.integers(0, 40), max_size=300),
+    st.lists(st.integers(0, 45), max_size=20),
+    st.integers(0, 3),
+)
+def test_sorted_buckets_lookup_equals_a_scan(key_numbers, query_numbers, spread):
+    """Skewed buckets (longer than the directory window) included: the binary-search fallback."""
+    from scrapy_simhash.index.lsh_buckets import HI, SortedBuckets
+
+    def prefix(x: int) -> int:  # few distinct prefixes, some in the same directory cell
+        return ((x * 0x9E3779B97F4A7C15 >> (spread * 8)) & 0xFFFFFFFF) << 32
+
+    entries = np.array(sorted(prefix(x) | i for i, x in enumerate(key_numbers)), dtype=np.uint64)
+    buckets = SortedBuckets(entries)
+    hi = np.array([prefix(x) for x in query_numbers], dtype=np.uint64)
+    k, ids = buckets.lookup(hi)
+    got = sorted(zip(k.tolist(), ids.tolist(), strict=True))
+    want = sorted(
+        (q, int(e) & 0xFFFFFFFF)
+        for q, h in enumerate(hi.tolist())
+        for e in entries.tolist()
+        if e & int(HI) == h
+    )
+    assert got == want

@@ -23,9 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from .lsh_buckets import HI as _HI
+from .lsh_buckets import LO as _LO
+from .lsh_buckets import SortedBuckets, merge_sorted
+
 _M64 = (1 << 64) - 1
-_HI = np.uint64(0xFFFFFFFF00000000)
-_LO = np.uint64(0xFFFFFFFF)
 _FMIX1 = np.uint64(0xFF51AFD7ED558CCD)
 _FMIX2 = np.uint64(0xC4CEB9FE1A85EC53)
 _MULTIPLIER_SEED = 0x6D696E68617368  # "minhash"
@@ -249,7 +251,7 @@ class MinHashLSH:
         rows: int | None = None,
         *,
         weights: tuple[float, float] = DEFAULT_WEIGHTS,
-        pending_limit: int = 16384,
+        pending_limit: int = 2048,
     ) -> None:
         self.threshold = float(threshold)
         self.num_values = int(num_values)
@@ -260,8 +262,13 @@ class MinHashLSH:
         self._alive = np.zeros(1024, dtype=bool)
         self._keys: list[str | None] = []  # by id; None once removed
         self._ids: dict[str, int] = {}
-        self._table = np.zeros(0, dtype=np.uint64)  # sorted: key high 32 bits << 32 | id
-        self._pending: dict[int, list[int]] = {}  # full band key -> ids, not yet in _table
+        # buckets, three levels: a dict of the last inserts (full band key -> ids), merged
+        # every ``pending_limit`` inserts into a small sorted array (``_recent``), merged into
+        # the big one (``_table``) when it exceeds an eighth of it: each entry is copied
+        # O(log N) times, and a query does two binary searches plus dict lookups
+        self._table = SortedBuckets()
+        self._recent = SortedBuckets()
+        self._pending: dict[int, list[int]] = {}
         self._pending_packed = np.zeros((max(1, pending_limit), self.bands), dtype=np.uint64)
         self._pending_count = 0
         self._dead = 0
@@ -345,9 +352,16 @@ class MinHashLSH:
         if not self._pending_count:
             return
         new = np.sort(self._pending_packed[: self._pending_count].ravel())
-        self._table = np.insert(self._table, np.searchsorted(self._table, new), new)
+        self._recent = SortedBuckets(merge_sorted(self._recent.entries, new))
         self._pending.clear()
         self._pending_count = 0
+        if self._recent.size > max(1 << 20, self._table.size // 8):
+            self._merge_recent()
+
+    def _merge_recent(self) -> None:
+        if self._recent.size:
+            self._table = SortedBuckets(merge_sorted(self._table.entries, self._recent.entries))
+            self._recent = SortedBuckets()
 
     def remove(self, key: str) -> bool:
         """Forget ``key``; True if it was stored. Its buckets are dropped by the next compaction."""
@@ -364,14 +378,16 @@ class MinHashLSH:
     def compact(self) -> None:
         """Drop removed sketches and their bucket entries; ids are renumbered, order kept."""
         self.flush()
+        self._merge_recent()
         if not self._dead:
             return
         n = len(self._keys)
         alive = self._alive[:n]
         new_id = np.cumsum(alive, dtype=np.int64) - 1
-        entry_ids = (self._table & _LO).astype(np.int64)
+        entries = self._table.entries
+        entry_ids = (entries & _LO).astype(np.int64)
         keep = alive[entry_ids]
-        self._table = (self._table[keep] & _HI) | new_id[entry_ids[keep]].astype(np.uint64)
+        self._table = SortedBuckets((entries[keep] & _HI) | new_id[entry_ids[keep]].astype(np.uint64))
         live = np.flatnonzero(alive)
         capacity = max(1024, int(live.size * 1.25))
         sketches = np.zeros((capacity, self.num_values), dtype=np.uint32)
@@ -395,20 +411,12 @@ class MinHashLSH:
         return self._verify(v, cand[self._alive[cand]])
 
     def _candidates(self, band_keys: np.ndarray) -> set[int]:
-        """Ids in the query's buckets (removed ones included). One binary search per band; a
-        second one only for the bands that hit, so a miss costs one ``searchsorted``."""
+        """Ids in the query's buckets (removed ones included)."""
         found: set[int] = set()
-        table = self._table
-        n = table.shape[0]
-        if n:
-            hi = band_keys & _HI
-            lo = np.searchsorted(table, hi)
-            hit = (table[np.minimum(lo, n - 1)] & _HI) == hi
-            if hit.any():
-                lo = lo[hit]
-                up = np.searchsorted(table, hi[hit] | _LO, "right")
-                for a, z in zip(lo.tolist(), up.tolist(), strict=True):
-                    found.update((table[a:z] & _LO).tolist())
+        hi = band_keys & _HI
+        for level in (self._table, self._recent):
+            if level.size:
+                found.update(level.lookup(hi)[1].tolist())
         if self._pending:
             pending = self._pending
             for k in band_keys.tolist():
@@ -419,53 +427,67 @@ class MinHashLSH:
 
     def _verify(self, v: np.ndarray, cand: np.ndarray) -> list[tuple[str, float]]:
         """The candidates (ascending ids) that share a band and pass the threshold, best first."""
+        width, nv, keys = self.bands * self.rows, self.num_values, self._keys
+        if cand.shape[0] == 1:  # the usual hit: a few numpy calls fewer
+            i = int(cand[0])
+            eq1 = self._sketches[i] == v
+            count = int(np.count_nonzero(eq1))
+            if count < self.min_matches or (
+                count < nv and not eq1[:width].reshape(self.bands, self.rows).all(axis=1).any()
+            ):
+                return []
+            return [(keys[i], count / nv)]  # type: ignore[list-item]
         eq = self._sketches[cand] == v
         counts = np.count_nonzero(eq, axis=1)
         ok = counts >= self.min_matches
         if not ok.any():
             return []
-        width = self.bands * self.rows
         ok &= eq[:, :width].reshape(-1, self.bands, self.rows).all(axis=2).any(axis=1)
         cand, counts = cand[ok], counts[ok]
         order = np.lexsort((cand, -counts))
-        nv, keys = self.num_values, self._keys
         return [(keys[i], c / nv) for i, c in zip(cand[order].tolist(), counts[order].tolist(), strict=True)]  # type: ignore[misc]
 
     def query_many(self, sketches: Any) -> list[list[tuple[str, float]]]:
-        """``query`` for each sketch of a batch, vectorised (merges recent inserts first)."""
+        """``query`` for each sketch of a batch, vectorised."""
         batch = as_sketch_batch(sketches, self.num_values)
         m = batch.shape[0]
         results: list[list[tuple[str, float]]] = [[] for _ in range(m)]
         self.flush()
-        if not m or not self._table.size:
+        if not m:
             return results
         hi = (self._hasher.keys_many(batch) & _HI).ravel()
-        lo = np.searchsorted(self._table, hi, "left")
-        up = np.searchsorted(self._table, hi | _LO, "right")
-        sizes = up - lo
-        total = int(sizes.sum())
-        if not total:
+        parts_q, parts_ids = [], []
+        for start in range(0, hi.shape[0], 1 << 16):  # bounds the lookups' temporary arrays
+            for level in (self._table, self._recent):
+                k, found = level.lookup(hi[start : start + (1 << 16)])
+                parts_q.append((k + start) // self.bands)
+                parts_ids.append(found)
+        query_of, ids = np.concatenate(parts_q), np.concatenate(parts_ids)
+        if not ids.size:
             return results
-        hit = np.flatnonzero(sizes)
-        sizes, lo = sizes[hit], lo[hit]
-        query_of = np.repeat(hit // self.bands, sizes).astype(np.int64)
-        starts = np.repeat(lo - np.cumsum(sizes) + sizes, sizes)
-        ids = (self._table[starts + np.arange(total)] & _LO).astype(np.int64)
         pairs = np.unique((query_of << 32) | ids)
         q, ids = pairs >> 32, pairs & _MAX_IDS
         alive = self._alive[ids]
         q, ids = q[alive], ids[alive]
-        eq = self._sketches[ids] == batch[q]
-        counts = eq.sum(axis=1)
-        width = self.bands * self.rows
-        ok = (counts >= self.min_matches) & eq[:, :width].reshape(-1, self.bands, self.rows).all(axis=2).any(
-            axis=1
-        )
-        q, ids, counts = q[ok], ids[ok], counts[ok]
-        order = np.lexsort((ids, -counts, q))
-        nv, keys = self.num_values, self._keys
-        for qi, i, c in zip(q[order].tolist(), ids[order].tolist(), counts[order].tolist(), strict=True):
-            results[qi].append((keys[i], c / nv))  # type: ignore[arg-type]
+        width, nv, keys = self.bands * self.rows, self.num_values, self._keys
+        start, total = 0, q.shape[0]
+        while start < total:  # chunks bound the equality matrix; a query never spans two
+            end = min(total, start + (1 << 16))
+            if end < total:
+                cut = int(np.searchsorted(q, q[end], "left"))
+                end = cut if cut > start else int(np.searchsorted(q, q[end], "right"))
+            cq, cids = q[start:end], ids[start:end]
+            start = end
+            eq = self._sketches[cids] == batch[cq]
+            counts = np.count_nonzero(eq, axis=1)
+            ok = counts >= self.min_matches
+            ok &= eq[:, :width].reshape(-1, self.bands, self.rows).all(axis=2).any(axis=1)
+            cq, cids, counts = cq[ok], cids[ok], counts[ok]
+            order = np.lexsort((cids, -counts, cq))
+            for qi, i, c in zip(
+                cq[order].tolist(), cids[order].tolist(), counts[order].tolist(), strict=True
+            ):
+                results[qi].append((keys[i], c / nv))  # type: ignore[arg-type]
         return results
 
     def check_and_add(self, key: str, sketch: Any) -> list[tuple[str, float]]:
@@ -484,5 +506,5 @@ class MinHashLSH:
             "removed_not_compacted": self._dead,
             "pending": self._pending_count,
             "bytes_sketches": int(self._sketches.nbytes),
-            "bytes_buckets": int(self._table.nbytes),
+            "bytes_buckets": self._table.nbytes + self._recent.nbytes,
         }

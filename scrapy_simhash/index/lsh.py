@@ -416,7 +416,7 @@ class MinHashLSH:
         hi = band_keys & _HI
         for level in (self._table, self._recent):
             if level.size:
-                found.update(level.lookup(hi)[1].tolist())
+                found.update(level.lookup_ids(hi).tolist())
         if self._pending:
             pending = self._pending
             for k in band_keys.tolist():
@@ -443,9 +443,8 @@ class MinHashLSH:
         if not ok.any():
             return []
         ok &= eq[:, :width].reshape(-1, self.bands, self.rows).all(axis=2).any(axis=1)
-        cand, counts = cand[ok], counts[ok]
-        order = np.lexsort((cand, -counts))
-        return [(keys[i], c / nv) for i, c in zip(cand[order].tolist(), counts[order].tolist(), strict=True)]  # type: ignore[misc]
+        best_first = sorted(zip((-counts[ok]).tolist(), cand[ok].tolist(), strict=True))
+        return [(keys[i], -c / nv) for c, i in best_first]  # type: ignore[misc]
 
     def query_many(self, sketches: Any) -> list[list[tuple[str, float]]]:
         """``query`` for each sketch of a batch, vectorised."""

@@ -43,6 +43,8 @@ class SortedBuckets:
         np.cumsum(counts, out=directory[1:])
         self.directory = directory.astype(np.uint32) if n < 2**32 else directory
         self.width = int(min(counts.max(initial=0), self.WINDOW_CAP))
+        self._offsets = np.arange(self.width, dtype=np.int64)
+        self._last = max(0, n - 1)
 
     @property
     def size(self) -> int:
@@ -51,6 +53,20 @@ class SortedBuckets:
     @property
     def nbytes(self) -> int:
         return int(self.entries.nbytes + self.directory.nbytes)
+
+    def lookup_ids(self, hi: np.ndarray) -> np.ndarray:
+        """The ids (uint64, repeats possible) of the entries whose key prefix is in ``hi``:
+        :meth:`lookup` for one query, in as few numpy calls as possible."""
+        if not self.entries.shape[0]:
+            return _EMPTY
+        cell = (hi >> self.shift).astype(np.intp)
+        lo = self.directory[cell]
+        size = self.directory[cell + 1] - lo
+        if int(size.max()) > self.width:
+            return self.lookup(hi)[1]
+        vals = self.entries[np.minimum(lo[:, None] + self._offsets, self._last)]
+        match = (self._offsets < size[:, None]) & ((vals & HI) == hi[:, None])
+        return vals[match] & LO
 
     def lookup(self, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(index into ``hi``, id) of every entry whose key prefix equals ``hi[k]`` (``hi`` holds

@@ -444,3 +444,26 @@ def test_sorted_buckets_lookup_equals_a_scan(key_numbers, query_numbers, spread)
         if e & int(HI) == h
     )
     assert got == want
+
+
+def test_a_band_key_prefix_collision_is_not_an_answer():
+    """Buckets keep 32 bits of the band key: two different bands can share a bucket. The band
+    check drops such a candidate even when its estimate passes (here 63 of 64 values equal)."""
+    from scrapy_simhash.index.lsh import BandHasher
+    from scrapy_simhash.index.lsh_buckets import HI
+
+    values = np.arange(1 << 20, dtype=np.uint32)
+    prefixes = (BandHasher(1, 1).keys_many(values[:, None]) & HI)[:, 0]
+    order = np.argsort(prefixes, kind="stable")
+    same = np.flatnonzero(prefixes[order][1:] == prefixes[order][:-1])
+    v1, v2 = (int(x) for x in values[order][[same[0], same[0] + 1]])
+    stored = np.full(64, 12345, dtype=np.uint32)
+    stored[0] = v1
+    query = stored.copy()
+    query[0] = v2
+    index = MinHashLSH(0.5, 64, bands=1, rows=1)
+    index.add("stored", stored)
+    assert index.query(query) == [] and index.query_many(query[None, :]) == [[]]
+    index.flush()
+    assert index.query(query) == [] and index.query_many(query[None, :]) == [[]]
+    assert index.query(stored) == [("stored", 1.0)]

@@ -265,7 +265,7 @@ class MinHashLSH:
         # buckets, three levels: a dict of the last inserts (full band key -> ids), merged
         # every ``pending_limit`` inserts into a small sorted array (``_recent``), merged into
         # the big one (``_table``) when it exceeds an eighth of it: each entry is copied
-        # O(log N) times, and a query does two binary searches plus dict lookups
+        # O(log N) times; a query does two directory lookups (lsh_buckets) and dict lookups
         self._table = SortedBuckets()
         self._recent = SortedBuckets()
         self._pending: dict[int, list[int]] = {}

@@ -349,6 +349,10 @@ def test_bad_sketches_are_refused_clearly():
         index.add("a", np.full(64, -1, dtype=np.int64))
     with pytest.raises(TypeError, match="str"):
         index.add(7, np.zeros(64, dtype=np.uint32))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="str"):
+        index.check_and_add(b"a", np.zeros(64, dtype=np.uint32))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="shape"):
+        index.check_and_add("a", np.zeros((2, 64), dtype=np.uint32))
     assert len(index) == 0
     assert as_sketch(np.arange(64, dtype=np.int64)).dtype == np.uint32
 

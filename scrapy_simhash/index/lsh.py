@@ -404,7 +404,10 @@ class MinHashLSH:
     def query(self, sketch: Any) -> list[tuple[str, float]]:
         """Stored sketches sharing a band with ``sketch`` and estimated Jaccard >= threshold."""
         v = as_sketch(sketch, self.num_values)
-        found = self._candidates(self._hasher.keys(v))
+        return self._query(v, self._hasher.keys(v))
+
+    def _query(self, v: np.ndarray, band_keys: np.ndarray) -> list[tuple[str, float]]:
+        found = self._candidates(band_keys)
         if not found:
             return []
         cand = np.array(sorted(found), dtype=np.intp)
@@ -491,9 +494,12 @@ class MinHashLSH:
 
     def check_and_add(self, key: str, sketch: Any) -> list[tuple[str, float]]:
         """The matches before this insert (``key``'s old sketch included, as for simhash), then the insert."""
+        if not isinstance(key, str):
+            raise TypeError(f"keys are str, got {type(key).__name__}")
         v = as_sketch(sketch, self.num_values)
-        matches = self.query(v)
-        self.add(key, v)
+        band_keys = self._hasher.keys(v)
+        matches = self._query(v, band_keys)
+        self._insert(key, v, band_keys)
         return matches
 
     def stats(self) -> dict[str, Any]:

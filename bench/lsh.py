@@ -9,6 +9,8 @@ unless it is a noisy copy of a stored one) the script measures:
 - batched queries/s: ``query_many`` over ``--batch-queries`` sketches (half hits);
 - RAM per document: the index's arrays (sketches + bucket array) / N, the keys (Python str and
   dict) / N, and the process's RSS growth while the index was built / N;
+- batch mode: ``minhash_pairs`` and ``minhash_clusters`` over the N sketches with every tenth
+  one replaced by a noisy copy of its predecessor (N/10 planted pairs), pairs/s and recall;
 - the same for datasketch's MinHashLSH (in-memory dict storage, its own threshold-derived
   bands) over the first ``--datasketch-n`` sketches (it is much slower to fill).
 
@@ -28,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from scrapy_simhash.index.lsh import MinHashLSH
+from scrapy_simhash.index.minhash_batch import minhash_clusters, minhash_pairs
 
 
 def rss() -> int:
@@ -120,6 +123,25 @@ def bench_ours(
     gc.collect()
 
 
+def bench_batch(args: argparse.Namespace, sketches: np.ndarray, rng: np.random.Generator) -> None:
+    s = sketches.copy()
+    planted = np.arange(10, s.shape[0], 10)
+    s[planted] = noisy(s[planted - 1], args.noise, rng)
+    t0 = time.perf_counter()
+    pairs = minhash_pairs(s, args.threshold)
+    elapsed = time.perf_counter() - t0
+    found = set(zip(pairs["i"].tolist(), pairs["j"].tolist(), strict=True))
+    recall = np.mean([(int(p) - 1, int(p)) in found for p in planted])
+    t0 = time.perf_counter()
+    labels = minhash_clusters(s, args.threshold)
+    clustered = time.perf_counter() - t0
+    print(
+        f"  minhash_pairs over {len(s):,}: {elapsed:.2f} s ({len(s) / elapsed:,.0f} sketches/s), "
+        f"{len(pairs):,} pairs, planted recall {recall:.4f}; minhash_clusters {clustered:.2f} s, "
+        f"{int((labels != np.arange(len(s))).sum()):,} items in a cluster but not first"
+    )
+
+
 def bench_datasketch(args: argparse.Namespace, sketches: np.ndarray, keys: list[str], rng) -> None:
     try:
         import datasketch
@@ -181,6 +203,7 @@ def main() -> None:
     sketches = rng.integers(0, 2**32, size=(args.n, args.num_values), dtype=np.uint32)
     keys = [f"https://example.com/site/{i}/page.html" for i in range(args.n)]
     bench_ours(args, sketches, keys, rng)
+    bench_batch(args, sketches, rng)
     if args.datasketch_n:
         bench_datasketch(args, sketches, keys, rng)
 

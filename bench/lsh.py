@@ -6,6 +6,8 @@ unless it is a noisy copy of a stored one) the script measures:
 - inserts/s: ``add`` one at a time (a crawler's ``check_and_add`` pattern) and ``add_many``;
 - query latency p50/p99 (µs), one ``query`` at a time: misses (random sketches) and hits (a
   stored sketch with ``--noise`` of its values replaced: estimated Jaccard about 1 - noise);
+  beside it, a fixed few microseconds of pure-Python work timed the same way: the noise of
+  this shared machine (a p99 far above its p50 there means the machine, not the index);
 - batched queries/s: ``query_many`` over ``--batch-queries`` sketches (half hits);
 - RAM per document: the index's arrays (sketches + bucket array) / N, the keys (Python str and
   dict) / N, and the process's RSS growth while the index was built / N;
@@ -58,6 +60,10 @@ def latencies(fn, queries: np.ndarray) -> tuple[float, float, int]:
     return float(np.percentile(times, 50)) / 1e3, float(np.percentile(times, 99)) / 1e3, found
 
 
+def _fixed_work(_: object) -> int:
+    return sum(range(400))
+
+
 def bench_ours(
     args: argparse.Namespace, sketches: np.ndarray, keys: list[str], rng: np.random.Generator
 ) -> None:
@@ -90,6 +96,8 @@ def bench_ours(
     for name, queries in (("misses", misses), ("hits", hits)):
         p50, p99, found = latencies(index.query, queries)
         print(f"  query {name:6s}: p50 {p50:7.1f} us  p99 {p99:7.1f} us  (answered {found}/{len(queries)})")
+    p50, p99, _ = latencies(_fixed_work, misses)
+    print(f"  (machine noise: fixed pure-Python work timed alike: p50 {p50:.1f} us  p99 {p99:.1f} us)")
     batch = np.concatenate(
         [
             rng.integers(0, 2**32, size=(args.batch_queries // 2, nv), dtype=np.uint32),

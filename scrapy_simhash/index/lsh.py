@@ -323,7 +323,7 @@ class MinHashLSH:
             if i > _MAX_IDS:
                 raise OverflowError("a MinHashLSH holds at most 2**32 - 1 sketches")
         if i >= self._sketches.shape[0]:
-            self._grow(2 * self._sketches.shape[0])
+            self._grow(self._sketches.shape[0] + max(1024, self._sketches.shape[0] // 4))  # +25%: RAM
         self._sketches[i] = v
         self._alive[i] = True
         self._keys.append(key)

@@ -39,6 +39,9 @@ _LAZY = {
     "open_index": "scrapy_simhash.index",
     "find_all": "scrapy_simhash.index",
     "clusters": "scrapy_simhash.index",
+    "MinHashLSH": "scrapy_simhash.index",
+    "minhash_pairs": "scrapy_simhash.index",
+    "minhash_clusters": "scrapy_simhash.index",
     "SimhashMiddleware": "scrapy_simhash.middleware",
     "SimhashPipeline": "scrapy_simhash.pipeline",
     "Addon": "scrapy_simhash.addon",
@@ -67,9 +70,12 @@ if TYPE_CHECKING:  # let type checkers and IDEs see the lazy names
     from .fingerprint.minhash import minhash as minhash
     from .fingerprint.minhash import minhash_many as minhash_many
     from .index import Match as Match
+    from .index import MinHashLSH as MinHashLSH
     from .index import SimhashIndex as SimhashIndex
     from .index import clusters as clusters
     from .index import find_all as find_all
+    from .index import minhash_clusters as minhash_clusters
+    from .index import minhash_pairs as minhash_pairs
     from .index import open_index as open_index
     from .middleware import SimhashMiddleware as SimhashMiddleware
     from .pipeline import SimhashPipeline as SimhashPipeline

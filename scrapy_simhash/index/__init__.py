@@ -5,6 +5,8 @@
 - Redis: ``open_index("redis://host:port/db?prefix=crawl1")`` for crawls spread
   over several processes or machines.
 - :func:`find_all` / :func:`clusters`: batch mode over a numpy array, without an index.
+- :class:`MinHashLSH`: MinHash sketches by Jaccard threshold, in memory;
+  :func:`minhash_pairs` / :func:`minhash_clusters`: its batch mode over a sketch array.
 """
 
 from __future__ import annotations
@@ -56,6 +58,14 @@ def __getattr__(name: str) -> Any:
         from . import batch
 
         return getattr(batch, name)
+    if name == "MinHashLSH":
+        from .lsh import MinHashLSH
+
+        return MinHashLSH
+    if name in ("minhash_pairs", "minhash_clusters"):
+        from . import minhash_batch
+
+        return getattr(minhash_batch, name)
     raise AttributeError(f"module 'scrapy_simhash.index' has no attribute {name!r}")
 
 
@@ -67,11 +77,14 @@ __all__ = [
     "LayoutError",
     "Match",
     "Meta",
+    "MinHashLSH",
     "NearDuplicateIndex",
     "SimhashIndex",
     "SimhashIndexError",
     "clusters",
     "find_all",
     "is_server_uri",
+    "minhash_clusters",
+    "minhash_pairs",
     "open_index",
 ]

@@ -1,0 +1,101 @@
+"""In-memory LSH buckets: every (band key, document id) in one sorted ``uint64`` array.
+
+An entry is ``band key's high 32 bits << 32 | id`` (8 bytes per band and document). Band keys
+are uniform hashes, so a directory over their top bits (about 8 entries per cell, 0.5 byte per
+entry) finds a bucket in one read, and the bucket is within a short window after it: a
+lookup is a gather of a few contiguous entries instead of a binary search through a large
+array (which costs one cache miss per level). Cells longer than the window (many documents
+with the same band: mass duplicates) fall back to a binary search, so skew costs only the
+keys that hit it. The prefix is 32 bits of the 64-bit key: a prefix collision only adds a
+candidate, which the index's band check removes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+HI = np.uint64(0xFFFFFFFF00000000)
+LO = np.uint64(0xFFFFFFFF)
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+
+def merge_sorted(big: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """Two sorted arrays into one sorted array (one pass, no full re-sort)."""
+    if not big.size:
+        return new.copy()
+    if not new.size:
+        return big
+    return np.insert(big, np.searchsorted(big, new), new)
+
+
+class SortedBuckets:
+    """Immutable sorted entries plus a directory over the top bits of the key."""
+
+    WINDOW_CAP = 64
+
+    def __init__(self, entries: np.ndarray | None = None) -> None:
+        self.entries = np.zeros(0, dtype=np.uint64) if entries is None else entries
+        n = self.entries.shape[0]
+        bits = min(32, max(1, (max(n, 16) // 8).bit_length() - 1))
+        self.shift = np.uint64(64 - bits)
+        counts = np.bincount((self.entries >> self.shift).astype(np.intp), minlength=1 << bits)
+        directory = np.zeros((1 << bits) + 1, dtype=np.int64)
+        np.cumsum(counts, out=directory[1:])
+        self.directory = directory.astype(np.uint32) if n < 2**32 else directory
+        self.width = int(min(counts.max(initial=0), self.WINDOW_CAP))
+        self._offsets = np.arange(self.width, dtype=np.int64)
+        self._last = max(0, n - 1)
+
+    @property
+    def size(self) -> int:
+        return int(self.entries.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.entries.nbytes + self.directory.nbytes)
+
+    def lookup_ids(self, hi: np.ndarray) -> np.ndarray:
+        """The ids (uint64, repeats possible) of the entries whose key prefix is in ``hi``:
+        :meth:`lookup` for one query, in as few numpy calls as possible."""
+        if not self.entries.shape[0]:
+            return _EMPTY
+        cell = (hi >> self.shift).astype(np.intp)
+        lo = self.directory[cell]
+        size = self.directory[cell + 1] - lo
+        if int(size.max()) > self.width:
+            return self.lookup(hi)[1]
+        vals = self.entries[np.minimum(lo[:, None] + self._offsets, self._last)]
+        match = (self._offsets < size[:, None]) & ((vals & HI) == hi[:, None])
+        return vals[match] & LO
+
+    def lookup(self, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(index into ``hi``, id) of every entry whose key prefix equals ``hi[k]`` (``hi`` holds
+        prefixes ``key & HI``)."""
+        n = self.entries.shape[0]
+        if not n or not hi.size:
+            return _EMPTY, _EMPTY
+        cell = (hi >> self.shift).astype(np.intp)
+        lo = self.directory[cell].astype(np.int64)
+        size = self.directory[cell + 1].astype(np.int64) - lo
+        keys_of, ids = [], []
+        w = self.width
+        if w:
+            offsets = np.arange(w)
+            vals = self.entries[np.minimum(lo[:, None] + offsets, n - 1)]
+            match = (offsets < size[:, None]) & ((vals & HI) == hi[:, None])
+            match &= (size <= w)[:, None]
+            k, c = np.nonzero(match)
+            keys_of.append(k.astype(np.int64))
+            ids.append((vals[k, c] & LO).astype(np.int64))
+        big = np.flatnonzero(size > w)
+        if big.size:  # cells longer than the window: binary search
+            a = np.searchsorted(self.entries, hi[big], "left")
+            z = np.searchsorted(self.entries, hi[big] | LO, "right")
+            sizes = z - a
+            total = int(sizes.sum())
+            starts = np.repeat(a - np.cumsum(sizes) + sizes, sizes)
+            keys_of.append(np.repeat(big, sizes).astype(np.int64))
+            ids.append((self.entries[starts + np.arange(total)] & LO).astype(np.int64))
+        if len(ids) == 1:
+            return keys_of[0], ids[0]
+        return np.concatenate(keys_of), np.concatenate(ids)

@@ -318,6 +318,8 @@ class Pipeline:
 
 
 def _task(record: ArchiveRecord) -> PageTask | None:
+    if record.clipped:
+        return None  # its end is lost (reported as skipped): a partial page would get a misleading simhash
     page = html_page(record)
     if page is None:
         return None

@@ -17,13 +17,14 @@ import io
 import logging
 import os
 import zlib
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any, BinaryIO, Literal
+
+from .gzip_members import GZIP_MAGIC, MemberStream, SingleStream, next_intact, scan
 
 logger = logging.getLogger(__name__)
 
-GZIP_MAGIC = b"\x1f\x8b\x08"
 LZ4_MAGIC = b"\x04\x22\x4d\x18"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
@@ -57,6 +58,9 @@ class ArchiveRecord:
     truncated: bool = False
     """The block was longer than the reader's limit, or shorter than its declared length."""
     archive_format: Literal["warc", "arc"] = "warc"
+    clipped: bool = False
+    """The file (or its gzip member) ends before the declared length: the end of the record is lost,
+    so the record is not fingerprinted (a partial page would get a misleading fingerprint)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,8 @@ class FileKind:
     archive_format: Literal["warc", "arc", "unknown"]
     single_stream: bool = False
     empty: bool = False
+    damaged_start: bool = False
+    """The first gzip member is damaged: format and layout were read from the first intact one."""
 
 
 def clean_uri(uri: str | None) -> str | None:
@@ -101,8 +107,10 @@ def _format_of(head: bytes) -> Literal["warc", "arc", "unknown"]:
     return "unknown"
 
 
-def _first_member_is_single_record(fh: BinaryIO) -> tuple[bool, bytes]:
-    """Decompress the first gzip member; False if it holds more than one record (one-stream gzip)."""
+def _first_member_is_single_record(fh: BinaryIO) -> tuple[bool, bytes] | None:
+    """Decompress the first gzip member; False if it holds more than one record (one-stream gzip).
+
+    None when the member is damaged."""
     decomp = zlib.decompressobj(wbits=31)
     out = bytearray()
     expected: int | None = None
@@ -113,7 +121,7 @@ def _first_member_is_single_record(fh: BinaryIO) -> tuple[bool, bytes]:
         try:
             out += decomp.decompress(chunk)
         except zlib.error:
-            return True, bytes(out[:64])  # a damaged member: let the reader report it
+            return None
         if expected is None:
             expected = _expected_record_size(bytes(out[:65536]))
         if decomp.eof:
@@ -156,7 +164,14 @@ def sniff(path: str) -> FileKind:
         magic = fh.read(4)
         if magic.startswith(GZIP_MAGIC):
             fh.seek(0)
-            single_record, head = _first_member_is_single_record(fh)
+            first = _first_member_is_single_record(fh)
+            if first is None:  # damaged: not "empty"; the reader reports it and resumes after it
+                member = next_intact(fh, 1)
+                head = b"WARC/" if member is None else member.data.read(64)
+                if member is not None:
+                    member.data.close()
+                return FileKind("gzip", _format_of(head), damaged_start=True)
+            single_record, head = first
             return FileKind("gzip", _format_of(head), single_stream=not single_record, empty=not head.strip())
         if magic == LZ4_MAGIC:
             return FileKind("lz4", "warc")
@@ -191,18 +206,27 @@ class ArchiveReader:
         self.backend = backend
         self.max_block = max_block
         self._resume_at = 0
+        self._place: Callable[[int], int] = _same
+        """Parser position to file offset (the member's offset, while parsing decompressed members)."""
 
     def read(self, path: str | os.PathLike[str]) -> Iterator[ArchiveRecord | ReadProblem]:
         """Every record of ``path`` in file order, with problems interleaved where they occur."""
         path = os.fspath(path)
         for item in self._read(path):
             yield item
-            if isinstance(item, ArchiveRecord) and item.truncated:
+            if isinstance(item, ArchiveRecord) and item.clipped:
                 yield ReadProblem(
                     path,
                     item.offset,
-                    f"record block incomplete (clipped, or over the {self.max_block} byte limit): "
-                    f"the page is fingerprinted from what is there",
+                    f"record clipped: the file ends after {len(item.block)} bytes of its block, before its "
+                    f"declared length; the record is not fingerprinted",
+                )
+            elif isinstance(item, ArchiveRecord) and item.truncated:
+                yield ReadProblem(
+                    path,
+                    item.offset,
+                    f"record block over the {self.max_block} byte limit: "
+                    f"the page is fingerprinted from its first {self.max_block} bytes",
                     skipped=False,
                 )
 
@@ -263,6 +287,9 @@ class ArchiveReader:
             if kind.single_stream:
                 yield from self._read_single_stream(path, kind, raw)
                 return
+            if kind.compression == "gzip":
+                yield from self._read_members(path, kind, raw)
+                return
             start = 0
             resyncs = 0
             warcio = False
@@ -299,6 +326,79 @@ class ArchiveReader:
                     yield ReadProblem(path, position, f"{reason}; skipped {lost} bytes", skipped=lost > 0)
                     start = next_start
 
+    def _read_members(
+        self, path: str, kind: FileKind, raw: BinaryIO
+    ) -> Iterator[ArchiveRecord | ReadProblem]:
+        """Per-record gzip: parse the verified data of intact members; each damaged stretch is one problem.
+
+        The backend parses a :class:`MemberStream` (consecutive intact members,
+        decompressed). It ends at damage, which is reported once, and the next
+        stream starts at the next intact member. A record that cannot be parsed
+        costs the rest of its member: parsing restarts at the next member.
+        """
+        size = os.fstat(raw.fileno()).st_size
+        start = 0
+        warcio = False
+        last: tuple[int, int] = (-1, -1)  # (member offset, position in member) of the last record yielded
+        clipped_members: set[int] = set()
+        for _ in range(MAX_RESYNCS):
+            stream = MemberStream(scan(raw, size, start))
+            self._resume_at = 0
+            self._place = stream.member_offset
+            try:
+                for item in self._records(path, kind, stream, 0, warcio):  # type: ignore[arg-type]
+                    if isinstance(item, ReadProblem):
+                        yield replace(item, offset=None if item.offset is None else self._place(item.offset))
+                        continue
+                    found = stream.locate(item.offset)
+                    assert found is not None  # the backend parsed the record from a member's data
+                    member, into = found
+                    if (member.offset, into) <= last:
+                        continue  # returned before the switch to warcio
+                    last = (member.offset, into)
+                    if item.clipped:
+                        clipped_members.add(member.offset)
+                    yield replace(item, offset=member.offset)
+            except BaseException as exc:  # many types on damaged input; FastWARC panics (BaseException)
+                _reraise_control_flow(exc)
+                if self._uses_fastwarc(kind) and not warcio:
+                    warcio = True  # warcio locates the damage; records already returned are not repeated
+                    start = max(last[0], start)
+                    continue
+                found = stream.locate(self._resume_at)
+                if found is None:  # nothing was decompressed: cannot happen, but never loop on it
+                    yield ReadProblem(path, start, f"{_short_reason(exc)}; the rest of the file is skipped")
+                    return
+                member, into = found
+                lost = member.size - into
+                yield ReadProblem(
+                    path,
+                    member.offset,
+                    f"{_short_reason(exc)}; skipped the {lost} bytes left in this gzip member",
+                    skipped=lost > 0,
+                )
+                if member.end >= size or not member.complete:
+                    return
+                start = member.end
+                continue
+            finally:
+                stream.close()
+                self._place = _same
+            if stream.truncated is not None and stream.truncated.offset not in clipped_members:
+                cut = stream.truncated
+                yield ReadProblem(
+                    path, cut.offset, f"gzip member truncated at end of file ({cut.size} bytes read)"
+                )
+            if stream.stopped_by is None:
+                return
+            yield ReadProblem(path, stream.stopped_by.offset, stream.stopped_by.reason)
+            if stream.stopped_by.end >= size:
+                return
+            start = stream.stopped_by.end
+        yield ReadProblem(
+            path, start, f"more than {MAX_RESYNCS} damaged places; the rest of the file is skipped"
+        )
+
     def _read_single_stream(
         self, path: str, kind: FileKind, raw: BinaryIO
     ) -> Iterator[ArchiveRecord | ReadProblem]:
@@ -306,7 +406,7 @@ class ArchiveReader:
         last_offset = -1
         for warcio in (False, True) if self._uses_fastwarc(kind) else (True,):
             raw.seek(0)
-            stream = _MemberStream(raw)
+            stream = SingleStream(raw)
             try:
                 for item in self._records(path, kind, stream, 0, warcio):  # type: ignore[arg-type]
                     if isinstance(item, ArchiveRecord):
@@ -349,12 +449,14 @@ class ArchiveReader:
                     block=block[: self.max_block],
                     truncated=len(block) > self.max_block or (rec.length or 0) > len(block),
                     archive_format="arc" if is_arc else "warc",
+                    clipped=len(block) <= self.max_block and (rec.length or 0) > len(block),
                 )
             for where, line in mismatches:
                 yield ReadProblem(
                     path,
                     where,
-                    f"the record at {offset} is not followed by blank lines (wrong Content-Length?); "
+                    f"the record at {self._place(offset)} is not followed by blank lines "
+                    f"(wrong Content-Length?); "
                     f"skipped {len(line)} bytes: {line[:40]!r}",
                 )
             mismatches.clear()
@@ -384,7 +486,12 @@ class ArchiveReader:
                 content_type=headers.get("Content-Type"),
                 block=block[: self.max_block],
                 truncated=len(block) > self.max_block or (rec.content_length or 0) > len(block),
+                clipped=len(block) <= self.max_block and (rec.content_length or 0) > len(block),
             )
+
+
+def _same(position: int) -> int:
+    return position
 
 
 def _reraise_control_flow(exc: BaseException) -> None:
@@ -449,77 +556,6 @@ class _OffsetStream(io.RawIOBase):
         data = self._fh.read(len(buffer))
         buffer[: len(data)] = data
         return len(data)
-
-
-class _MemberStream(io.RawIOBase):
-    """Gzip members decompressed one after another; stops cleanly at trailing garbage or damage.
-
-    Unlike :class:`gzip.GzipFile` it does not raise on bytes after the last
-    member: it records them in ``problem`` (compressed offset, reason) and ends.
-    """
-
-    def __init__(self, raw: BinaryIO) -> None:
-        self._raw = raw
-        self._decomp = zlib.decompressobj(wbits=31)
-        self._pending = b""
-        self._member_start = 0
-        self._consumed = 0  # compressed bytes fed so far
-        self._position = 0  # uncompressed bytes returned so far
-        self._done = False
-        self.problem: tuple[int, str] | None = None
-
-    def readable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._position
-
-    def _fill(self) -> None:
-        while not self._pending and not self._done:
-            chunk = self._raw.read(65536)
-            if not chunk:
-                if not self._decomp.eof and self._consumed > self._member_start:
-                    self.problem = (self._member_start, "gzip member truncated at end of file")
-                self._done = True
-                return
-            self._consumed += len(chunk)
-            self._feed(chunk)
-
-    def _feed(self, chunk: bytes) -> None:
-        while chunk:
-            try:
-                self._pending += self._decomp.decompress(chunk)
-            except zlib.error as exc:
-                self.problem = (
-                    self._member_start,
-                    f"damaged gzip data: {exc}; the rest of the file is skipped",
-                )
-                self._done = True
-                return
-            if not self._decomp.eof:
-                return
-            rest = self._decomp.unused_data
-            self._member_start = self._consumed - len(rest)
-            if not rest:
-                self._decomp = zlib.decompressobj(wbits=31)
-                return
-            if not rest.startswith(GZIP_MAGIC[:2]):
-                self.problem = (
-                    self._member_start,
-                    f"{len(rest)}+ bytes of non-gzip data after the last member",
-                )
-                self._done = True
-                return
-            self._decomp = zlib.decompressobj(wbits=31)
-            chunk = rest
-
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
-        self._fill()
-        n = min(len(buffer), len(self._pending))
-        buffer[:n] = self._pending[:n]
-        self._pending = self._pending[n:]
-        self._position += n
-        return n
 
 
 def _short_reason(exc: BaseException) -> str:

@@ -126,6 +126,12 @@ def scan(fh: BinaryIO, size: int, start: int = 0) -> Iterator[Member | Damage]:
     offset = start
     while offset < size:
         found = read_member(fh, offset)
+        if isinstance(found, Member) and not found.complete:
+            following = next_intact(fh, offset + 1)
+            if following is not None:  # damage kept the deflate data going over the members after it
+                following.data.close()
+                found.data.close()
+                found = "its deflate data runs on over the next gzip member"
         if isinstance(found, str):
             following = next_intact(fh, offset + 1)
             end = size if following is None else following.offset

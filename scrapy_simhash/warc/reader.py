@@ -88,13 +88,14 @@ class FileKind:
 
 
 def clean_uri(uri: str | None) -> str | None:
-    """``<http://x>`` (wget, some WARC/1.0 writers) to ``http://x``; surrounding spaces removed."""
+    """``<http://x>`` (wget, some WARC/1.0 writers) to ``http://x``; surrounding spaces removed,
+    inner spaces (invalid in a URI) escaped as ``%20``."""
     if uri is None:
         return None
     uri = uri.strip()
     if len(uri) >= 2 and uri[0] == "<" and uri[-1] == ">":
         uri = uri[1:-1].strip()
-    return uri or None
+    return uri.replace(" ", "%20") or None  # as warcio does, so that both backends give the same URI
 
 
 def _format_of(head: bytes) -> Literal["warc", "arc", "unknown"]:
@@ -269,7 +270,7 @@ class ArchiveReader:
     ) -> Iterator[ArchiveRecord | ReadProblem]:
         """Records of ``stream`` (positioned at ``base``) by the chosen backend (or warcio)."""
         if self.backend == "fastwarc" and kind.archive_format == "warc" and not warcio:
-            return self._fastwarc_records(path, stream, base)
+            return self._fastwarc_records(path, stream, base, verify=kind.compression not in ("lz4", "zstd"))
         return self._warcio_records(path, stream, kind.archive_format == "arc")
 
     def _uses_fastwarc(self, kind: FileKind) -> bool:
@@ -461,10 +462,20 @@ class ArchiveReader:
                 )
             mismatches.clear()
 
-    def _fastwarc_records(self, path: str, stream: BinaryIO, base: int) -> Iterator[ArchiveRecord]:
+    def _fastwarc_records(
+        self, path: str, stream: BinaryIO, base: int, verify: bool = True
+    ) -> Iterator[ArchiveRecord]:
+        """FastWARC's records; with ``verify``, each only once the bytes after it are known to be its end.
+
+        FastWARC silently steps over a wrong Content-Length, stray bytes or
+        headers it cannot parse, where warcio reports them. So each record is
+        held back until the next one starts exactly after its closing CRLF CRLF
+        (or the stream ends there); anything else raises :class:`FramingMismatch`,
+        and the caller lets warcio read on from the last record returned.
+        """
         from fastwarc.warc import ArchiveIterator, WarcRecordType
 
-        source = stream if base == 0 else _OffsetStream(stream, base)
+        source = _Recorder(stream if base == 0 else _OffsetStream(stream, base))
         iterator = ArchiveIterator(
             source,
             record_types=WarcRecordType.any_type,
@@ -472,11 +483,19 @@ class ArchiveReader:
             auto_decode="none",
             fsspec_args=False,
         )
+        pending: tuple[ArchiveRecord, int] | None = None  # a record, and where its end marker starts
         for rec in iterator:
+            if pending is not None:
+                if verify:
+                    source.check_end(pending[1], rec.stream_pos)
+                yield pending[0]
             block = rec.reader.read(self.max_block + 1)
             headers = rec.headers
+            header_bytes = io.BytesIO()
+            headers.write(header_bytes)
             self._resume_at = base + rec.stream_pos + 1  # FastWARC does not tell the length
-            yield ArchiveRecord(
+            declared = rec.content_length or 0
+            record = ArchiveRecord(
                 file=path,
                 offset=base + rec.stream_pos,  # FastWARC counts from where it started reading
                 record_type=_record_type(headers.get("WARC-Type")),
@@ -485,9 +504,14 @@ class ArchiveReader:
                 date=headers.get("WARC-Date") or None,
                 content_type=headers.get("Content-Type"),
                 block=block[: self.max_block],
-                truncated=len(block) > self.max_block or (rec.content_length or 0) > len(block),
-                clipped=len(block) <= self.max_block and (rec.content_length or 0) > len(block),
+                truncated=len(block) > self.max_block or declared > len(block),
+                clipped=len(block) <= self.max_block and declared > len(block),
             )
+            pending = record, rec.stream_pos + len(header_bytes.getvalue()) + declared
+        if pending is not None:
+            if verify:
+                source.check_end(pending[1], None)
+            yield pending[0]
 
 
 def _same(position: int) -> int:
@@ -529,6 +553,46 @@ def _warcio_iterator(stream: BinaryIO, is_arc: bool) -> Any:
     iterator.known_format = "arc" if is_arc else "warc"
     iterator.mixed_arc_warc = True  # keep it fixed (warcio would overwrite it after each record)
     return iterator
+
+
+class FramingMismatch(Exception):
+    """FastWARC's view of where a record ends differs from the bytes: warcio must look."""
+
+
+class _Recorder(io.RawIOBase):
+    """A stream that keeps the last bytes read, to check what FastWARC stepped over between records."""
+
+    WINDOW = 1 << 20
+
+    def __init__(self, inner: BinaryIO) -> None:
+        self._inner = inner
+        self._window = bytearray()
+        self.total = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._inner.tell()
+
+    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+        data = self._inner.read(len(buffer))
+        buffer[: len(data)] = data
+        self._window += data
+        if len(self._window) > 2 * self.WINDOW:
+            del self._window[: len(self._window) - self.WINDOW]
+        self.total += len(data)
+        return len(data)
+
+    def check_end(self, end: int, next_start: int | None) -> None:
+        """Unless the block ending at ``end`` (counted from the start of reading, as FastWARC counts)
+        is followed by exactly CRLF CRLF and then the next record or the end: FramingMismatch."""
+        expected = end + 4
+        if (self.total if next_start is None else next_start) != expected:
+            raise FramingMismatch(f"record end at {end} is not where the next record starts")
+        first = self.total - len(self._window)
+        if end < first or bytes(self._window[end - first : expected - first]) != b"\r\n\r\n":
+            raise FramingMismatch(f"no blank lines after the record ending at {end}")
 
 
 class _OffsetStream(io.RawIOBase):

@@ -16,17 +16,17 @@ from __future__ import annotations
 import io
 import logging
 import os
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any, BinaryIO, Literal
+from typing import BinaryIO, Literal
 
-from .gzip_members import GZIP_MAGIC, MemberStream, SingleStream, next_intact, scan
+from .framing import OffsetStream, Recorder, record_type, resync, warcio_iterator
+from .gzip_members import MemberStream, SingleStream, scan
+from .sniff import FileKind, sniff
+
+__all__ = ["ArchiveReader", "ArchiveRecord", "FileKind", "ReadProblem", "fastwarc_available", "sniff"]
 
 logger = logging.getLogger(__name__)
-
-LZ4_MAGIC = b"\x04\x22\x4d\x18"
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 DEFAULT_MAX_BLOCK = 16 * 1024 * 1024
 """Blocks are read into memory up to this size; the rest is skipped (and the record flagged)."""
@@ -77,16 +77,6 @@ class ReadProblem:
         return f"{where}: {self.reason}"
 
 
-@dataclass(frozen=True)
-class FileKind:
-    compression: Literal["gzip", "lz4", "zstd", "none"]
-    archive_format: Literal["warc", "arc", "unknown"]
-    single_stream: bool = False
-    empty: bool = False
-    damaged_start: bool = False
-    """The first gzip member is damaged: format and layout were read from the first intact one."""
-
-
 def clean_uri(uri: str | None) -> str | None:
     """``<http://x>`` (wget, some WARC/1.0 writers) to ``http://x``; surrounding spaces removed,
     inner spaces (invalid in a URI) escaped as ``%20``."""
@@ -96,90 +86,6 @@ def clean_uri(uri: str | None) -> str | None:
     if len(uri) >= 2 and uri[0] == "<" and uri[-1] == ">":
         uri = uri[1:-1].strip()
     return uri.replace(" ", "%20") or None  # as warcio does, so that both backends give the same URI
-
-
-def _format_of(head: bytes) -> Literal["warc", "arc", "unknown"]:
-    stripped = head.lstrip(b"\r\n")
-    if stripped.startswith(b"WARC/"):
-        return "warc"
-    if stripped.startswith(b"filedesc:") or stripped[:8].split(b":")[0].isalpha():
-        # ARC v1 records start "<url> <ip> <date> ..."; the first is filedesc://
-        return "arc"
-    return "unknown"
-
-
-def _first_member_is_single_record(fh: BinaryIO) -> tuple[bool, bytes] | None:
-    """Decompress the first gzip member; False if it holds more than one record (one-stream gzip).
-
-    None when the member is damaged."""
-    decomp = zlib.decompressobj(wbits=31)
-    out = bytearray()
-    expected: int | None = None
-    while True:
-        chunk = fh.read(65536)
-        if not chunk:
-            break
-        try:
-            out += decomp.decompress(chunk)
-        except zlib.error:
-            return None
-        if expected is None:
-            expected = _expected_record_size(bytes(out[:65536]))
-        if decomp.eof:
-            break
-        if expected is not None and len(out) > expected + 64:
-            return False, bytes(out[:64])
-    if expected is None:
-        return True, bytes(out[:64])
-    return len(out) <= expected + 64, bytes(out[:64])
-
-
-def _expected_record_size(head: bytes) -> int | None:
-    """Size of the first record (with its trailing newlines) from its header, once the header is complete."""
-    if head.startswith(b"WARC/"):
-        end = head.find(b"\r\n\r\n")
-        return None if end < 0 else end + 4 + _declared_length(head[:end]) + 4
-    end = head.find(b"\n")  # ARC: "<url> <ip> <date> <mime> <length>\n<length bytes>\n"
-    if end < 0:
-        return None
-    try:
-        return end + 1 + int(head[:end].split()[-1]) + 1
-    except (ValueError, IndexError):
-        return None
-
-
-def _declared_length(header: bytes) -> int:
-    for line in header.split(b"\r\n"):
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            try:
-                return int(value.strip())
-            except ValueError:
-                return 0
-    return 0
-
-
-def sniff(path: str) -> FileKind:
-    """Compression and format of a file, and whether it is gzipped as a single stream."""
-    with open(path, "rb") as fh:
-        magic = fh.read(4)
-        if magic.startswith(GZIP_MAGIC):
-            fh.seek(0)
-            first = _first_member_is_single_record(fh)
-            if first is None:  # damaged: not "empty"; the reader reports it and resumes after it
-                member = next_intact(fh, 1)
-                head = b"WARC/" if member is None else member.data.read(64)
-                if member is not None:
-                    member.data.close()
-                return FileKind("gzip", _format_of(head), damaged_start=True)
-            single_record, head = first
-            return FileKind("gzip", _format_of(head), single_stream=not single_record, empty=not head.strip())
-        if magic == LZ4_MAGIC:
-            return FileKind("lz4", "warc")
-        if magic == ZSTD_MAGIC:
-            return FileKind("zstd", "warc")
-        fh.seek(0)
-        return FileKind("none", _format_of(fh.read(64)))
 
 
 def fastwarc_available() -> bool:
@@ -318,7 +224,7 @@ class ArchiveReader:
                         continue
                     position = self._resume_at  # end of the last record read: the damage starts here
                     # a record may start right where the last good one ended, but never where we began
-                    next_start = _resync(raw, position if position > start else start + 1, kind)
+                    next_start = resync(raw, position if position > start else start + 1, kind)
                     resyncs += 1
                     if next_start is None or resyncs > MAX_RESYNCS:
                         yield ReadProblem(path, position, f"{reason}; no further record found, rest skipped")
@@ -430,7 +336,7 @@ class ArchiveReader:
     def _warcio_records(
         self, path: str, stream: BinaryIO, is_arc: bool
     ) -> Iterator[ArchiveRecord | ReadProblem]:
-        iterator = _warcio_iterator(stream, is_arc)
+        iterator = warcio_iterator(stream, is_arc)
         mismatches = iterator.INC_RECORD.found
         for rec in iterator:
             block = rec.raw_stream.read(self.max_block + 1)
@@ -442,7 +348,7 @@ class ArchiveReader:
                 yield ArchiveRecord(
                     file=path,
                     offset=offset,
-                    record_type=_record_type(rec.rec_type),
+                    record_type=record_type(rec.rec_type),
                     record_id=None if is_arc else headers.get_header("WARC-Record-ID"),
                     target_uri=clean_uri(headers.get_header("WARC-Target-URI")),
                     date=headers.get_header("WARC-Date") or None,
@@ -475,7 +381,7 @@ class ArchiveReader:
         """
         from fastwarc.warc import ArchiveIterator, WarcRecordType
 
-        source = _Recorder(stream if base == 0 else _OffsetStream(stream, base))
+        source = Recorder(stream if base == 0 else OffsetStream(stream, base))
         iterator = ArchiveIterator(
             source,
             record_types=WarcRecordType.any_type,
@@ -498,7 +404,7 @@ class ArchiveReader:
             record = ArchiveRecord(
                 file=path,
                 offset=base + rec.stream_pos,  # FastWARC counts from where it started reading
-                record_type=_record_type(headers.get("WARC-Type")),
+                record_type=record_type(headers.get("WARC-Type")),
                 record_id=headers.get("WARC-Record-ID"),
                 target_uri=clean_uri(headers.get("WARC-Target-URI")),
                 date=headers.get("WARC-Date") or None,
@@ -523,131 +429,8 @@ def _reraise_control_flow(exc: BaseException) -> None:
         raise exc
 
 
-def _record_type(value: str | None) -> str:
-    """``response``, ``resource``...; anything that is not a short word (a damaged header) is ``unknown``."""
-    value = (value or "").strip().lower()
-    return value if value and len(value) <= 32 and value.replace("-", "").isalnum() else "unknown"
-
-
-class _LengthMismatches:
-    """Stands in for warcio's warning template: collects (offset, line) instead of printing them."""
-
-    def __init__(self) -> None:
-        self.found: list[tuple[int, str]] = []
-
-    def format(self, offset: int, line: bytes | str) -> str:
-        self.found.append((offset, line.decode("latin-1") if isinstance(line, bytes) else line))
-        return ""
-
-
-def _warcio_iterator(stream: BinaryIO, is_arc: bool) -> Any:
-    """warcio's ArchiveIterator for one known format, with its "record not followed by newline"
-    warnings collected (in ``iterator.INC_RECORD.found``) instead of written to stderr.
-
-    The format is fixed: left to guess per record, warcio reads any stray text line in a WARC
-    file as an ARC header and invents a record from it."""
-    from warcio.archiveiterator import ArchiveIterator
-
-    iterator = ArchiveIterator(stream, arc2warc=True, no_record_parse=True)
-    iterator.INC_RECORD = _LengthMismatches()
-    iterator.known_format = "arc" if is_arc else "warc"
-    iterator.mixed_arc_warc = True  # keep it fixed (warcio would overwrite it after each record)
-    return iterator
-
-
-class FramingMismatch(Exception):
-    """FastWARC's view of where a record ends differs from the bytes: warcio must look."""
-
-
-class _Recorder(io.RawIOBase):
-    """A stream that keeps the last bytes read, to check what FastWARC stepped over between records."""
-
-    WINDOW = 1 << 20
-
-    def __init__(self, inner: BinaryIO) -> None:
-        self._inner = inner
-        self._window = bytearray()
-        self.total = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._inner.tell()
-
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
-        data = self._inner.read(len(buffer))
-        buffer[: len(data)] = data
-        self._window += data
-        if len(self._window) > 2 * self.WINDOW:
-            del self._window[: len(self._window) - self.WINDOW]
-        self.total += len(data)
-        return len(data)
-
-    def check_end(self, end: int, next_start: int | None) -> None:
-        """Unless the block ending at ``end`` (counted from the start of reading, as FastWARC counts)
-        is followed by exactly CRLF CRLF and then the next record or the end: FramingMismatch."""
-        expected = end + 4
-        if (self.total if next_start is None else next_start) != expected:
-            raise FramingMismatch(f"record end at {end} is not where the next record starts")
-        first = self.total - len(self._window)
-        if end < first or bytes(self._window[end - first : expected - first]) != b"\r\n\r\n":
-            raise FramingMismatch(f"no blank lines after the record ending at {end}")
-
-
-class _OffsetStream(io.RawIOBase):
-    """``fh`` seen from ``base`` on, for readers that must start at a resynchronisation point."""
-
-    def __init__(self, fh: BinaryIO, base: int) -> None:
-        self._fh = fh
-        self._base = base
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._fh.tell() - self._base
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        if whence == io.SEEK_SET:
-            return self._fh.seek(self._base + offset) - self._base
-        return self._fh.seek(offset, whence) - self._base
-
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
-        data = self._fh.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-
 def _short_reason(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     if len(text) > 200:
         text = text[:197] + "..."
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _resync(fh: BinaryIO, start: int, kind: FileKind) -> int | None:
-    """Offset of the next plausible record start at or after ``start``: a gzip member or a WARC line."""
-    needles = [GZIP_MAGIC] if kind.compression == "gzip" else [b"\nWARC/1.", b"\nWARC/0."]
-    if kind.archive_format == "arc" and kind.compression == "none":
-        needles = [b"\nhttp://", b"\nhttps://", b"\ndns:", b"\nfiledesc:"]
-    if kind.compression != "gzip" and start > 0:
-        start -= 1  # the needles begin with the newline that ends the previous line
-    fh.seek(start)
-    offset = start
-    tail = b""
-    while True:
-        chunk = fh.read(1 << 20)
-        if not chunk:
-            return None
-        data = tail + chunk
-        hits = [i for i in (data.find(n) for n in needles) if i >= 0]
-        if hits:
-            hit = min(hits)
-            base = offset - len(tail)
-            return base + hit + (0 if kind.compression == "gzip" else 1)
-        tail = data[-16:]
-        offset += len(chunk)

@@ -53,7 +53,7 @@ class FramingMismatch(Exception):
 class Recorder(io.RawIOBase):
     """A stream that keeps the last bytes read, to check what FastWARC stepped over between records."""
 
-    WINDOW = 1 << 20
+    WINDOW = 1 << 18
 
     def __init__(self, inner: BinaryIO) -> None:
         self._inner = inner
@@ -67,13 +67,13 @@ class Recorder(io.RawIOBase):
         return self._inner.tell()
 
     def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
-        data = self._inner.read(len(buffer))
-        buffer[: len(data)] = data
-        self._window += data
-        if len(self._window) > 2 * self.WINDOW:
-            del self._window[: len(self._window) - self.WINDOW]
-        self.total += len(data)
-        return len(data)
+        n = self._inner.readinto(buffer)
+        if n:
+            self._window += memoryview(buffer)[:n]
+            if len(self._window) > 2 * self.WINDOW:
+                del self._window[: len(self._window) - self.WINDOW]
+            self.total += n
+        return n
 
     def check_end(self, end: int, next_start: int | None) -> None:
         """Unless the block ending at ``end`` (counted from the start of reading, as FastWARC counts)

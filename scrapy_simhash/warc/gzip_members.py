@@ -24,7 +24,10 @@ from typing import BinaryIO
 
 GZIP_MAGIC = b"\x1f\x8b\x08"
 
-CHUNK = 1 << 16
+FIRST_CHUNK = 1 << 13
+"""Compressed bytes read first for a member; doubled on each further read (most members are small, and
+zlib copies whatever follows the member's end)."""
+MAX_CHUNK = 1 << 20
 
 MEMBER_IN_MEMORY = 32 * 1024 * 1024
 """A member's decompressed data is held in memory up to this size, in a temporary file beyond it."""
@@ -60,8 +63,10 @@ def read_member(fh: BinaryIO, offset: int) -> Member | str:
     out = tempfile.SpooledTemporaryFile(max_size=MEMBER_IN_MEMORY)  # noqa: SIM115 - handed on open
     consumed = 0
     size = 0
+    want = FIRST_CHUNK
     while True:
-        chunk = fh.read(CHUNK)
+        chunk = fh.read(want)
+        want = min(2 * want, MAX_CHUNK)
         if not chunk:
             if size == 0:
                 out.close()
@@ -191,8 +196,10 @@ class MemberStream(io.RawIOBase):
                     return 0
                 self._current = item
                 self._known.append((self._position, item))
-            n = self._current.data.readinto(buffer)
+            data = self._current.data.read(len(buffer))  # SpooledTemporaryFile has no readinto before 3.11
+            n = len(data)
             if n:
+                buffer[:n] = data
                 self._position += n
                 return n
             self._current.data.close()

@@ -15,6 +15,9 @@ from .gzip_members import GZIP_MAGIC, next_intact
 LZ4_MAGIC = b"\x04\x22\x4d\x18"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
+ONE_STREAM_PROOF = 1 << 20
+"""Compressed bytes of the first member read without error before a file is taken for one gzip stream."""
+
 
 @dataclass(frozen=True)
 class FileKind:
@@ -39,27 +42,44 @@ def _format_of(head: bytes) -> Literal["warc", "arc", "unknown"]:
 def _first_member_is_single_record(fh: BinaryIO) -> tuple[bool, bytes] | None:
     """Decompress the first gzip member; False if it holds more than one record (one-stream gzip).
 
-    None when the member is damaged."""
+    None when the member is damaged. Damaged deflate data can produce more than the first record, even
+    text copied from it that looks like the next record; so a one-stream file is only concluded from the
+    next record starting right after the first and from ``ONE_STREAM_PROOF`` compressed bytes read without
+    error (or from the member's end, where zlib checks CRC32 and length).
+    """
     decomp = zlib.decompressobj(wbits=31)
     out = bytearray()
+    produced = 0
+    consumed = 0
     expected: int | None = None
     while True:
         chunk = fh.read(65536)
         if not chunk:
             break
+        consumed += len(chunk)
         try:
-            out += decomp.decompress(chunk)
+            data = decomp.decompress(chunk)
         except zlib.error:
             return None
+        produced += len(data)
+        if expected is None or len(out) < expected + 64:
+            out += data
         if expected is None:
             expected = _expected_record_size(bytes(out[:65536]))
         if decomp.eof:
             break
-        if expected is not None and len(out) > expected + 64:
+        if (
+            consumed >= ONE_STREAM_PROOF
+            and expected is not None
+            and len(out) > expected + 64
+            and _format_of(bytes(out[expected:])) != "unknown"
+        ):
             return False, bytes(out[:64])
+    if not decomp.eof and (not out or _intact_member_after(fh, 1)):
+        return None  # the file ended inside it: damaged (a header field, or deflate data running on)
     if expected is None:
         return True, bytes(out[:64])
-    return len(out) <= expected + 64, bytes(out[:64])
+    return produced <= expected + 64, bytes(out[:64])
 
 
 def _expected_record_size(head: bytes) -> int | None:
@@ -95,11 +115,7 @@ def sniff(path: str) -> FileKind:
             fh.seek(0)
             first = _first_member_is_single_record(fh)
             if first is None:  # damaged: not "empty"; the reader reports it and resumes after it
-                member = next_intact(fh, 1)
-                head = b"WARC/" if member is None else member.data.read(64)
-                if member is not None:
-                    member.data.close()
-                return FileKind("gzip", _format_of(head), damaged_start=True)
+                return _damaged_gzip(fh) or FileKind("gzip", "warc", damaged_start=True)
             single_record, head = first
             return FileKind("gzip", _format_of(head), single_stream=not single_record, empty=not head.strip())
         if magic == LZ4_MAGIC:
@@ -107,4 +123,24 @@ def sniff(path: str) -> FileKind:
         if magic == ZSTD_MAGIC:
             return FileKind("zstd", "warc")
         fh.seek(0)
-        return FileKind("none", _format_of(fh.read(64)))
+        archive_format = _format_of(fh.read(64))
+        if archive_format == "unknown":  # perhaps gzip whose first bytes are damaged
+            return _damaged_gzip(fh) or FileKind("none", archive_format)
+        return FileKind("none", archive_format)
+
+
+def _intact_member_after(fh: BinaryIO, offset: int) -> bool:
+    member = next_intact(fh, offset)
+    if member is not None:
+        member.data.close()
+    return member is not None
+
+
+def _damaged_gzip(fh: BinaryIO) -> FileKind | None:
+    """A gzip file whose start is damaged, described by its first intact member (None: there is none)."""
+    member = next_intact(fh, 1)
+    if member is None:
+        return None
+    head = member.data.read(64)
+    member.data.close()
+    return FileKind("gzip", _format_of(head), damaged_start=True)

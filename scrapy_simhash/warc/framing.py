@@ -36,10 +36,13 @@ def warcio_iterator(stream: BinaryIO, is_arc: bool) -> Any:
     warnings collected (in ``iterator.INC_RECORD.found``) instead of written to stderr.
 
     The format is fixed: left to guess per record, warcio reads any stray text line in a WARC
-    file as an ARC header and invents a record from it."""
+    file as an ARC header and invents a record from it. warcio's gzip handling is off: the reader
+    hands it decompressed, checked data only (:mod:`.gzip_members`), and on damage warcio would
+    print the zlib error to stderr and silently drop the rest of the member stream."""
     from warcio.archiveiterator import ArchiveIterator
 
     iterator = ArchiveIterator(stream, arc2warc=True, no_record_parse=True)
+    iterator.reader.set_decomp(None)
     iterator.INC_RECORD = LengthMismatches()
     iterator.known_format = "arc" if is_arc else "warc"
     iterator.mixed_arc_warc = True  # keep it fixed (warcio would overwrite it after each record)

@@ -298,3 +298,29 @@ def test_a_damaged_byte_costs_at_most_its_own_member(tmp_path: Path, pages: int,
     if read != uris:  # the damaged member's record was lost: that is reported, once
         lost = [p for p in problems(items) if p.skipped]
         assert len(lost) == 1 and lost[0].offset == sum(len(m) for m in members_[:victim])
+
+
+# -- ARC files gzipped per record ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_arc_members_are_parsed_one_by_one(corpus: Path, backend: str) -> None:
+    # ARC records here are followed by no blank line: read as one stream, warcio would take each
+    # next record's header line for the previous record's end marker and lose every other record
+    folder = corpus / "warcs/ukwa-webarchive-test-suite/small-arcs-and-warcs"
+    path = folder / "IAH-20080430204825-00000-blackbook-truncated.arc.gz"
+    items = list(ArchiveReader(backend).read(path))
+    assert len(records(items)) == 8 and problems(items) == []
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_damaged_arc_member_costs_that_record_only(corpus: Path, tmp_path: Path, backend: str) -> None:
+    source = corpus / "warcs/aut/arc/example.arc.gz"
+    damaged = tmp_path / "example.arc.gz"
+    start, _ = flip_bit_in_member(source, damaged, 3)
+    intact = records(list(ArchiveReader(backend).read(source)))
+    items = list(ArchiveReader(backend).read(damaged))
+    assert len(intact) == 299
+    assert records(items) == [r for r in intact if r[0] != start]
+    [problem] = problems(items)
+    assert problem.skipped and problem.offset == start

@@ -166,13 +166,16 @@ def _damage_reason(fh: BinaryIO, offset: int, end: int, zlib_reason: str, last: 
 class MemberStream(io.RawIOBase):
     """The decompressed data of consecutive intact members, as one uncompressed stream.
 
-    It ends at the first :class:`Damage` (kept in ``stopped_by`` for the caller to report, the
-    scan then continues with the next member) or after a truncated member (``truncated``).
-    ``locate`` maps a position in this stream back to the member it lies in.
+    It ends at the first :class:`Damage` (kept in ``stopped_by`` for the caller to report; the
+    members iterator then goes on with the next intact member), after a truncated member
+    (``truncated``), at the end of the file (``exhausted``) or, with ``one_member``, after one
+    member. ``locate`` maps a position in this stream back to the member it lies in.
     """
 
-    def __init__(self, members: Iterator[Member | Damage]) -> None:
+    def __init__(self, members: Iterator[Member | Damage], one_member: bool = False) -> None:
         self._members = members
+        self._one_member = one_member
+        self.exhausted = False
         self._current: Member | None = None
         self._position = 0
         self._known: deque[tuple[int, Member]] = deque()  # (uncompressed start, member), read so far
@@ -192,6 +195,7 @@ class MemberStream(io.RawIOBase):
                 item = next(self._members, None)
                 if not isinstance(item, Member):
                     self.stopped_by = item
+                    self.exhausted = item is None
                     self._ended = True
                     return 0
                 self._current = item
@@ -206,6 +210,7 @@ class MemberStream(io.RawIOBase):
             if not self._current.complete:
                 self.truncated = self._current
                 self._ended = True
+            self._ended = self._ended or self._one_member
             self._current = None
         return 0
 
@@ -221,10 +226,16 @@ class MemberStream(io.RawIOBase):
         start, member = self._known[0]
         return member, position - start
 
+    def first_member(self) -> Member | None:
+        """The first member not yet forgotten by :meth:`locate` (the stream's first, if none was asked)."""
+        return self._known[0][1] if self._known else None
+
     def member_offset(self, position: int) -> int:
-        """The file offset of the member holding uncompressed ``position`` (for reports)."""
-        found = self.locate(position)
-        return -1 if found is None else found[0].offset
+        """The file offset of the member holding uncompressed ``position`` (for reports; forgets nothing)."""
+        for start, member in reversed(self._known):
+            if start <= position:
+                return member.offset
+        return -1
 
     def close(self) -> None:
         if self._current is not None:

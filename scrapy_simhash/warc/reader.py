@@ -113,6 +113,8 @@ class ArchiveReader:
         self.backend = backend
         self.max_block = max_block
         self._resume_at = 0
+        self._record_start: int | None = None
+        """Where the last record parsed began (its parser's position), for restarts after damage."""
         self._place: Callable[[int], int] = _same
         """Parser position to file offset (the member's offset, while parsing decompressed members)."""
 
@@ -238,19 +240,24 @@ class ArchiveReader:
     ) -> Iterator[ArchiveRecord | ReadProblem]:
         """Per-record gzip: parse the verified data of intact members; each damaged stretch is one problem.
 
-        The backend parses a :class:`MemberStream` (consecutive intact members,
-        decompressed). It ends at damage, which is reported once, and the next
-        stream starts at the next intact member. A record that cannot be parsed
-        costs the rest of its member: parsing restarts at the next member.
+        The backend parses a :class:`MemberStream`: for WARC, consecutive intact
+        members as one stream (a record may span members); for ARC, one member
+        at a time (ARC lengths and separators are unreliable, and warcio reads
+        the line after a record as its end marker). A stream ends at damage,
+        reported once, and the next starts at the next intact member. After a
+        record that cannot be parsed, parsing restarts at the member after the
+        one where the last good record began.
         """
         size = os.fstat(raw.fileno()).st_size
-        start = 0
         warcio = False
         last: tuple[int, int] = (-1, -1)  # (member offset, position in member) of the last record yielded
         clipped_members: set[int] = set()
-        for _ in range(MAX_RESYNCS):
-            stream = MemberStream(scan(raw, size, start))
+        members = scan(raw, size, 0)
+        troubles = 0
+        while troubles <= MAX_RESYNCS:
+            stream = MemberStream(members, one_member=kind.archive_format == "arc")
             self._resume_at = 0
+            self._record_start = None
             self._place = stream.member_offset
             try:
                 for item in self._records(path, kind, stream, 0, warcio):  # type: ignore[arg-type]
@@ -268,25 +275,29 @@ class ArchiveReader:
                     yield replace(item, offset=member.offset)
             except BaseException as exc:  # many types on damaged input; FastWARC panics (BaseException)
                 _reraise_control_flow(exc)
+                troubles += 1
+                first = stream.first_member()  # of the last record located, else the stream's first
+                if first is None:  # nothing was decompressed: cannot happen, but never loop on it
+                    yield ReadProblem(path, None, f"{_short_reason(exc)}; the rest of the file is skipped")
+                    return
                 if self._uses_fastwarc(kind) and not warcio:
                     warcio = True  # warcio locates the damage; records already returned are not repeated
-                    start = max(last[0], start)
+                    members = scan(raw, size, first.offset)
                     continue
-                found = stream.locate(self._resume_at)
-                if found is None:  # nothing was decompressed: cannot happen, but never loop on it
-                    yield ReadProblem(path, start, f"{_short_reason(exc)}; the rest of the file is skipped")
-                    return
-                member, into = found
-                lost = member.size - into
+                anchor = None if self._record_start is None else stream.locate(self._record_start)
+                restart_after = first if anchor is None else anchor[0]
+                member, into = stream.locate(self._resume_at) or (restart_after, 0)
+                # members after restart_after are parsed again; the rest of restart_after is lost
+                lost = member.size - into if member.offset == restart_after.offset else 0
                 yield ReadProblem(
                     path,
                     member.offset,
-                    f"{_short_reason(exc)}; skipped the {lost} bytes left in this gzip member",
+                    f"{_short_reason(exc)}; parsing resumes at the next gzip member",
                     skipped=lost > 0,
                 )
-                if member.end >= size or not member.complete:
+                if restart_after.end >= size or not restart_after.complete:
                     return
-                start = member.end
+                members = scan(raw, size, restart_after.end)
                 continue
             finally:
                 stream.close()
@@ -296,14 +307,14 @@ class ArchiveReader:
                 yield ReadProblem(
                     path, cut.offset, f"gzip member truncated at end of file ({cut.size} bytes read)"
                 )
-            if stream.stopped_by is None:
                 return
-            yield ReadProblem(path, stream.stopped_by.offset, stream.stopped_by.reason)
-            if stream.stopped_by.end >= size:
+            if stream.exhausted or stream.truncated is not None:
                 return
-            start = stream.stopped_by.end
+            if stream.stopped_by is not None:
+                troubles += 1
+                yield ReadProblem(path, stream.stopped_by.offset, stream.stopped_by.reason)
         yield ReadProblem(
-            path, start, f"more than {MAX_RESYNCS} damaged places; the rest of the file is skipped"
+            path, None, f"more than {MAX_RESYNCS} damaged places; the rest of the file is skipped"
         )
 
     def _read_single_stream(
@@ -342,6 +353,7 @@ class ArchiveReader:
             block = rec.raw_stream.read(self.max_block + 1)
             offset = iterator.get_record_offset()  # absolute: warcio starts from stream.tell()
             self._resume_at = offset + iterator.get_record_length()
+            self._record_start = offset
             # ARC records have no id: warcio's arc2warc invents a random one, which must not be used
             if not (is_arc and rec.rec_type == "warcinfo"):  # the ARC file header: nothing to fingerprint
                 headers = rec.rec_headers
@@ -400,6 +412,7 @@ class ArchiveReader:
             header_bytes = io.BytesIO()
             headers.write(header_bytes)
             self._resume_at = base + rec.stream_pos + 1  # FastWARC does not tell the length
+            self._record_start = base + rec.stream_pos
             declared = rec.content_length or 0
             record = ArchiveRecord(
                 file=path,

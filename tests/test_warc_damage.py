@@ -324,3 +324,16 @@ def test_a_damaged_arc_member_costs_that_record_only(corpus: Path, tmp_path: Pat
     assert records(items) == [r for r in intact if r[0] != start]
     [problem] = problems(items)
     assert problem.skipped and problem.offset == start
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_members_without_closing_blank_lines_lose_nothing(tmp_path: Path, backend: str) -> None:
+    # some writers end a record's gzip member without its CRLF CRLF: read member by member (warcio's
+    # own gzip reading) nothing was lost, so nothing may be reported lost now
+    head = http_head("HTTP/1.1 200 OK", [("Content-Type", "text/html")])
+    data = [response_record(f"http://x/{i}", warc_date(), head, b"<p>hi</p>").to_bytes() for i in range(3)]
+    path = tmp_path / "no-blank-lines.warc.gz"
+    path.write_bytes(b"".join(gzip_member(record[:-4]) for record in data))
+    items = list(ArchiveReader(backend).read(path))
+    assert [r[3] for r in records(items)] == ["http://x/0", "http://x/1", "http://x/2"]
+    assert [p.skipped for p in problems(items)] == [False, False]

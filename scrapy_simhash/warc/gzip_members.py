@@ -230,6 +230,10 @@ class MemberStream(io.RawIOBase):
         """The first member not yet forgotten by :meth:`locate` (the stream's first, if none was asked)."""
         return self._known[0][1] if self._known else None
 
+    def starts_member(self, position: int) -> bool:
+        """Whether uncompressed ``position`` is where a member's data begins."""
+        return any(start == position for start, _ in self._known)
+
     def member_offset(self, position: int) -> int:
         """The file offset of the member holding uncompressed ``position`` (for reports; forgets nothing)."""
         for start, member in reversed(self._known):

@@ -116,6 +116,7 @@ class ArchiveReader:
         self._record_start: int | None = None
         """Where the last record parsed began (its parser's position), for restarts after damage."""
         self._place: Callable[[int], int] = _same
+        self._starts_member: Callable[[int], bool] = _never
         """Parser position to file offset (the member's offset, while parsing decompressed members)."""
 
     def read(self, path: str | os.PathLike[str]) -> Iterator[ArchiveRecord | ReadProblem]:
@@ -256,12 +257,15 @@ class ArchiveReader:
         troubles = 0
         while troubles <= MAX_RESYNCS:
             stream = MemberStream(members, one_member=kind.archive_format == "arc")
+            note: ReadProblem | None = None  # the last problem the backend reported in this stream
             self._resume_at = 0
             self._record_start = None
             self._place = stream.member_offset
+            self._starts_member = stream.starts_member
             try:
                 for item in self._records(path, kind, stream, 0, warcio):  # type: ignore[arg-type]
                     if isinstance(item, ReadProblem):
+                        note = item
                         yield replace(item, offset=None if item.offset is None else self._place(item.offset))
                         continue
                     found = stream.locate(item.offset)
@@ -289,6 +293,10 @@ class ArchiveReader:
                 member, into = stream.locate(self._resume_at) or (restart_after, 0)
                 # members after restart_after are parsed again; the rest of restart_after is lost
                 lost = member.size - into if member.offset == restart_after.offset else 0
+                if lost == 0 and note is not None and not note.skipped:
+                    troubles -= 1  # not damage: the note said it all (a record's end marker is missing)
+                    members = scan(raw, size, restart_after.end)
+                    continue
                 yield ReadProblem(
                     path,
                     member.offset,
@@ -302,6 +310,7 @@ class ArchiveReader:
             finally:
                 stream.close()
                 self._place = _same
+                self._starts_member = _never
             if stream.truncated is not None and stream.truncated.offset not in clipped_members:
                 cut = stream.truncated
                 yield ReadProblem(
@@ -371,6 +380,16 @@ class ArchiveReader:
                     clipped=len(block) <= self.max_block and (rec.length or 0) > len(block),
                 )
             for where, line in mismatches:
+                if self._starts_member(where) and line.startswith(("WARC/", "\x1f")):
+                    # its gzip member ends without the blank lines: the line is the next record's start
+                    yield ReadProblem(
+                        path,
+                        where,
+                        f"the record at {self._place(offset)} is not followed by blank lines "
+                        f"before its gzip member ends",
+                        skipped=False,
+                    )
+                    continue
                 yield ReadProblem(
                     path,
                     where,
@@ -435,6 +454,10 @@ class ArchiveReader:
 
 def _same(position: int) -> int:
     return position
+
+
+def _never(position: int) -> bool:
+    return False
 
 
 def _reraise_control_flow(exc: BaseException) -> None:

@@ -8,7 +8,13 @@ two backends cannot disagree about a page.
 
 A damaged file never ends a run: each problem is yielded as a
 :class:`ReadProblem` (file, offset, reason) and reading resumes at the next
-record boundary found after the damage, or with the next file.
+record boundary found after the damage, or with the next file. In per-record
+gzip files the gzip layer is read here (:mod:`.gzip_members`), not by the
+backends: each member is checked before it is parsed, a damaged one is one
+problem, and both backends parse the same verified bytes. Where FastWARC and
+warcio could still see a record differently (a wrong Content-Length, stray
+bytes), warcio decides (:class:`~.framing.Recorder`), so both give the same
+records and problems.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ MALFORMED = {
     "gowarc/corrupted-mid-record.warc.gz.open": "non-gzip data after the last member",
     "gowarc/corrupted-trailing-bytes.warc.gz.open": "non-gzip data after the last member",
     "webarchive-commons/arc/IAH-20080430204825-00000-blackbook-truncated.arc": "not followed by blank lines",
-    "resiliparse/clipped.warc.gz": "record block incomplete",
+    "resiliparse/clipped.warc.gz": "record clipped",
     "warcio/example-trunc.warc": "not followed by blank lines",
     "copycat/cc-arc-sample__small-sample-1262850551027_8.arc": "not followed by blank lines",
 }

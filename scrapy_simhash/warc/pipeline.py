@@ -376,6 +376,8 @@ class Pipeline:
 
 
 def _task(record: ArchiveRecord, max_body_size: int) -> PageTask | None:
+    if record.clipped:
+        return None  # its end is lost (reported as skipped): a partial page would get a misleading simhash
     page = html_page(record, max_body_size)
     if page is None:
         return None

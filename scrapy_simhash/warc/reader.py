@@ -8,7 +8,13 @@ two backends cannot disagree about a page.
 
 A damaged file never ends a run: each problem is yielded as a
 :class:`ReadProblem` (file, offset, reason) and reading resumes at the next
-record boundary found after the damage, or with the next file.
+record boundary found after the damage, or with the next file. In per-record
+gzip files the gzip layer is read here (:mod:`.gzip_members`), not by the
+backends: each member is checked before it is parsed, a damaged one is one
+problem, and both backends parse the same verified bytes. Where FastWARC and
+warcio could still see a record differently (a wrong Content-Length, stray
+bytes), warcio decides (:class:`~.framing.Recorder`), so both give the same
+records and problems.
 """
 
 from __future__ import annotations
@@ -16,16 +22,17 @@ from __future__ import annotations
 import io
 import logging
 import os
-import zlib
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any, BinaryIO, Literal
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from typing import BinaryIO, Literal
+
+from .framing import OffsetStream, Recorder, record_type, resync, warcio_iterator
+from .gzip_members import MemberStream, SingleStream, scan
+from .sniff import FileKind, sniff
+
+__all__ = ["ArchiveReader", "ArchiveRecord", "FileKind", "ReadProblem", "fastwarc_available", "sniff"]
 
 logger = logging.getLogger(__name__)
-
-GZIP_MAGIC = b"\x1f\x8b\x08"
-LZ4_MAGIC = b"\x04\x22\x4d\x18"
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 DEFAULT_MAX_BLOCK = 16 * 1024 * 1024
 """Blocks are read into memory up to this size; the rest is skipped (and the record flagged)."""
@@ -57,6 +64,9 @@ class ArchiveRecord:
     truncated: bool = False
     """The block was longer than the reader's limit, or shorter than its declared length."""
     archive_format: Literal["warc", "arc"] = "warc"
+    clipped: bool = False
+    """The file (or its gzip member) ends before the declared length: the end of the record is lost,
+    so the record is not fingerprinted (a partial page would get a misleading fingerprint)."""
 
 
 @dataclass(frozen=True)
@@ -73,97 +83,15 @@ class ReadProblem:
         return f"{where}: {self.reason}"
 
 
-@dataclass(frozen=True)
-class FileKind:
-    compression: Literal["gzip", "lz4", "zstd", "none"]
-    archive_format: Literal["warc", "arc", "unknown"]
-    single_stream: bool = False
-    empty: bool = False
-
-
 def clean_uri(uri: str | None) -> str | None:
-    """``<http://x>`` (wget, some WARC/1.0 writers) to ``http://x``; surrounding spaces removed."""
+    """``<http://x>`` (wget, some WARC/1.0 writers) to ``http://x``; surrounding spaces removed,
+    inner spaces (invalid in a URI) escaped as ``%20``."""
     if uri is None:
         return None
     uri = uri.strip()
     if len(uri) >= 2 and uri[0] == "<" and uri[-1] == ">":
         uri = uri[1:-1].strip()
-    return uri or None
-
-
-def _format_of(head: bytes) -> Literal["warc", "arc", "unknown"]:
-    stripped = head.lstrip(b"\r\n")
-    if stripped.startswith(b"WARC/"):
-        return "warc"
-    if stripped.startswith(b"filedesc:") or stripped[:8].split(b":")[0].isalpha():
-        # ARC v1 records start "<url> <ip> <date> ..."; the first is filedesc://
-        return "arc"
-    return "unknown"
-
-
-def _first_member_is_single_record(fh: BinaryIO) -> tuple[bool, bytes]:
-    """Decompress the first gzip member; False if it holds more than one record (one-stream gzip)."""
-    decomp = zlib.decompressobj(wbits=31)
-    out = bytearray()
-    expected: int | None = None
-    while True:
-        chunk = fh.read(65536)
-        if not chunk:
-            break
-        try:
-            out += decomp.decompress(chunk)
-        except zlib.error:
-            return True, bytes(out[:64])  # a damaged member: let the reader report it
-        if expected is None:
-            expected = _expected_record_size(bytes(out[:65536]))
-        if decomp.eof:
-            break
-        if expected is not None and len(out) > expected + 64:
-            return False, bytes(out[:64])
-    if expected is None:
-        return True, bytes(out[:64])
-    return len(out) <= expected + 64, bytes(out[:64])
-
-
-def _expected_record_size(head: bytes) -> int | None:
-    """Size of the first record (with its trailing newlines) from its header, once the header is complete."""
-    if head.startswith(b"WARC/"):
-        end = head.find(b"\r\n\r\n")
-        return None if end < 0 else end + 4 + _declared_length(head[:end]) + 4
-    end = head.find(b"\n")  # ARC: "<url> <ip> <date> <mime> <length>\n<length bytes>\n"
-    if end < 0:
-        return None
-    try:
-        return end + 1 + int(head[:end].split()[-1]) + 1
-    except (ValueError, IndexError):
-        return None
-
-
-def _declared_length(header: bytes) -> int:
-    for line in header.split(b"\r\n"):
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            try:
-                return int(value.strip())
-            except ValueError:
-                return 0
-    return 0
-
-
-def sniff(path: str) -> FileKind:
-    """Compression and format of a file, and whether it is gzipped as a single stream."""
-    with open(path, "rb") as fh:
-        magic = fh.read(4)
-        if magic.startswith(GZIP_MAGIC):
-            fh.seek(0)
-            single_record, head = _first_member_is_single_record(fh)
-            return FileKind("gzip", _format_of(head), single_stream=not single_record, empty=not head.strip())
-        if magic == LZ4_MAGIC:
-            return FileKind("lz4", "warc")
-        if magic == ZSTD_MAGIC:
-            return FileKind("zstd", "warc")
-        fh.seek(0)
-        return FileKind("none", _format_of(fh.read(64)))
+    return uri.replace(" ", "%20") or None  # as warcio does, so that both backends give the same URI
 
 
 def fastwarc_available() -> bool:
@@ -191,18 +119,30 @@ class ArchiveReader:
         self.backend = backend
         self.max_block = max_block
         self._resume_at = 0
+        self._record_start: int | None = None
+        """Where the last record parsed began (its parser's position), for restarts after damage."""
+        self._place: Callable[[int], int] = _same
+        self._starts_member: Callable[[int], bool] = _never
+        """Parser position to file offset (the member's offset, while parsing decompressed members)."""
 
     def read(self, path: str | os.PathLike[str]) -> Iterator[ArchiveRecord | ReadProblem]:
         """Every record of ``path`` in file order, with problems interleaved where they occur."""
         path = os.fspath(path)
         for item in self._read(path):
             yield item
-            if isinstance(item, ArchiveRecord) and item.truncated:
+            if isinstance(item, ArchiveRecord) and item.clipped:
                 yield ReadProblem(
                     path,
                     item.offset,
-                    f"record block incomplete (clipped, or over the {self.max_block} byte limit): "
-                    f"the page is fingerprinted from what is there",
+                    f"record clipped: the file ends after {len(item.block)} bytes of its block, before its "
+                    f"declared length; the record is not fingerprinted",
+                )
+            elif isinstance(item, ArchiveRecord) and item.truncated:
+                yield ReadProblem(
+                    path,
+                    item.offset,
+                    f"record block over the {self.max_block} byte limit: "
+                    f"the page is fingerprinted from its first {self.max_block} bytes",
                     skipped=False,
                 )
 
@@ -245,7 +185,7 @@ class ArchiveReader:
     ) -> Iterator[ArchiveRecord | ReadProblem]:
         """Records of ``stream`` (positioned at ``base``) by the chosen backend (or warcio)."""
         if self.backend == "fastwarc" and kind.archive_format == "warc" and not warcio:
-            return self._fastwarc_records(path, stream, base)
+            return self._fastwarc_records(path, stream, base, verify=kind.compression not in ("lz4", "zstd"))
         return self._warcio_records(path, stream, kind.archive_format == "arc")
 
     def _uses_fastwarc(self, kind: FileKind) -> bool:
@@ -262,6 +202,9 @@ class ArchiveReader:
         with open(path, "rb") as raw:
             if kind.single_stream:
                 yield from self._read_single_stream(path, kind, raw)
+                return
+            if kind.compression == "gzip":
+                yield from self._read_members(path, kind, raw)
                 return
             start = 0
             resyncs = 0
@@ -290,7 +233,7 @@ class ArchiveReader:
                         continue
                     position = self._resume_at  # end of the last record read: the damage starts here
                     # a record may start right where the last good one ended, but never where we began
-                    next_start = _resync(raw, position if position > start else start + 1, kind)
+                    next_start = resync(raw, position if position > start else start + 1, kind)
                     resyncs += 1
                     if next_start is None or resyncs > MAX_RESYNCS:
                         yield ReadProblem(path, position, f"{reason}; no further record found, rest skipped")
@@ -299,6 +242,96 @@ class ArchiveReader:
                     yield ReadProblem(path, position, f"{reason}; skipped {lost} bytes", skipped=lost > 0)
                     start = next_start
 
+    def _read_members(
+        self, path: str, kind: FileKind, raw: BinaryIO
+    ) -> Iterator[ArchiveRecord | ReadProblem]:
+        """Per-record gzip: parse the verified data of intact members; each damaged stretch is one problem.
+
+        The backend parses a :class:`MemberStream`: for WARC, consecutive intact
+        members as one stream (a record may span members); for ARC, one member
+        at a time (ARC lengths and separators are unreliable, and warcio reads
+        the line after a record as its end marker). A stream ends at damage,
+        reported once, and the next starts at the next intact member. After a
+        record that cannot be parsed, parsing restarts at the member after the
+        one where the last good record began.
+        """
+        size = os.fstat(raw.fileno()).st_size
+        warcio = False
+        last: tuple[int, int] = (-1, -1)  # (member offset, position in member) of the last record yielded
+        clipped_members: set[int] = set()
+        members = scan(raw, size, 0)
+        troubles = 0
+        while troubles <= MAX_RESYNCS:
+            stream = MemberStream(members, one_member=kind.archive_format == "arc")
+            note: ReadProblem | None = None  # the last problem the backend reported in this stream
+            self._resume_at = 0
+            self._record_start = None
+            self._place = stream.member_offset
+            self._starts_member = stream.starts_member
+            try:
+                for item in self._records(path, kind, stream, 0, warcio):  # type: ignore[arg-type]
+                    if isinstance(item, ReadProblem):
+                        note = item
+                        yield replace(item, offset=None if item.offset is None else self._place(item.offset))
+                        continue
+                    found = stream.locate(item.offset)
+                    assert found is not None  # the backend parsed the record from a member's data
+                    member, into = found
+                    if (member.offset, into) <= last:
+                        continue  # returned before the switch to warcio
+                    last = (member.offset, into)
+                    if item.clipped:
+                        clipped_members.add(member.offset)
+                    yield replace(item, offset=member.offset)
+            except BaseException as exc:  # many types on damaged input; FastWARC panics (BaseException)
+                _reraise_control_flow(exc)
+                troubles += 1
+                first = stream.first_member()  # of the last record located, else the stream's first
+                if first is None:  # nothing was decompressed: cannot happen, but never loop on it
+                    yield ReadProblem(path, None, f"{_short_reason(exc)}; the rest of the file is skipped")
+                    return
+                if self._uses_fastwarc(kind) and not warcio:
+                    warcio = True  # warcio locates the damage; records already returned are not repeated
+                    members = scan(raw, size, first.offset)
+                    continue
+                anchor = None if self._record_start is None else stream.locate(self._record_start)
+                restart_after = first if anchor is None else anchor[0]
+                member, into = stream.locate(self._resume_at) or (restart_after, 0)
+                # members after restart_after are parsed again; the rest of restart_after is lost
+                lost = member.size - into if member.offset == restart_after.offset else 0
+                if lost == 0 and note is not None and not note.skipped:
+                    troubles -= 1  # not damage: the note said it all (a record's end marker is missing)
+                    members = scan(raw, size, restart_after.end)
+                    continue
+                yield ReadProblem(
+                    path,
+                    member.offset,
+                    f"{_short_reason(exc)}; parsing resumes at the next gzip member",
+                    skipped=lost > 0,
+                )
+                if restart_after.end >= size or not restart_after.complete:
+                    return
+                members = scan(raw, size, restart_after.end)
+                continue
+            finally:
+                stream.close()
+                self._place = _same
+                self._starts_member = _never
+            if stream.truncated is not None and stream.truncated.offset not in clipped_members:
+                cut = stream.truncated
+                yield ReadProblem(
+                    path, cut.offset, f"gzip member truncated at end of file ({cut.size} bytes read)"
+                )
+                return
+            if stream.exhausted or stream.truncated is not None:
+                return
+            if stream.stopped_by is not None:
+                troubles += 1
+                yield ReadProblem(path, stream.stopped_by.offset, stream.stopped_by.reason)
+        yield ReadProblem(
+            path, None, f"more than {MAX_RESYNCS} damaged places; the rest of the file is skipped"
+        )
+
     def _read_single_stream(
         self, path: str, kind: FileKind, raw: BinaryIO
     ) -> Iterator[ArchiveRecord | ReadProblem]:
@@ -306,7 +339,7 @@ class ArchiveReader:
         last_offset = -1
         for warcio in (False, True) if self._uses_fastwarc(kind) else (True,):
             raw.seek(0)
-            stream = _MemberStream(raw)
+            stream = SingleStream(raw)
             try:
                 for item in self._records(path, kind, stream, 0, warcio):  # type: ignore[arg-type]
                     if isinstance(item, ArchiveRecord):
@@ -329,19 +362,20 @@ class ArchiveReader:
     def _warcio_records(
         self, path: str, stream: BinaryIO, is_arc: bool
     ) -> Iterator[ArchiveRecord | ReadProblem]:
-        iterator = _warcio_iterator(stream, is_arc)
+        iterator = warcio_iterator(stream, is_arc)
         mismatches = iterator.INC_RECORD.found
         for rec in iterator:
             block = rec.raw_stream.read(self.max_block + 1)
             offset = iterator.get_record_offset()  # absolute: warcio starts from stream.tell()
             self._resume_at = offset + iterator.get_record_length()
+            self._record_start = offset
             # ARC records have no id: warcio's arc2warc invents a random one, which must not be used
             if not (is_arc and rec.rec_type == "warcinfo"):  # the ARC file header: nothing to fingerprint
                 headers = rec.rec_headers
                 yield ArchiveRecord(
                     file=path,
                     offset=offset,
-                    record_type=_record_type(rec.rec_type),
+                    record_type=record_type(rec.rec_type),
                     record_id=None if is_arc else headers.get_header("WARC-Record-ID"),
                     target_uri=clean_uri(headers.get_header("WARC-Target-URI")),
                     date=headers.get_header("WARC-Date") or None,
@@ -349,20 +383,42 @@ class ArchiveReader:
                     block=block[: self.max_block],
                     truncated=len(block) > self.max_block or (rec.length or 0) > len(block),
                     archive_format="arc" if is_arc else "warc",
+                    clipped=len(block) <= self.max_block and (rec.length or 0) > len(block),
                 )
             for where, line in mismatches:
+                if self._starts_member(where) and line.startswith(("WARC/", "\x1f")):
+                    # its gzip member ends without the blank lines: the line is the next record's start
+                    yield ReadProblem(
+                        path,
+                        where,
+                        f"the record at {self._place(offset)} is not followed by blank lines "
+                        f"before its gzip member ends",
+                        skipped=False,
+                    )
+                    continue
                 yield ReadProblem(
                     path,
                     where,
-                    f"the record at {offset} is not followed by blank lines (wrong Content-Length?); "
+                    f"the record at {self._place(offset)} is not followed by blank lines "
+                    f"(wrong Content-Length?); "
                     f"skipped {len(line)} bytes: {line[:40]!r}",
                 )
             mismatches.clear()
 
-    def _fastwarc_records(self, path: str, stream: BinaryIO, base: int) -> Iterator[ArchiveRecord]:
+    def _fastwarc_records(
+        self, path: str, stream: BinaryIO, base: int, verify: bool = True
+    ) -> Iterator[ArchiveRecord]:
+        """FastWARC's records; with ``verify``, each only once the bytes after it are known to be its end.
+
+        FastWARC silently steps over a wrong Content-Length, stray bytes or
+        headers it cannot parse, where warcio reports them. So each record is
+        held back until the next one starts exactly after its closing CRLF CRLF
+        (or the stream ends there); anything else raises :class:`FramingMismatch`,
+        and the caller lets warcio read on from the last record returned.
+        """
         from fastwarc.warc import ArchiveIterator, WarcRecordType
 
-        source = stream if base == 0 else _OffsetStream(stream, base)
+        source = Recorder(stream if base == 0 else OffsetStream(stream, base))
         iterator = ArchiveIterator(
             source,
             record_types=WarcRecordType.any_type,
@@ -370,21 +426,44 @@ class ArchiveReader:
             auto_decode="none",
             fsspec_args=False,
         )
+        pending: tuple[ArchiveRecord, int] | None = None  # a record, and where its end marker starts
         for rec in iterator:
+            if pending is not None:
+                if verify:
+                    source.check_end(pending[1], rec.stream_pos)
+                yield pending[0]
             block = rec.reader.read(self.max_block + 1)
             headers = rec.headers
+            header_bytes = io.BytesIO()
+            headers.write(header_bytes)
             self._resume_at = base + rec.stream_pos + 1  # FastWARC does not tell the length
-            yield ArchiveRecord(
+            self._record_start = base + rec.stream_pos
+            declared = rec.content_length or 0
+            record = ArchiveRecord(
                 file=path,
                 offset=base + rec.stream_pos,  # FastWARC counts from where it started reading
-                record_type=_record_type(headers.get("WARC-Type")),
+                record_type=record_type(headers.get("WARC-Type")),
                 record_id=headers.get("WARC-Record-ID"),
                 target_uri=clean_uri(headers.get("WARC-Target-URI")),
                 date=headers.get("WARC-Date") or None,
                 content_type=headers.get("Content-Type"),
                 block=block[: self.max_block],
-                truncated=len(block) > self.max_block or (rec.content_length or 0) > len(block),
+                truncated=len(block) > self.max_block or declared > len(block),
+                clipped=len(block) <= self.max_block and declared > len(block),
             )
+            pending = record, rec.stream_pos + len(header_bytes.getvalue()) + declared
+        if pending is not None:
+            if verify:
+                source.check_end(pending[1], None)
+            yield pending[0]
+
+
+def _same(position: int) -> int:
+    return position
+
+
+def _never(position: int) -> bool:
+    return False
 
 
 def _reraise_control_flow(exc: BaseException) -> None:
@@ -392,162 +471,8 @@ def _reraise_control_flow(exc: BaseException) -> None:
         raise exc
 
 
-def _record_type(value: str | None) -> str:
-    """``response``, ``resource``...; anything that is not a short word (a damaged header) is ``unknown``."""
-    value = (value or "").strip().lower()
-    return value if value and len(value) <= 32 and value.replace("-", "").isalnum() else "unknown"
-
-
-class _LengthMismatches:
-    """Stands in for warcio's warning template: collects (offset, line) instead of printing them."""
-
-    def __init__(self) -> None:
-        self.found: list[tuple[int, str]] = []
-
-    def format(self, offset: int, line: bytes | str) -> str:
-        self.found.append((offset, line.decode("latin-1") if isinstance(line, bytes) else line))
-        return ""
-
-
-def _warcio_iterator(stream: BinaryIO, is_arc: bool) -> Any:
-    """warcio's ArchiveIterator for one known format, with its "record not followed by newline"
-    warnings collected (in ``iterator.INC_RECORD.found``) instead of written to stderr.
-
-    The format is fixed: left to guess per record, warcio reads any stray text line in a WARC
-    file as an ARC header and invents a record from it."""
-    from warcio.archiveiterator import ArchiveIterator
-
-    iterator = ArchiveIterator(stream, arc2warc=True, no_record_parse=True)
-    iterator.INC_RECORD = _LengthMismatches()
-    iterator.known_format = "arc" if is_arc else "warc"
-    iterator.mixed_arc_warc = True  # keep it fixed (warcio would overwrite it after each record)
-    return iterator
-
-
-class _OffsetStream(io.RawIOBase):
-    """``fh`` seen from ``base`` on, for readers that must start at a resynchronisation point."""
-
-    def __init__(self, fh: BinaryIO, base: int) -> None:
-        self._fh = fh
-        self._base = base
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._fh.tell() - self._base
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        if whence == io.SEEK_SET:
-            return self._fh.seek(self._base + offset) - self._base
-        return self._fh.seek(offset, whence) - self._base
-
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
-        data = self._fh.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-
-class _MemberStream(io.RawIOBase):
-    """Gzip members decompressed one after another; stops cleanly at trailing garbage or damage.
-
-    Unlike :class:`gzip.GzipFile` it does not raise on bytes after the last
-    member: it records them in ``problem`` (compressed offset, reason) and ends.
-    """
-
-    def __init__(self, raw: BinaryIO) -> None:
-        self._raw = raw
-        self._decomp = zlib.decompressobj(wbits=31)
-        self._pending = b""
-        self._member_start = 0
-        self._consumed = 0  # compressed bytes fed so far
-        self._position = 0  # uncompressed bytes returned so far
-        self._done = False
-        self.problem: tuple[int, str] | None = None
-
-    def readable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._position
-
-    def _fill(self) -> None:
-        while not self._pending and not self._done:
-            chunk = self._raw.read(65536)
-            if not chunk:
-                if not self._decomp.eof and self._consumed > self._member_start:
-                    self.problem = (self._member_start, "gzip member truncated at end of file")
-                self._done = True
-                return
-            self._consumed += len(chunk)
-            self._feed(chunk)
-
-    def _feed(self, chunk: bytes) -> None:
-        while chunk:
-            try:
-                self._pending += self._decomp.decompress(chunk)
-            except zlib.error as exc:
-                self.problem = (
-                    self._member_start,
-                    f"damaged gzip data: {exc}; the rest of the file is skipped",
-                )
-                self._done = True
-                return
-            if not self._decomp.eof:
-                return
-            rest = self._decomp.unused_data
-            self._member_start = self._consumed - len(rest)
-            if not rest:
-                self._decomp = zlib.decompressobj(wbits=31)
-                return
-            if not rest.startswith(GZIP_MAGIC[:2]):
-                self.problem = (
-                    self._member_start,
-                    f"{len(rest)}+ bytes of non-gzip data after the last member",
-                )
-                self._done = True
-                return
-            self._decomp = zlib.decompressobj(wbits=31)
-            chunk = rest
-
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
-        self._fill()
-        n = min(len(buffer), len(self._pending))
-        buffer[:n] = self._pending[:n]
-        self._pending = self._pending[n:]
-        self._position += n
-        return n
-
-
 def _short_reason(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     if len(text) > 200:
         text = text[:197] + "..."
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _resync(fh: BinaryIO, start: int, kind: FileKind) -> int | None:
-    """Offset of the next plausible record start at or after ``start``: a gzip member or a WARC line."""
-    needles = [GZIP_MAGIC] if kind.compression == "gzip" else [b"\nWARC/1.", b"\nWARC/0."]
-    if kind.archive_format == "arc" and kind.compression == "none":
-        needles = [b"\nhttp://", b"\nhttps://", b"\ndns:", b"\nfiledesc:"]
-    if kind.compression != "gzip" and start > 0:
-        start -= 1  # the needles begin with the newline that ends the previous line
-    fh.seek(start)
-    offset = start
-    tail = b""
-    while True:
-        chunk = fh.read(1 << 20)
-        if not chunk:
-            return None
-        data = tail + chunk
-        hits = [i for i in (data.find(n) for n in needles) if i >= 0]
-        if hits:
-            hit = min(hits)
-            base = offset - len(tail)
-            return base + hit + (0 if kind.compression == "gzip" else 1)
-        tail = data[-16:]
-        offset += len(chunk)

@@ -2,7 +2,7 @@
 
 Inputs are never modified: ``tag`` writes ``<input>.simhash.warc.gz`` next to
 each input (or under ``--out``), first as ``.open``, renamed when the input is
-done, so a rerun skips finished inputs and redoes an interrupted one.
+read without loss, so a rerun skips finished inputs and redoes interrupted or damaged ones.
 (``dedupe`` lives in :mod:`.dedupe`; both are importable from here.)
 """
 
@@ -17,6 +17,7 @@ from .pipeline import (
     FileEnd,
     FileSkipped,
     FileStart,
+    FileStats,
     Input,
     Options,
     PageResult,
@@ -62,10 +63,7 @@ def tag(inputs: list[Input], options: Options, index: Any = None, stream: TextIO
             elif isinstance(event, FileEnd):
                 summary.add_file(event.stats)
                 assert writer is not None
-                if event.stats.records == 0 and event.stats.skipped:
-                    writer.discard()  # refused outright (e.g. unreadable compression): retry next run
-                else:
-                    writer.close()
+                _finish_sidecar(writer, event.stats, progress)
                 writer = None
                 progress.update(files=1)
             else:
@@ -93,6 +91,25 @@ def tag(inputs: list[Input], options: Options, index: Any = None, stream: TextIO
         progress.clear()
     summary.seconds = progress.elapsed
     return summary
+
+
+def _finish_sidecar(writer: WarcFileWriter, stats: FileStats, progress: Progress) -> None:
+    """Finalise the sidecar only when every record of the input was read.
+
+    A finalised sidecar makes the next run skip the input, so after any lost
+    data (a damaged gzip member, a clipped record, an unreadable stretch) it
+    stays ``.open``: the run exits 1 and the next run reads the input again.
+    """
+    if not stats.skipped:
+        writer.close()
+    elif stats.records == 0:
+        writer.discard()  # nothing read at all (e.g. unreadable compression): nothing worth keeping
+    else:
+        writer.abandon()
+        progress.message(
+            f"note: {writer.open_path} left unfinished: records of its input were lost; "
+            f"the next run reads the input again"
+        )
 
 
 def _open_sidecar(entry: Input, extractor_name: str) -> WarcFileWriter:

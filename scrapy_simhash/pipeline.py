@@ -67,12 +67,28 @@ class SimhashPipeline:
         location = derived_location(base, ITEM_INDEX_SUFFIX)
         # Index calls run on the guard's thread, off the reactor (see index_guard), opening too.
         self.guard = IndexGuard("item", self.config.index_retry_after)
-        return self.guard.run(lambda: self._open(location))
+        opened = self.guard.run(lambda: self._open(location))
+        opened.addErrback(self._open_failed, location)
+        return opened
 
     def _open(self, location: str) -> None:
         self.index = open_crawl_index(
             location, self.config.distance, reset=self.config.reset, sync=self.config.index_sync
         )
+
+    def _open_failed(self, failure: Any, location: str) -> None:
+        """Like the middleware: an item index that cannot be opened is counted, never a crash of the crawl."""
+        exc = failure.value
+        if not isinstance(exc, SimhashIndexError):
+            failure.raiseException()
+        self.stats.inc_value("simhash/error/item_index_open")
+        if self.config.on_index_error == "stop":
+            logger.error("simhash: cannot open the item index %s, stopping the crawl: %s", location, exc)
+            engine, spider = self.crawler.engine, self.crawler.spider
+            if engine is not None and spider is not None:
+                engine.close_spider(spider, "simhash_index_error")
+        else:
+            logger.error("simhash: cannot open the item index %s, items pass untagged: %s", location, exc)
 
     def spider_closed(self, spider: Spider) -> None:
         if self.guard is not None:
@@ -103,7 +119,9 @@ class SimhashPipeline:
             self.stats.inc_value("simhash/item/skipped/too_few_tokens")
             return
         key = str(adapter.get(self.key_field) or f"item:{uuid.uuid4()}")
-        assert self.guard is not None and self.index is not None, "the item index opens with the spider"
+        if self.guard is None or self.index is None:  # it could not be opened (counted at open)
+            self.stats.inc_value("simhash/item/skipped/index_open")
+            return
         index, meta = self.index, {"url": adapter.get(self.key_field)}
         try:
             matches = await maybe_deferred_to_future(

@@ -161,3 +161,23 @@ def test_item_pipeline_fingerprints_an_item_field(site, tmp_path):
     assert (tmp_path / "index-items").is_dir()
     tagged = [i for i in result.items if i.get("near_duplicate_of")]
     assert len(tagged) == NEAR_DUPLICATES
+
+
+def test_an_item_index_that_cannot_be_opened_is_counted_and_items_pass(site, tmp_path):
+    """The item index is held by another writer: the crawl goes on, items pass untagged, counted once."""
+    from scrapy_simhash import SimhashIndex
+
+    settings = _settings(
+        tmp_path,
+        DOWNLOADER_MIDDLEWARES={"scrapy_simhash.middleware.SimhashMiddleware": None},
+        SIMHASH_ITEM_FIELD="text",
+    )
+    with SimhashIndex(tmp_path / "index-items"):  # holds the writer's lock for the whole crawl
+        result = run_crawl(site + "/", tmp_path / "run", settings, {"with_text": "1"})
+    assert result.stats["finish_reason"] == "finished"
+    assert result.stat("simhash/error/item_index_open") == 1
+    assert result.stat("simhash/item/skipped/index_open") == ARTICLE_PAGES
+    assert "simhash/item/computed" not in result.stats
+    assert len(result.items) >= ARTICLE_PAGES
+    assert not any(i.get("near_duplicate_of") for i in result.items)
+    assert "cannot open the item index" in result.log

@@ -1,0 +1,72 @@
+"""``scrapy-simhash cdxj``: pywb-style CDXJ lines with the simhash fields, or those fields added to an index.
+
+Exit status: 0 when every input was indexed and every sidecar read, 1 when the index was written but
+something was passed over (each reported on stderr), 2 on a usage or environment error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..warc.cdxj import CdxjSummary, index_lines, iter_lines, merge_index, replace_atomically, write_index
+
+HELP = "write CDXJ index lines with simhash fields (or add them to an existing CDXJ index)"
+DESCRIPTION = (
+    "Index the response/revisit/resource records of WARC/ARC files as pywb's cdxj-indexer does "
+    "(identical lines) and add the JSON keys simhash, simhash-scheme, text-extractor (and minhash, "
+    "minhash-scheme when present) for every record with a fingerprint: from the crawl's own metadata "
+    "records (WARC-Concurrent-To) or from the input's sidecar <input>.simhash.warc.gz written by `tag`. "
+    "With --merge, copy an existing CDXJ index instead, adding the keys to the lines of the same "
+    "filename+offset and leaving every other byte unchanged."
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("cdxj", help=HELP, description=DESCRIPTION)
+    parser.add_argument("inputs", nargs="+", metavar="INPUT", help="WARC/ARC files or directories of them")
+    parser.add_argument("-o", "--output", help="write here (replaced atomically) instead of stdout")
+    parser.add_argument(
+        "--merge",
+        metavar="EXISTING.cdxj",
+        help="add the fields to the lines of this (sorted, uncompressed) CDXJ index instead of indexing",
+    )
+    parser.add_argument(
+        "--sidecar-dir",
+        metavar="DIR",
+        help="where `tag --out DIR` wrote the sidecars (default: beside each input)",
+    )
+    parser.add_argument(
+        "--dir-root",
+        metavar="DIR",
+        help="filename fields relative to DIR, as cdxj-indexer --dir-root (default: the base name)",
+    )
+    parser.set_defaults(func=run_cdxj)
+
+
+def run_cdxj(args: argparse.Namespace) -> int:
+    summary = CdxjSummary()
+    lines = index_lines(args.inputs, sidecar_dir=args.sidecar_dir, dir_root=args.dir_root, summary=summary)
+    if args.output:
+        out, commit = replace_atomically(args.output)
+    else:
+        out, commit = sys.stdout, None
+    ok = False
+    try:
+        if args.merge:
+            indexed = CdxjSummary()
+            merge_index(iter_lines(args.merge), lines, out, indexed)
+            summary.lines, summary.with_fields = indexed.lines, indexed.with_fields
+            summary.already_had_fields, summary.not_cdxj = indexed.already_had_fields, indexed.not_cdxj
+            summary.unmatched_fingerprints = indexed.unmatched_fingerprints
+        else:
+            write_index(lines, out)
+        out.flush()
+        ok = True
+    finally:
+        if commit is not None:
+            commit(ok)
+    for problem in summary.problems:
+        print(f"scrapy-simhash cdxj: {problem}", file=sys.stderr)
+    print(f"scrapy-simhash cdxj: {summary.describe()}", file=sys.stderr)
+    return 1 if summary.problems else 0

@@ -1,0 +1,285 @@
+"""``scrapy-simhash cdxj``: CDXJ lines identical to cdxj-indexer's plus the simhash keys, merged into an
+existing index byte for byte, and served by pywb itself (replay and CDX API)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_simhash.cli import main
+from scrapy_simhash.warc.cdxj import CDXJ_KEYS, CdxjLine, merge_index
+from scrapy_simhash.warc.records import (
+    SimhashFields,
+    http_head,
+    metadata_record,
+    request_record,
+    response_record,
+)
+from scrapy_simhash.warc.writer import WarcFileWriter
+
+cdxj_indexer = pytest.importorskip("cdxj_indexer.main")
+
+BIN = Path(sys.executable).parent
+SMALL = ["resiliparse/warcfile.warc.gz", "cdxj-indexer/example.warc.gz"]
+ARC = "ukwa-webarchive-test-suite/small-arcs-and-warcs/IAH-20080430204825-00000-blackbook-truncated.arc.gz"
+
+PAGES = {
+    "https://example.org/a": "<html><body><h1>Alpha page</h1><p>The archived alpha text.</p></body></html>",
+    "https://example.org/b": "<html><body><h1>Beta page</h1><p>The archived beta text.</p></body></html>",
+}
+HASHES = {"https://example.org/a": 0x0123456789ABCDEF, "https://example.org/b": 0x7EDCBA9876543210}
+
+
+def crawl_warc(path: Path) -> Path:
+    """A WARC as the crawl writes it: response, request, then the metadata record Concurrent-To the
+    response, one minute later (so a replay index that takes metadata records would see them last)."""
+    writer = WarcFileWriter(path)
+    for n, (uri, html) in enumerate(PAGES.items()):
+        date = f"2026-11-22T09:0{n}:00Z"
+        body = html.encode()
+        head = http_head("HTTP/1.1 200 OK", [("Content-Type", "text/html; charset=utf-8")])
+        resp = response_record(uri, date, head, body)
+        writer.write(resp)
+        req = http_head("GET / HTTP/1.1", [("Host", "example.org")])
+        writer.write(request_record(uri, date, req, b"", concurrent_to=resp.record_id))
+        fields = SimhashFields(simhash=HASHES[uri], tokens=9, extractor="test-extractor/1")
+        writer.write(
+            metadata_record(uri, fields, concurrent_to=resp.record_id, date=f"2026-11-22T09:0{n}:59Z")
+        )
+    writer.close()
+    return path
+
+
+def without_keys(text: str) -> str:
+    out = []
+    for line in text.splitlines(keepends=True):
+        urlkey, ts, body = line.split(" ", 2)
+        fields = {k: v for k, v in json.loads(body).items() if k not in CDXJ_KEYS}
+        out.append(f"{urlkey} {ts} {json.dumps(fields)}\n")
+    return "".join(out)
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    old = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    try:
+        status = main(["cdxj", *args])
+    finally:
+        sys.stdout, sys.stderr = old
+    return status, out.getvalue(), err.getvalue()
+
+
+def reference(*paths: Path) -> str:
+    """cdxj-indexer's own sorted output (its CLI, in a subprocess)."""
+    return subprocess.run(
+        [str(BIN / "cdxj-indexer"), "-s", *map(str, paths)], check=True, capture_output=True, text=True
+    ).stdout
+
+
+@pytest.fixture(scope="module")
+def tagged(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Copies of small corpus WARCs and an ARC, each with the sidecar `tag` wrote."""
+    base = tmp_path_factory.mktemp("tagged")
+    copies = []
+    for name in [*SMALL, ARC]:
+        target = base / Path(name).name
+        shutil.copyfile(corpus / "warcs" / name, target)
+        copies.append(target)
+    assert main(["tag", "--no-progress", *map(str, copies)]) == 0
+    assert all(Path(f"{p}.simhash.warc.gz").is_file() for p in copies)
+    return copies
+
+
+def test_lines_are_cdxj_indexers_plus_keys_from_sidecars(tagged: list[Path]) -> None:
+    status, out, err = run_cli(*map(str, tagged))
+    assert status == 0, err
+    lines = out.splitlines()
+    assert lines == sorted(lines)  # sorted as pywb's binary search needs
+    assert without_keys(out) == reference(*tagged)
+    with_keys = [json.loads(line.split(" ", 2)[2]) for line in lines if '"simhash"' in line]
+    # every fingerprint of the sidecars landed on a line: the WARCs' (by record id) and the ARC's (by offset)
+    assert len(with_keys) >= 15
+    assert {f["filename"] for f in with_keys} == {p.name for p in tagged if p.name != "example.warc.gz"}
+    for fields in with_keys:
+        assert fields["simhash-scheme"] == "simhash-doc/1"
+        assert fields["text-extractor"].startswith("trafilatura/")
+        assert fields["mime"] == "text/html"
+    assert "fingerprints matched no indexed record" not in err
+
+
+def test_crawl_metadata_records_give_the_fields(tmp_path: Path) -> None:
+    warc = crawl_warc(tmp_path / "crawl.warc.gz")
+    status, out, err = run_cli(str(warc))
+    assert status == 0, err
+    assert without_keys(out) == reference(warc)  # metadata and request records are not indexed
+    rows = [json.loads(line.split(" ", 2)[2]) for line in out.splitlines()]
+    assert len(rows) == 2
+    for row in rows:
+        assert row["simhash"] == SimhashFields(HASHES[row["url"]], 1, "x").to_pairs()[0][1]
+        assert row["text-extractor"] == "test-extractor/1"
+
+
+def test_merge_adds_keys_and_leaves_every_other_byte(tagged: list[Path], tmp_path: Path) -> None:
+    existing = tmp_path / "index.cdxj"
+    foreign = (
+        'org,example)/ 20200101000000 {"url": "http://example.org/", "offset": "0", "filename": "x.warc.gz"}'
+    )
+    text = "!meta 0 {}\r\n" + reference(*tagged) + foreign + "\n" + "org,example)/ 2020 - - legacy cdx\n"
+    existing.write_bytes(text.encode())
+    out = tmp_path / "merged.cdxj"
+    status, _, err = run_cli(*map(str, tagged), "--merge", str(existing), "-o", str(out))
+    assert status == 0, err
+    merged = out.read_bytes().decode()
+    assert merged.count('"simhash"') >= 15
+    old_lines, new_lines = text.splitlines(keepends=True), merged.splitlines(keepends=True)
+    assert len(old_lines) == len(new_lines)
+    for old, new in zip(old_lines, new_lines, strict=True):
+        if old == new:
+            continue
+        # the original JSON up to its closing brace, then only our keys
+        assert new.startswith(old.rstrip("\n")[:-1] + ", ")
+        added = json.loads(new.split(" ", 2)[2])
+        assert set(added) - set(json.loads(old.split(" ", 2)[2])) <= set(CDXJ_KEYS)
+    # the result equals what indexing writes, and merging again changes nothing
+    assert merged.split("\r\n", 1)[1].split(foreign)[0] == run_cli(*map(str, tagged))[1]
+    status, again, err = run_cli(*map(str, tagged), "--merge", str(out))
+    assert again == merged and "already had the fields" in err
+
+
+def test_stale_sidecar_is_not_used(tagged: list[Path], tmp_path: Path) -> None:
+    warc = tmp_path / "warcfile.warc.gz"
+    shutil.copyfile(tagged[0], warc)
+    shutil.copyfile(f"{tagged[0]}.simhash.warc.gz", f"{warc}.simhash.warc.gz")
+    with open(warc, "ab") as fh:  # the archive grew after `tag`: offsets no longer trusted
+        fh.write(tagged[1].read_bytes())
+    status, out, err = run_cli(str(warc))
+    assert status == 1
+    assert "sidecar not used" in err and '"simhash"' not in out
+    assert out == reference(warc)
+
+
+def test_damaged_input_is_reported_and_others_indexed(tagged: list[Path], tmp_path: Path) -> None:
+    """Bytes that are no record after the good ones: the good ones' lines are kept, the failure named."""
+    bad = tmp_path / "bad.warc.gz"
+    bad.write_bytes(tagged[0].read_bytes() + b"garbage, not a record\r\n" * 50)
+    status, out, err = run_cli(str(bad), str(tagged[1]))
+    assert status == 1
+    assert "bad.warc.gz: not indexed past the failure" in err
+    assert '"filename": "example.warc.gz"' in out
+    good = reference(tagged[0]).replace('"warcfile.warc.gz"', '"bad.warc.gz"')
+    assert set(good.splitlines()) <= set(out.splitlines())
+
+
+_url = st.from_regex(r"[a-z]{1,6}", fullmatch=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(_url, st.integers(0, 10**6), st.booleans()),
+        min_size=1,
+        max_size=30,
+        unique_by=lambda t: t[1],
+    )
+)
+def test_merge_only_appends_keys_property(rows: list[tuple[str, int, bool]]) -> None:
+    existing = []
+    lines = []
+    for host, offset, tagged_row in rows:
+        fields = {"url": f"http://{host}/", "offset": str(offset), "filename": "f.warc.gz"}
+        existing.append(f"{host})/ 20200101000000 {json.dumps(fields)}\n")
+        if tagged_row:
+            lines.append(CdxjLine(f"{host})/", "20200101000000", {**fields, "simhash": f"h{offset}"}))
+    out = io.StringIO()
+    merge_index(existing, lines, out)
+    merged = out.getvalue().splitlines(keepends=True)
+    assert without_keys("".join(merged)) == "".join(existing)
+    assert sum('"simhash"' in line for line in merged) == len(lines)
+
+
+# -- pywb itself ------------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+@pytest.mark.skipif(not (BIN / "wayback").exists(), reason="pywb is not installed (pip install pywb)")
+def test_pywb_replays_with_our_index_and_serves_the_fields(tmp_path: Path) -> None:
+    warc = crawl_warc(tmp_path / "crawl.warc.gz")
+    root = tmp_path / "pywb"
+    root.mkdir()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    subprocess.run([str(BIN / "wb-manager"), "init", "coll"], cwd=root, check=True, capture_output=True)
+    subprocess.run(
+        [str(BIN / "wb-manager"), "add", "coll", str(warc)], cwd=root, check=True, capture_output=True
+    )
+    indexes = root / "collections" / "coll" / "indexes"
+    pywb_own = (indexes / "index.cdxj").read_text()
+    assert pywb_own.count("\n") == 2  # pywb's indexer, too, leaves request and metadata records out
+    status, ours, err = run_cli(str(warc))
+    assert status == 0, err
+    (indexes / "index.cdxj").write_text(ours)
+    port = _free_port()
+    server = subprocess.Popen(
+        [str(BIN / "wayback"), "-b", "127.0.0.1", "-p", str(port)],
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(300):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if server.poll() is not None:
+                    pytest.fail(server.stdout.read().decode(errors="replace"))
+                time.sleep(0.1)
+        for uri, html in PAGES.items():
+            # replay at a later timestamp still finds the page (nothing shadows it)
+            status, body = _get(f"{base}/coll/20261231000000id_/{uri}")
+            assert status == 200
+            assert body == html.encode()
+            status, body = _get(f"{base}/coll/cdx?url={uri}&output=json")
+            assert status == 200
+            rows = [json.loads(line) for line in body.decode().splitlines()]
+            assert len(rows) == 1
+            assert rows[0]["simhash"] == SimhashFields(HASHES[uri], 1, "x").to_pairs()[0][1]
+            assert rows[0]["simhash-scheme"] == "simhash-doc/1"
+            assert rows[0]["text-extractor"] == "test-extractor/1"
+            assert rows[0]["status"] == "200" and rows[0]["mime"] == "text/html"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        if server.stdout is not None:
+            server.stdout.close()

@@ -54,14 +54,16 @@ needs_pywb = pytest.mark.skipif(
 SMALL = ["resiliparse/warcfile.warc.gz", "cdxj-indexer/example.warc.gz"]
 ARC = "ukwa-webarchive-test-suite/small-arcs-and-warcs/IAH-20080430204825-00000-blackbook-truncated.arc.gz"
 
+_TEXT = " ".join(f"word{n} of the archived NAME article, sentence {n}." for n in range(40))
 PAGES = {
-    "https://example.org/a": "<html><body><h1>Alpha page</h1><p>The archived alpha text.</p></body></html>",
-    "https://example.org/b": "<html><body><h1>Beta page</h1><p>The archived beta text.</p></body></html>",
+    uri: f"<html><head><title>{name}</title></head><body><article><h1>{name} page</h1>"
+    f"<p>{_TEXT.replace('NAME', name)}</p></article></body></html>"
+    for uri, name in (("https://example.org/a", "alpha"), ("https://example.org/b", "beta"))
 }
 HASHES = {"https://example.org/a": 0x0123456789ABCDEF, "https://example.org/b": 0x7EDCBA9876543210}
 
 
-def crawl_warc(path: Path) -> Path:
+def crawl_warc(path: Path, metadata: bool = True) -> Path:
     """A WARC as the crawl writes it: response, request, then the metadata record Concurrent-To the
     response, one minute later (so a replay index that takes metadata records would see them last)."""
     writer = WarcFileWriter(path)
@@ -73,6 +75,8 @@ def crawl_warc(path: Path) -> Path:
         writer.write(resp)
         req = http_head("GET / HTTP/1.1", [("Host", "example.org")])
         writer.write(request_record(uri, date, req, b"", concurrent_to=resp.record_id))
+        if not metadata:
+            continue
         fields = SimhashFields(simhash=HASHES[uri], tokens=9, extractor="test-extractor/1")
         writer.write(
             metadata_record(uri, fields, concurrent_to=resp.record_id, date=f"2026-11-22T09:0{n}:59Z")
@@ -200,6 +204,36 @@ def test_damaged_input_is_reported_and_others_indexed(tagged: list[Path], tmp_pa
     assert '"filename": "example.warc.gz"' in out
     good = reference(tagged[0]).replace('"warcfile.warc.gz"', '"bad.warc.gz"')
     assert set(good.splitlines()) <= set(out.splitlines())
+
+
+def test_compute_gives_the_lines_tag_sidecars_give(tagged: list[Path], tmp_path: Path) -> None:
+    """--compute on bare copies (no sidecar) fingerprints as `tag` did: the same lines, WARC and ARC."""
+    bare = []
+    for path in tagged:
+        shutil.copyfile(path, tmp_path / path.name)
+        bare.append(tmp_path / path.name)
+    status, computed, err = run_cli("--compute", *map(str, bare))
+    assert status == 0, err
+    assert "0 sidecars read" in err
+    assert computed == run_cli(*map(str, tagged))[1]
+    assert computed.count('"simhash"') >= 15
+
+
+def test_compute_keeps_the_recorded_fingerprint(tmp_path: Path) -> None:
+    warc = crawl_warc(tmp_path / "crawl.warc.gz")
+    status, out, err = run_cli("--compute", str(warc))
+    assert status == 0, err
+    rows = [json.loads(line.split(" ", 2)[2]) for line in out.splitlines()]
+    assert [r["text-extractor"] for r in rows] == ["test-extractor/1"] * 2
+    # the same pages without their metadata records do get a computed fingerprint
+    bare = crawl_warc(tmp_path / "bare.warc.gz", metadata=False)
+    status, out, err = run_cli("--compute", str(bare))
+    assert status == 0, err
+    rows = [json.loads(line.split(" ", 2)[2]) for line in out.splitlines()]
+    assert len(rows) == 2 and all(r["text-extractor"].startswith("trafilatura/") for r in rows)
+    assert {r["simhash"] for r in rows}.isdisjoint(
+        SimhashFields(h, 1, "x").to_pairs()[0][1] for h in HASHES.values()
+    )
 
 
 _url = st.from_regex(r"[a-z]{1,6}", fullmatch=True)

@@ -9,7 +9,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..warc.cdxj import CdxjSummary, index_lines, iter_lines, merge_index, replace_atomically, write_index
+from ..warc.cdxj import (
+    CdxjSummary,
+    Options,
+    index_lines,
+    iter_lines,
+    merge_index,
+    replace_atomically,
+    write_index,
+)
 
 HELP = "write CDXJ index lines with simhash fields (or add them to an existing CDXJ index)"
 DESCRIPTION = (
@@ -41,12 +49,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help="filename fields relative to DIR, as cdxj-indexer --dir-root (default: the base name)",
     )
+    parser.add_argument(
+        "--compute",
+        action="store_true",
+        help="fingerprint HTML responses that have no recorded fingerprint, as `tag` would (slower: every "
+        "HTML page of the inputs is extracted; a recorded fingerprint wins)",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=1, help="processes fingerprinting with --compute (default 1)"
+    )
     parser.set_defaults(func=run_cdxj)
 
 
 def run_cdxj(args: argparse.Namespace) -> int:
     summary = CdxjSummary()
-    lines = index_lines(args.inputs, sidecar_dir=args.sidecar_dir, dir_root=args.dir_root, summary=summary)
+    if args.workers < 1:
+        raise ValueError(f"--workers must be at least 1, not {args.workers}")
+    compute = Options(workers=args.workers) if args.compute else None
+    lines = index_lines(
+        args.inputs, sidecar_dir=args.sidecar_dir, dir_root=args.dir_root, summary=summary, compute=compute
+    )
     if args.output:
         out, commit = replace_atomically(args.output)
     else:

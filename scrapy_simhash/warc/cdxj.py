@@ -24,7 +24,10 @@ from typing import Any, TextIO
 
 from warcio.archiveiterator import ArchiveIterator
 
-from .pipeline import Input, plan_inputs
+from ..fingerprint import SCHEME, to_base32
+from .pipeline import FileStart, Input, Options, Pipeline, plan_inputs
+from .progress import Progress
+from .reader import ReadProblem
 from .records import SIMHASH, SIMHASH_SCHEME, SOURCE_OFFSET, TEXT_EXTRACTOR, WARC_FIELDS, parse_fields
 
 MINHASH = "minhash"
@@ -142,6 +145,33 @@ def read_sidecar(entry: Input, summary: CdxjSummary) -> _Found:
     return found
 
 
+def compute_fingerprints(
+    entries: Sequence[Input], options: Options, summary: CdxjSummary
+) -> dict[str, _Found]:
+    """``--compute``: fingerprint the inputs' HTML records as ``tag`` does (same pipeline, extractor and
+    minimum), in memory, by record id and offset. Read problems are reported; records the pipeline could
+    not read simply get no keys."""
+    found: dict[str, _Found] = {}
+    current = _Found()
+    extractor = options.extractor.description
+    progress = Progress(len(entries), enabled=False)
+    for event in Pipeline(options, progress).run(list(entries)):
+        if isinstance(event, FileStart):
+            current = found.setdefault(str(event.input.path), _Found())
+        elif isinstance(event, ReadProblem):
+            if event.skipped:
+                summary.problems.append(f"--compute: {event}")
+        elif isinstance(event, list):
+            for result in event:
+                if result.simhash is None:
+                    continue
+                keys = {SIMHASH: to_base32(result.simhash), SIMHASH_SCHEME: SCHEME, TEXT_EXTRACTOR: extractor}
+                if result.record_id:
+                    current.by_id[result.record_id] = keys
+                current.by_offset[result.offset] = keys
+    return found
+
+
 # -- building lines with cdxj-indexer ----------------------------------------------------------------
 
 
@@ -166,10 +196,19 @@ def _indexer_class() -> type:
         """cdxj-indexer's own indexer; records are held per file until its fingerprints are known
         (a crawl writes the metadata record after the response), then handed on with the keys."""
 
-        def __init__(self, sink: list[CdxjLine], found: dict[str, _Found], summary: CdxjSummary, **kw):
+        def __init__(
+            self,
+            sink: list[CdxjLine],
+            found: dict[str, _Found],
+            computed: dict[str, _Found],
+            summary: CdxjSummary,
+            **kw: Any,
+        ):
             super().__init__(None, [], **kw)
             self.sink = sink
             self.found = found
+            self.computed = computed
+            self.fallback = _Found()
             self.summary = summary
             self.pending: list[tuple[CdxjLine, str | None]] = []
             self.here = _Found()
@@ -178,6 +217,7 @@ def _indexer_class() -> type:
         def process_one(self, input_: Any, output: Any, filename: str) -> None:
             self.pending = []
             self.here = self.found.get(filename) or _Found()
+            self.fallback = self.computed.get(filename) or _Found()
             try:
                 super().process_one(input_, output, filename)
             finally:  # a file that fails half-way keeps the lines read before the failure
@@ -185,7 +225,9 @@ def _indexer_class() -> type:
 
         def _flush(self) -> None:
             for line, record_id in self.pending:
-                keys = self.here.lookup(record_id, int(line.fields.get("offset", -1)))
+                offset = int(line.fields.get("offset", -1))
+                # a fingerprint recorded in the archive or its sidecar wins over one computed now
+                keys = self.here.lookup(record_id, offset) or self.fallback.lookup(record_id, offset)
                 if keys:
                     line.fields.update(keys)
                     self.summary.with_fields += 1
@@ -220,12 +262,14 @@ def index_lines(
     sidecar_dir: str | os.PathLike[str] | None = None,
     dir_root: str | os.PathLike[str] | None = None,
     summary: CdxjSummary | None = None,
+    compute: Options | None = None,
 ) -> list[CdxjLine]:
     """The CDXJ lines of ``inputs`` (files or directories), unsorted, with the simhash keys added.
 
     ``filename`` is the archive's base name, or with ``dir_root`` its path relative to it (as
     cdxj-indexer's ``--dir-root``); sidecars are looked up beside each input, or under ``sidecar_dir``
-    as ``tag --out`` wrote them."""
+    as ``tag --out`` wrote them. With ``compute``, records with no recorded fingerprint get one
+    computed with those options."""
     summary = summary if summary is not None else CdxjSummary()
     planned = plan_inputs(inputs, out=sidecar_dir)
     entries = []
@@ -236,8 +280,10 @@ def index_lines(
             continue
         entries.append(entry)
     found = {str(entry.path): read_sidecar(entry, summary) for entry in entries}
+    computed = compute_fingerprints(entries, compute, summary) if compute is not None else {}
     sink: list[CdxjLine] = []
-    indexer = _indexer_class()(sink, found, summary, dir_root=None if dir_root is None else str(dir_root))
+    root = None if dir_root is None else str(dir_root)
+    indexer = _indexer_class()(sink, found, computed, summary, dir_root=root)
     for entry in entries:
         try:
             with open(entry.path, "rb") as fh:

@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_simhash.cli import main
-from scrapy_simhash.warc.cdxj import CDXJ_KEYS, CdxjLine, merge_index
+from scrapy_simhash.warc.cdxj import CDXJ_KEYS, CdxjLine, SortedWriter, index_lines, merge_index
 from scrapy_simhash.warc.records import (
     SimhashFields,
     http_head,
@@ -141,6 +141,21 @@ def test_lines_are_cdxj_indexers_plus_keys_from_sidecars(tagged: list[Path]) -> 
         assert fields["text-extractor"].startswith("trafilatura/")
         assert fields["mime"] == "text/html"
     assert "fingerprints matched no indexed record" not in err
+
+
+def test_sorting_past_the_memory_buffer_gives_the_same_index(tagged: list[Path]) -> None:
+    """Lines go to the sorter file by file; with a tiny buffer it spills sorted runs to temporary
+    files and merges them, and the index is the same as sorted in memory."""
+    small, whole = io.StringIO(), io.StringIO()
+    writer = SortedWriter(small, max_buffer=300)
+    assert index_lines(tagged, emit=writer) == []
+    writer.close()
+    writer = SortedWriter(whole)
+    for line in index_lines(tagged):
+        writer(line)
+    writer.close()
+    assert small.getvalue() == whole.getvalue() == run_cli(*map(str, tagged))[1]
+    assert without_keys(small.getvalue()) == reference(*tagged)
 
 
 def test_crawl_metadata_records_give_the_fields(tmp_path: Path) -> None:

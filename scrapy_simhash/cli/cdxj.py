@@ -10,13 +10,15 @@ import argparse
 import sys
 
 from ..warc.cdxj import (
+    CdxjLine,
     CdxjSummary,
     Options,
+    SortedWriter,
+    has_keys,
     index_lines,
     iter_lines,
     merge_index,
     replace_atomically,
-    write_index,
 )
 
 HELP = "write CDXJ index lines with simhash fields (or add them to an existing CDXJ index)"
@@ -66,9 +68,6 @@ def run_cdxj(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise ValueError(f"--workers must be at least 1, not {args.workers}")
     compute = Options(workers=args.workers) if args.compute else None
-    lines = index_lines(
-        args.inputs, sidecar_dir=args.sidecar_dir, dir_root=args.dir_root, summary=summary, compute=compute
-    )
     if args.output:
         out, commit = replace_atomically(args.output)
     else:
@@ -76,13 +75,32 @@ def run_cdxj(args: argparse.Namespace) -> int:
     ok = False
     try:
         if args.merge:
-            indexed = CdxjSummary()
-            merge_index(iter_lines(args.merge), lines, out, indexed)
-            summary.lines, summary.with_fields = indexed.lines, indexed.with_fields
-            summary.already_had_fields, summary.not_cdxj = indexed.already_had_fields, indexed.not_cdxj
-            summary.unmatched_fingerprints = indexed.unmatched_fingerprints
+            # only the lines with keys are kept in memory, to be matched against the existing index
+            keyed: list[CdxjLine] = []
+            index_lines(
+                args.inputs,
+                sidecar_dir=args.sidecar_dir,
+                dir_root=args.dir_root,
+                summary=summary,
+                compute=compute,
+                emit=lambda line: keyed.append(line) if has_keys(line) else None,
+            )
+            merged = CdxjSummary()
+            merge_index(iter_lines(args.merge), keyed, out, merged)
+            summary.lines, summary.with_fields = merged.lines, merged.with_fields
+            summary.already_had_fields, summary.not_cdxj = merged.already_had_fields, merged.not_cdxj
+            summary.unmatched_fingerprints = merged.unmatched_fingerprints
         else:
-            write_index(lines, out)
+            writer = SortedWriter(out)
+            index_lines(
+                args.inputs,
+                sidecar_dir=args.sidecar_dir,
+                dir_root=args.dir_root,
+                summary=summary,
+                compute=compute,
+                emit=writer,
+            )
+            writer.close()
         out.flush()
         ok = True
     finally:

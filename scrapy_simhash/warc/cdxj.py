@@ -17,7 +17,7 @@ import json
 import os
 import posixpath
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -45,6 +45,11 @@ def cdxj_keys(pairs: Iterable[tuple[str, str]]) -> Fields | None:
     values = dict(pairs)
     found = {name: values[name] for name in CDXJ_KEYS if values.get(name)}
     return found if (SIMHASH in found or MINHASH in found) else None
+
+
+def has_keys(line: CdxjLine) -> bool:
+    """Whether a line carries any of the added keys."""
+    return any(key in line.fields for key in CDXJ_KEYS)
 
 
 @dataclass
@@ -198,7 +203,7 @@ def _indexer_class() -> type:
 
         def __init__(
             self,
-            sink: list[CdxjLine],
+            sink: Callable[[CdxjLine], None],
             found: dict[str, _Found],
             computed: dict[str, _Found],
             summary: CdxjSummary,
@@ -231,7 +236,7 @@ def _indexer_class() -> type:
                 if keys:
                     line.fields.update(keys)
                     self.summary.with_fields += 1
-                self.sink.append(line)
+                self.sink(line)
             self.summary.lines += len(self.pending)
             self.summary.unmatched_fingerprints += self.here.unmatched()
             self.summary.files += 1
@@ -263,13 +268,15 @@ def index_lines(
     dir_root: str | os.PathLike[str] | None = None,
     summary: CdxjSummary | None = None,
     compute: Options | None = None,
+    emit: Callable[[CdxjLine], None] | None = None,
 ) -> list[CdxjLine]:
     """The CDXJ lines of ``inputs`` (files or directories), unsorted, with the simhash keys added.
 
     ``filename`` is the archive's base name, or with ``dir_root`` its path relative to it (as
     cdxj-indexer's ``--dir-root``); sidecars are looked up beside each input, or under ``sidecar_dir``
     as ``tag --out`` wrote them. With ``compute``, records with no recorded fingerprint get one
-    computed with those options."""
+    computed with those options. With ``emit``, each file's lines go to it as the file is done (and
+    the list returned is empty): a large archive set is never held in memory as a whole."""
     summary = summary if summary is not None else CdxjSummary()
     planned = plan_inputs(inputs, out=sidecar_dir)
     entries = []
@@ -281,26 +288,44 @@ def index_lines(
         entries.append(entry)
     found = {str(entry.path): read_sidecar(entry, summary) for entry in entries}
     computed = compute_fingerprints(entries, compute, summary) if compute is not None else {}
-    sink: list[CdxjLine] = []
+    collected: list[CdxjLine] = []
     root = None if dir_root is None else str(dir_root)
-    indexer = _indexer_class()(sink, found, computed, summary, dir_root=root)
+    indexer = _indexer_class()(emit or collected.append, found, computed, summary, dir_root=root)
     for entry in entries:
         try:
             with open(entry.path, "rb") as fh:
                 indexer.process_one(fh, None, str(entry.path))
         except Exception as exc:  # one unreadable archive is reported, the others indexed
             summary.problems.append(f"{entry.path}: not indexed past the failure: {exc}")
-    return sink
+    return collected
+
+
+class SortedWriter:
+    """Takes lines in any order and writes them sorted as CDXJ requires, with cdxj-indexer's own
+    ``--sort`` writer: plain code-point order of the whole line (the byte order of ``LC_ALL=C sort``),
+    exact repeats dropped, spilling sorted runs to temporary files past ``max_buffer`` characters
+    (32 MB by default) and merging them at :meth:`close`."""
+
+    def __init__(self, out: TextIO, max_buffer: int | None = None) -> None:
+        try:
+            from cdxj_indexer.main import SortingWriter
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise OSError(MISSING_INDEXER) from exc
+        self._sorter = SortingWriter(out, max_buffer)
+
+    def __call__(self, line: CdxjLine) -> None:
+        self._sorter.write(line.text())
+
+    def close(self) -> None:
+        self._sorter.flush()
 
 
 def write_index(lines: Iterable[CdxjLine], out: TextIO) -> None:
-    """Write ``lines`` sorted as CDXJ requires (plain code-point order of the whole line, which is the
-    byte order of ``LC_ALL=C sort``), dropping exact repeats as cdxj-indexer's ``--sort`` does."""
-    last = None
-    for text in sorted(line.text() for line in lines):
-        if text != last:
-            out.write(text)
-        last = text
+    """Write ``lines`` sorted (see :class:`SortedWriter`)."""
+    writer = SortedWriter(out)
+    for line in lines:
+        writer(line)
+    writer.close()
 
 
 # -- adding the keys to an existing index --------------------------------------------------------------

@@ -170,6 +170,33 @@ def test_crawl_metadata_records_give_the_fields(tmp_path: Path) -> None:
         assert row["text-extractor"] == "test-extractor/1"
 
 
+def test_metadata_record_in_the_next_file_after_a_rollover(tmp_path: Path) -> None:
+    """The crawl's writer may start a new file between a response and its metadata record."""
+    uris = ["https://example.org/1", "https://example.org/2", "https://example.org/3"]
+    records = []
+    for n, uri in enumerate(uris):
+        head = http_head("HTTP/1.1 200 OK", [("Content-Type", "text/html")])
+        resp = response_record(uri, f"2026-11-22T10:00:0{n}Z", head, b"<html><p>page</p></html>")
+        fields = SimhashFields(simhash=n + 1, tokens=9, extractor="test-extractor/1")
+        records += [resp, metadata_record(uri, fields, concurrent_to=resp.record_id)]
+    first, second = WarcFileWriter(tmp_path / "crawl-1.warc.gz"), WarcFileWriter(tmp_path / "crawl-2.warc.gz")
+    for record in records[:3]:  # response 1, its metadata, response 2 | metadata 2, response 3, its metadata
+        first.write(record)
+    for record in records[3:]:
+        second.write(record)
+    first.close(), second.close()
+    status, out, err = run_cli(str(tmp_path))
+    assert status == 0, err
+    rows = {
+        json.loads(line.split(" ", 2)[2])["url"]: json.loads(line.split(" ", 2)[2])
+        for line in out.splitlines()
+    }
+    assert set(rows) == set(uris)
+    assert all("simhash" in row for row in rows.values()), rows
+    assert "matched no indexed record" not in err
+    assert without_keys(out) == reference(tmp_path / "crawl-1.warc.gz", tmp_path / "crawl-2.warc.gz")
+
+
 def test_merge_adds_keys_and_leaves_every_other_byte(tagged: list[Path], tmp_path: Path) -> None:
     existing = tmp_path / "index.cdxj"
     foreign = (

@@ -216,6 +216,7 @@ def _indexer_class() -> type:
             self.fallback = _Found()
             self.summary = summary
             self.pending: list[tuple[CdxjLine, str | None]] = []
+            self.carry: list[tuple[CdxjLine, str]] = []
             self.here = _Found()
             self.record_id: str | None = None
 
@@ -229,17 +230,35 @@ def _indexer_class() -> type:
                 self._flush()
 
         def _flush(self) -> None:
+            # the previous file's lines still without a fingerprint: a crawl that rolled over to a new
+            # file between a response and its metadata record wrote the latter at the head of this one
+            carried, self.carry = self.carry, []
+            for line, record_id in carried:
+                self._emit(line, self.here.lookup(record_id, -1))
             for line, record_id in self.pending:
                 offset = int(line.fields.get("offset", -1))
                 # a fingerprint recorded in the archive or its sidecar wins over one computed now
                 keys = self.here.lookup(record_id, offset) or self.fallback.lookup(record_id, offset)
-                if keys:
-                    line.fields.update(keys)
-                    self.summary.with_fields += 1
-                self.sink(line)
-            self.summary.lines += len(self.pending)
+                if keys is None and record_id:
+                    self.carry.append((line, record_id))
+                else:
+                    self._emit(line, keys)
+            self.pending = []
             self.summary.unmatched_fingerprints += self.here.unmatched()
             self.summary.files += 1
+
+        def finish(self) -> None:
+            """Hand on the last file's lines held back for a next file."""
+            carried, self.carry = self.carry, []
+            for line, _ in carried:
+                self._emit(line, None)
+
+        def _emit(self, line: CdxjLine, keys: Fields | None) -> None:
+            if keys:
+                line.fields.update(keys)
+                self.summary.with_fields += 1
+            self.summary.lines += 1
+            self.sink(line)
 
         def filter_record(self, record: Any) -> bool:
             headers = record.rec_headers
@@ -297,6 +316,7 @@ def index_lines(
                 indexer.process_one(fh, None, str(entry.path))
         except Exception as exc:  # one unreadable archive is reported, the others indexed
             summary.problems.append(f"{entry.path}: not indexed past the failure: {exc}")
+    indexer.finish()
     return collected
 
 

@@ -396,6 +396,27 @@ def test_pywb_replays_with_our_index_and_serves_the_fields(tmp_path: Path) -> No
 
 
 @needs_pywb
+def test_merge_into_pywbs_own_index(tmp_path: Path) -> None:
+    """--merge on the index `wb-manager add` wrote (pywb's indexer: other digest form, mime-detected):
+    only our keys are added, and pywb serves the page and the keys from it."""
+    root, warc, index = _collection(tmp_path)
+    own = index.read_text()
+    status, _, err = run_cli(str(warc), "--merge", str(index), "-o", str(index))
+    assert status == 0, err
+    merged = index.read_text()
+    assert merged.count('"simhash"') == 2
+    assert without_keys(merged) == "".join(
+        f"{line.split(' ', 2)[0]} {line.split(' ', 2)[1]} {json.dumps(json.loads(line.split(' ', 2)[2]))}\n"
+        for line in own.splitlines()
+    )
+    uri, html = next(iter(PAGES.items()))
+    with wayback(root) as base:
+        assert _get(f"{base}/coll/20261231000000id_/{uri}") == (200, html.encode())
+        status, body = _get(f"{base}/coll/cdx?url={uri}&output=json")
+    assert status == 200 and json.loads(body)["text-extractor"] == "test-extractor/1"
+
+
+@needs_pywb
 def test_pywb_index_of_all_records_shadows_the_page(tmp_path: Path) -> None:
     """What docs/warc.md warns about: ``cdx-indexer -a`` indexes the metadata record under the page's
     URL one minute later, and pywb then replays the simhash fields instead of the page."""

@@ -23,7 +23,10 @@ from hypothesis import strategies as st
 from scrapy_simhash.cli import main
 from scrapy_simhash.warc.cdxj import CDXJ_KEYS, CdxjLine, SortedWriter, index_lines, merge_index
 from scrapy_simhash.warc.records import (
+    WARC_FIELDS,
     SimhashFields,
+    WarcRecord,
+    encode_fields,
     http_head,
     metadata_record,
     request_record,
@@ -195,6 +198,34 @@ def test_metadata_record_in_the_next_file_after_a_rollover(tmp_path: Path) -> No
     assert all("simhash" in row for row in rows.values()), rows
     assert "matched no indexed record" not in err
     assert without_keys(out) == reference(tmp_path / "crawl-1.warc.gz", tmp_path / "crawl-2.warc.gz")
+
+
+def test_minhash_fields_are_carried_when_present(tmp_path: Path) -> None:
+    uri = "https://example.org/m"
+    resp = response_record(uri, "2026-11-22T10:00:00Z", http_head("HTTP/1.1 200 OK", []), b"<p>x</p>")
+    pairs = [
+        ("minhash", "AAECAw"),
+        ("minhash-scheme", "minhash-doc/1"),
+        ("text-extractor", "test-extractor/1"),
+        ("other-field", "not copied"),
+    ]
+    block = WarcRecord(
+        "metadata",
+        [("WARC-Target-URI", uri), ("WARC-Concurrent-To", resp.record_id), ("Content-Type", WARC_FIELDS)],
+        encode_fields(pairs),
+    )
+    writer = WarcFileWriter(tmp_path / "m.warc.gz")
+    writer.write(resp)
+    writer.write(block)
+    writer.close()
+    status, out, err = run_cli(str(tmp_path / "m.warc.gz"))
+    assert status == 0, err
+    row = json.loads(out.split(" ", 2)[2])
+    assert {k: row[k] for k in CDXJ_KEYS if k in row} == {
+        "minhash": "AAECAw",
+        "minhash-scheme": "minhash-doc/1",
+        "text-extractor": "test-extractor/1",
+    }
 
 
 def test_merge_adds_keys_and_leaves_every_other_byte(tagged: list[Path], tmp_path: Path) -> None:

@@ -35,8 +35,18 @@ system-deps:
 
 install: $(STAMP) system-deps
 
-test: install
-	$(BIN)/python -m pytest
+# pywb (the replay tool the CDXJ tests check our index against) pins redis==2.10.6, which this
+# project cannot share a venv with (redis>=5): it gets a venv of its own.
+PYWB_VENV ?= .venv-pywb
+
+$(PYWB_VENV)/.installed:
+	@echo "make: installing pywb into $(PYWB_VENV) (its own venv: it pins an old redis) ..."
+	$(PYTHON) -m venv $(PYWB_VENV)
+	$(PYWB_VENV)/bin/python -m pip install -q --disable-pip-version-check pywb
+	@touch $@
+
+test: install $(PYWB_VENV)/.installed
+	SCRAPY_SIMHASH_PYWB_BIN=$(abspath $(PYWB_VENV))/bin $(BIN)/python -m pytest
 
 # The Scrapy tests again, against the oldest supported Scrapy (and its Twisted).
 test-oldest-scrapy: system-deps
@@ -61,4 +71,4 @@ bench: install
 	$(BIN)/python bench/fingerprint.py
 
 clean:
-	rm -rf $(VENV) $(OLDEST_VENV) build *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(OLDEST_VENV) $(PYWB_VENV) build *.egg-info .pytest_cache .ruff_cache

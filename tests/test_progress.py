@@ -96,6 +96,17 @@ def test_piped_stderr_gets_plain_lines_with_the_totals(inputs: list[Path], tmp_p
     assert re.search(r"^note: .*truncated\.warc\.gz", result.stderr, re.M)  # problems still shown
 
 
+def test_a_resumed_run_counts_only_the_bytes_it_reads(inputs: list[Path], tmp_path: Path) -> None:
+    """Inputs whose sidecar is complete leave the total: no 100% at once, no ETA from skipped bytes."""
+    out = str(tmp_path / "out")
+    assert run_piped(command("tag", str(inputs[0]), "--out", out, "--workers", "1")).returncode == 0
+    resumed = run_piped(command("tag", *map(str, inputs[:2]), "--out", out, "--workers", "1"))
+    match = FINAL.match(resumed.stderr.splitlines()[-1])
+    assert match, resumed.stderr
+    assert match.group(1, 2) == ("2", "2")
+    assert match.group(5) == match.group(6) == format_bytes(inputs[1].stat().st_size)
+
+
 def test_dedupe_piped_ends_with_the_same_plain_line(inputs: list[Path], tmp_path: Path) -> None:
     report = tmp_path / "report.jsonl"
     result = run_piped(command("dedupe", *map(str, inputs[:2]), "--report", str(report), "--workers", "1"))

@@ -302,7 +302,7 @@ class Pipeline:
                 continue
             reason = skip(entry)
             if reason:
-                self.progress.file_done(entry.path)
+                self.progress.file_skipped(entry.path)
                 yield FileSkipped(entry, reason)
                 continue
             yield FileStart(entry)

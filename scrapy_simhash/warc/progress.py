@@ -163,10 +163,16 @@ class Progress:
         self._position = 0
 
     def file_done(self, path: str | os.PathLike[str]) -> None:
-        """A file read to its end, or passed over: all its bytes count as read."""
+        """A file read to its end: all its bytes count as read."""
         self._done_bytes += self._sizes.get(os.fspath(path), 0)
         self._position = 0
         self.current = None
+        self._tick()
+
+    def file_skipped(self, path: str | os.PathLike[str]) -> None:
+        """A file passed over (its sidecar is complete): out of the total, so the ETA counts only
+        what is really read."""
+        self.total_bytes -= self._sizes.pop(os.fspath(path), 0)
         self._tick()
 
     def update(self, *, records: int = 0, pages: int = 0, files: int = 0, offset: int | None = None) -> None:

@@ -16,6 +16,7 @@ import struct
 import subprocess
 import sys
 import termios
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ from hypothesis import strategies as st
 
 from scrapy_simhash import SimhashIndex
 from scrapy_simhash.warc.pipeline import Options, Pipeline, plan_inputs
-from scrapy_simhash.warc.progress import Progress, format_bytes, format_seconds
+from scrapy_simhash.warc.progress import Progress, RowProgress, elapsed_spinner, format_bytes, format_seconds
 from scrapy_simhash.warc.reprocess import tag
 
 ENTRY = "import sys; from scrapy_simhash.cli import main; sys.exit(main())"
@@ -203,6 +204,23 @@ def test_index_export_piped_reports_rows_written(index_dir: Path) -> None:
     assert result.stderr == "export: 200 of 200 rows, elapsed 00:00, done\n"
     quiet = run_piped(command("index", "export", str(index_dir), "--no-progress"))
     assert quiet.stdout == result.stdout and quiet.stderr == ""
+
+
+def test_rows_that_stop_on_an_error_say_stopped_not_done() -> None:
+    def rows() -> Iterator[int]:
+        yield 1
+        yield 2
+        raise OSError("disk gone")
+
+    stream = io.StringIO()
+    with pytest.raises(OSError):
+        for _row in RowProgress("export", 5, stream=stream, terminal=False).wrap(rows()):
+            pass
+    assert stream.getvalue() == "export: 2 of 5 rows, elapsed 00:00, stopped\n"
+    stream = io.StringIO()
+    with pytest.raises(KeyError), elapsed_spinner("compacting", stream=stream, terminal=False):
+        raise KeyError("x")
+    assert stream.getvalue() == "compacting: stopped, elapsed 00:00\n"
 
 
 def test_index_export_and_compact_on_a_terminal(index_dir: Path, tmp_path: Path) -> None:

@@ -290,23 +290,25 @@ class RowProgress:
                 self._drawn = now
                 print(self.line(), file=self.stream, flush=True)
 
-    def close(self) -> None:
+    def close(self, finished: bool = True) -> None:
         if self._bar is not None:
             self._bar.refresh()  # the final count, then erased
             self._bar.close()
             self._bar = None
         elif self.enabled and not self.terminal:
-            print(self.line() + ", done", file=self.stream, flush=True)
+            print(self.line() + (", done" if finished else ", stopped"), file=self.stream, flush=True)
             self.enabled = False
 
     def wrap(self, items: Iterable[Any]) -> Iterator[Any]:
-        """Yield ``items``, counting each; closes at the end (or on an error)."""
+        """Yield ``items``, counting each; closes at the end (or on an error: "stopped")."""
         try:
             for item in items:
                 yield item
                 self.update()
-        finally:
-            self.close()
+        except BaseException:
+            self.close(finished=False)
+            raise
+        self.close()
 
 
 @contextmanager
@@ -352,8 +354,10 @@ def elapsed_spinner(
 
     thread = threading.Thread(target=run, name="progress-spinner", daemon=True)
     thread.start()
+    outcome = "stopped"
     try:
         yield
+        outcome = "done"
     finally:
         stop.set()
         thread.join()
@@ -361,4 +365,4 @@ def elapsed_spinner(
             bar.close()
         else:
             elapsed = format_seconds(time.perf_counter() - started)
-            print(f"{label}: done, elapsed {elapsed}", file=stream, flush=True)
+            print(f"{label}: {outcome}, elapsed {elapsed}", file=stream, flush=True)

@@ -16,6 +16,7 @@ from urllib.parse import parse_qsl, urlsplit
 from ..fingerprint import to_base32, to_hex
 from ..fingerprint.codecs import parse
 from ..index import NearDuplicateIndex, SimhashIndexError, is_server_uri, open_index
+from ..warc.progress import RowProgress, elapsed_spinner
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -39,11 +40,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     compact = commands.add_parser("compact", help="merge recent inserts into the on-disk tables")
     compact.add_argument("path", help="index directory or redis:// URI")
+    _add_progress_option(compact)
     compact.set_defaults(func=run_compact)
 
     export = commands.add_parser("export", help="every stored fingerprint as JSON lines, oldest first")
     export.add_argument("path", help="index directory or redis:// URI")
+    _add_progress_option(export)
     export.set_defaults(func=run_export)
+
+
+def _add_progress_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-progress",
+        dest="progress",
+        action="store_false",
+        help="no progress on stderr (default: a bar on a terminal, elsewhere a line every 10 s "
+        "and at the end)",
+    )
 
 
 def _open(path: str, write: bool = False) -> NearDuplicateIndex:
@@ -107,7 +120,8 @@ def run_query(args: argparse.Namespace) -> int:
 def run_compact(args: argparse.Namespace) -> int:
     try:
         with _open(args.path, write=True) as index:
-            index.compact()
+            with elapsed_spinner(f"compacting {len(index):,} fingerprints", enabled=args.progress):
+                index.compact()
             print(json.dumps(index.stats(), indent=2, sort_keys=True))
     except SimhashIndexError as exc:
         return _fail(args, exc)
@@ -118,7 +132,8 @@ def run_export(args: argparse.Namespace) -> int:
     try:
         with _open(args.path) as index:
             out = sys.stdout
-            for match in index:
+            rows = RowProgress("export", len(index), enabled=args.progress)
+            for match in rows.wrap(index):
                 record = _record(match)
                 del record["distance"]
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -94,9 +94,14 @@ def add_common_arguments(parser: argparse.ArgumentParser, index_help: str) -> No
     )
     progress = parser.add_mutually_exclusive_group()
     progress.add_argument(
-        "--progress", dest="progress", action="store_true", default=None, help="show progress"
+        "--progress",
+        dest="progress",
+        action="store_true",
+        default=True,
+        help="show progress on stderr (default): a bar on a terminal, elsewhere a plain line every 10 s "
+        "and at the end",
     )
-    progress.add_argument("--no-progress", dest="progress", action="store_false", help="no progress line")
+    progress.add_argument("--no-progress", dest="progress", action="store_false", help="no progress output")
 
 
 def add_tag_arguments(parser: argparse.ArgumentParser) -> None:
@@ -130,7 +135,6 @@ def options_from(args: argparse.Namespace) -> Any:
     logging.getLogger("warcio.recordloader").setLevel(logging.ERROR)
     if args.distance < 0 or args.distance > 64:
         raise ValueError(f"--distance must be between 0 and 64, not {args.distance}")
-    progress = sys.stderr.isatty() if args.progress is None else args.progress
     max_body = getattr(args, "max_body_size", DEFAULT_MAX_BYTES)
     return Options(
         workers=args.workers,
@@ -138,7 +142,7 @@ def options_from(args: argparse.Namespace) -> Any:
         extractor=dataclasses.replace(DEFAULT_EXTRACTOR, max_bytes=max_body),
         min_tokens=args.min_tokens,
         distance=args.distance,
-        progress=progress,
+        progress=args.progress,
         max_body_size=max_body,
     )
 

@@ -302,9 +302,11 @@ class Pipeline:
                 continue
             reason = skip(entry)
             if reason:
+                self.progress.file_skipped(entry.path)
                 yield FileSkipped(entry, reason)
                 continue
             yield FileStart(entry)
+            self.progress.file_started(entry.path)
             stats = FileStats()
             file = str(entry.path)
             batch: list[PageTask] = []
@@ -318,7 +320,7 @@ class Pipeline:
                     yield item
                     continue
                 stats.records += 1
-                self.progress.update(records=1)
+                self.progress.update(records=1, offset=item.offset)
                 task = _task(item, self.options.max_body_size)
                 if task is not None:
                     if not valid_date(item.date, item.archive_format):
@@ -341,12 +343,14 @@ class Pipeline:
                     f"({bad_dates} in all; only the first {DATE_NOTES_PER_FILE} are listed)",
                     skipped=False,
                 )
+            self.progress.file_done(entry.path)
             yield FileEnd(entry, stats)
 
     def run(
         self, inputs: list[Input], skip: Callable[[Input], str | None] = lambda _: None
     ) -> Iterator[Event]:
         opts = self.options
+        self.progress.plan(entry.path for entry in inputs if not entry.not_read)
         if opts.workers <= 1:
             for event in self._produce(inputs, skip):
                 if isinstance(event, tuple):

@@ -242,10 +242,10 @@ class MinHashIndex:
         row, values = self._row(key, sketch, meta)
         with self._lock:
             self._writable()
-            found = self._lsh.query(values)
+            found = self._with_meta(self._lsh.query(values))  # meta too before the insert replaces it
             self._store.put_many([row])
             self._lsh.add(key, values)
-            return self._with_meta(found)
+            return found
 
     def remove(self, key: str) -> bool:
         """Forget ``key``; True if it was stored. Durable when it returns."""

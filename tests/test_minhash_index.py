@@ -299,3 +299,32 @@ def test_reset_empties_and_closed_index_refuses(tmp_path: Path) -> None:
     index.close()
     with pytest.raises(SimhashIndexError, match="closed"):
         index.add("a", np.zeros(NV, np.uint32))
+
+
+def test_bulk_load_answers_as_add_many_and_stays_incremental() -> None:
+    rng = np.random.default_rng(5)
+    n = 3000
+    base = rng.integers(0, 2**32, size=(40, NV), dtype=np.uint32)
+    batch = base[rng.integers(0, 40, n)]  # copies of 40 sketches, each with some values replaced
+    mask = rng.random(batch.shape) < 0.3
+    batch[mask] = rng.integers(0, 4, size=int(mask.sum()), dtype=np.uint32)
+    keys = [f"d{i}" for i in range(n)]
+    added, loaded = MinHashLSH(THRESHOLD, NV, BANDS, ROWS), MinHashLSH(THRESHOLD, NV, BANDS, ROWS)
+    added.add_many(zip(keys, batch, strict=True))
+    loaded.load(keys, batch)
+    probes = np.concatenate([batch[:300], base])
+    assert loaded.query_many(probes) == added.query_many(probes)
+    assert [loaded.query(p) for p in probes[:100]] == [added.query(p) for p in probes[:100]]
+    for lsh in (added, loaded):  # then the usual writes, over the loaded state
+        lsh.add_many(zip([f"e{i}" for i in range(500)], batch[:500], strict=True))
+        for i in range(0, n, 3):
+            lsh.remove(f"d{i}")
+        lsh.add("d1", base[0])
+    assert loaded.keys() == added.keys()
+    assert loaded.query_many(probes) == added.query_many(probes)
+    loaded.compact()
+    assert loaded.query_many(probes) == added.query_many(probes)
+    with pytest.raises(ValueError, match="empty"):
+        loaded.load(["x"], batch[:1])
+    with pytest.raises(ValueError, match="unique"):
+        MinHashLSH(THRESHOLD, NV, BANDS, ROWS).load(["x", "x"], batch[:2])

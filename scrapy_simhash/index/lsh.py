@@ -313,6 +313,30 @@ class MinHashLSH:
             self._insert(key, v, k)
         return len(items)
 
+    def load(self, keys: list[str], sketches: np.ndarray) -> None:
+        """Fill an empty index with unique ``keys`` (oldest first): ``add_many``'s result, built
+        in a few array operations (a persistent index rebuilt at open: ~5x faster)."""
+        batch = as_sketch_batch(sketches, self.num_values)
+        n = len(keys)
+        if len(self._keys) or self._pending_count:
+            raise ValueError("load fills an empty index only")
+        if batch.shape[0] != n or n > _MAX_IDS:
+            raise ValueError(f"{n} keys for {batch.shape[0]} sketches (at most 2**32 - 1)")
+        ids = dict(zip(keys, range(n), strict=True))
+        if len(ids) != n or not all(isinstance(k, str) for k in keys):
+            raise ValueError("load needs unique str keys")
+        capacity = max(1024, n + n // 4)
+        self._sketches = np.zeros((capacity, self.num_values), dtype=np.uint32)
+        self._sketches[:n] = batch
+        self._alive = np.zeros(capacity, dtype=bool)
+        self._alive[:n] = True
+        self._keys, self._ids = list(keys), ids
+        entries = self._hasher.keys_many(batch) & _HI
+        entries |= np.arange(n, dtype=np.uint64)[:, None]
+        entries = entries.ravel()
+        entries.sort()
+        self._table = SortedBuckets(entries)
+
     def _insert(self, key: str, v: np.ndarray, band_keys: np.ndarray) -> None:
         if key in self._ids:
             self.remove(key)

@@ -175,14 +175,19 @@ class MinHashIndex:
         """The in-memory LSH, rebuilt from every row (one snapshot, batched add_many)."""
         self._lsh = MinHashLSH(self.threshold, self.num_values, self.bands, self.rows)
         width = 4 * self.num_values
+        keys: list[str] = []
+        parts = []
         for chunk in self._store.load():
             blob = b"".join(sketch for _, _, sketch in chunk)
             if len(blob) != width * len(chunk):
                 bad = next(s for s, _, sketch in chunk if len(sketch) != width)
                 raise self._store.damaged(f"row {bad} holds a sketch of the wrong length")
-            values = np.frombuffer(blob, dtype="<u4").reshape(len(chunk), self.num_values)
-            self._lsh.add_many(zip([key for _, key, _ in chunk], values, strict=True))
-        self._lsh.flush()
+            parts.append(np.frombuffer(blob, dtype="<u4").reshape(len(chunk), self.num_values))
+            keys += [key for _, key, _ in chunk]
+        if len(set(keys)) != len(keys):  # the UNIQUE key index failed to keep them apart
+            raise self._store.damaged("a key is stored twice")
+        if keys:
+            self._lsh.load(keys, np.concatenate(parts))
 
     # -- size and lookups ------------------------------------------------------------------
     def __len__(self) -> int:

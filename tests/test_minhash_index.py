@@ -328,3 +328,25 @@ def test_bulk_load_answers_as_add_many_and_stays_incremental() -> None:
         loaded.load(["x"], batch[:1])
     with pytest.raises(ValueError, match="unique"):
         MinHashLSH(THRESHOLD, NV, BANDS, ROWS).load(["x", "x"], batch[:2])
+
+
+def test_check_and_add_is_atomic_across_threads(tmp_path: Path) -> None:
+    import threading
+
+    sketch = np.arange(NV, dtype=np.uint32)
+    firsts: list[str] = []
+    with open_ix(tmp_path / "ix") as index:
+
+        def crawl(worker: int) -> None:
+            for i in range(50):
+                if not index.check_and_add(f"w{worker}-{i}", sketch):
+                    firsts.append(f"w{worker}-{i}")
+
+        threads = [threading.Thread(target=crawl, args=(w,)) for w in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(firsts) == 1 and len(index) == 200
+    with open_ix(tmp_path / "ix") as index:
+        assert index.keys()[0] == firsts[0] and len(index.query(sketch)) == 200

@@ -191,14 +191,17 @@ class MinHashIndex:
 
     # -- size and lookups ------------------------------------------------------------------
     def __len__(self) -> int:
-        return len(self._lsh)
+        with self._lock:
+            return len(self._lsh)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._lsh
+        with self._lock:
+            return key in self._lsh
 
     def get(self, key: str) -> np.ndarray | None:
         """A copy of the sketch stored under ``key``, or None."""
-        return self._lsh.get(key)
+        with self._lock:
+            return self._lsh.get(key)
 
     def meta(self, key: str) -> dict[str, Any] | None:
         """The meta stored with ``key`` (``{}`` for none), or None when the key is not stored."""
@@ -210,7 +213,8 @@ class MinHashIndex:
 
     def keys(self) -> list[str]:
         """Stored keys, oldest first."""
-        return self._lsh.keys()
+        with self._lock:
+            return self._lsh.keys()
 
     # -- writes ----------------------------------------------------------------------------
     def _row(self, key: str, sketch: Any, meta: Meta | None) -> tuple[Row, np.ndarray]:

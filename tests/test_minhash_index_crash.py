@@ -97,9 +97,16 @@ def _run_and_kill(path: Path, round_: int, rng: random.Random, sync: str) -> lis
         raise AssertionError(f"child failed to open the index: {first}{child.stderr.read()}")  # type: ignore[union-attr]
     time.sleep(rng.uniform(0.0, 0.25))
     os.kill(child.pid, signal.SIGKILL)
-    out, _ = child.communicate()
-    assert child.returncode == -signal.SIGKILL
-    return out.splitlines()
+    # read through the same text stream as readline() did: communicate() reads the raw pipe and
+    # would drop what readline() had already buffered (lines lost, a line cut in two)
+    out = child.stdout.read()
+    child.stderr.close()  # type: ignore[union-attr]
+    assert child.wait() == -signal.SIGKILL
+    lines = out.splitlines()
+    if out and not out.endswith("\n"):  # killed in the middle of writing it (small pipe writes are atomic)
+        lines.pop()
+    assert all(len(line.split()) == (3 if line[0] in "IA" else 2) for line in lines), lines
+    return lines
 
 
 @pytest.mark.parametrize("sync", ["full", "normal"])

@@ -309,21 +309,29 @@ def test_bulk_load_answers_as_add_many_and_stays_incremental() -> None:
     mask = rng.random(batch.shape) < 0.3
     batch[mask] = rng.integers(0, 4, size=int(mask.sum()), dtype=np.uint32)
     keys = [f"d{i}" for i in range(n)]
+    one_by_one = MinHashLSH(THRESHOLD, NV, BANDS, ROWS)  # the reference: add, one at a time
     added, loaded = MinHashLSH(THRESHOLD, NV, BANDS, ROWS), MinHashLSH(THRESHOLD, NV, BANDS, ROWS)
-    added.add_many(zip(keys, batch, strict=True))
+    for key, sketch in zip(keys, batch, strict=True):
+        one_by_one.add(key, sketch)
+    for start in range(0, n, 700):  # batches of new keys take add_many's array path
+        added.add_many(zip(keys[start : start + 700], batch[start : start + 700], strict=True))
     loaded.load(keys, batch)
     probes = np.concatenate([batch[:300], base])
-    assert loaded.query_many(probes) == added.query_many(probes)
-    assert [loaded.query(p) for p in probes[:100]] == [added.query(p) for p in probes[:100]]
-    for lsh in (added, loaded):  # then the usual writes, over the loaded state
+    want = one_by_one.query_many(probes)
+    assert sum(map(len, want)) > 1000
+    assert loaded.query_many(probes) == added.query_many(probes) == want
+    assert [loaded.query(p) for p in probes[:100]] == [added.query(p) for p in probes[:100]] == want[:100]
+    for lsh in (one_by_one, added, loaded):  # then the usual writes, over the loaded state
         lsh.add_many(zip([f"e{i}" for i in range(500)], batch[:500], strict=True))
+        lsh.add_many(zip([f"e{i}" for i in range(400, 600)], batch[:200], strict=True))  # replaces some
         for i in range(0, n, 3):
             lsh.remove(f"d{i}")
         lsh.add("d1", base[0])
-    assert loaded.keys() == added.keys()
-    assert loaded.query_many(probes) == added.query_many(probes)
+    assert loaded.keys() == added.keys() == one_by_one.keys()
+    want = one_by_one.query_many(probes)
+    assert loaded.query_many(probes) == added.query_many(probes) == want
     loaded.compact()
-    assert loaded.query_many(probes) == added.query_many(probes)
+    assert loaded.query_many(probes) == want
     with pytest.raises(ValueError, match="empty"):
         loaded.load(["x"], batch[:1])
     with pytest.raises(ValueError, match="unique"):

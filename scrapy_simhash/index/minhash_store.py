@@ -13,6 +13,7 @@ when the index is created and checked at every open (:class:`IndexSettingsError`
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -39,6 +40,8 @@ KIND = "minhash"
 DEFAULT_THRESHOLD = 0.8
 DEFAULT_NUM_VALUES = 128
 _SIMHASH_DATABASE = "index.sqlite3"
+_META_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_PLAIN = (str, int, bool, type(None))  # no float: NaN must still be refused with encode_meta's error
 
 
 class IndexSettingsError(SimhashIndexError, ValueError):
@@ -223,7 +226,13 @@ class MinHashIndex:
         if scheme != SCHEME:
             raise ValueError(f"this index holds {SCHEME} sketches, not {scheme}")
         values = as_sketch(sketch, self.num_values)
-        return (key, values.astype("<u4").tobytes(), encode_meta(key, meta)), values
+        if meta is None:
+            text = None
+        elif isinstance(meta, dict) and all(type(k) is str and type(v) in _PLAIN for k, v in meta.items()):
+            text = _META_ENCODER.encode(meta)  # the common small flat meta: ~3x faster than encode_meta
+        else:
+            text = encode_meta(key, meta)
+        return (key, values.astype("<u4").tobytes(), text), values
 
     def _writable(self) -> None:
         self._check_open()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ DEFAULT_THRESHOLD = 0.8
 DEFAULT_NUM_VALUES = 128
 _SIMHASH_DATABASE = "index.sqlite3"
 _META_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_LITTLE = sys.byteorder == "little"
 _PLAIN = (str, int, bool, type(None))  # no float: NaN must still be refused with encode_meta's error
 
 
@@ -232,7 +234,8 @@ class MinHashIndex:
             text = _META_ENCODER.encode(meta)  # the common small flat meta: ~3x faster than encode_meta
         else:
             text = encode_meta(key, meta)
-        return (key, values.astype("<u4").tobytes(), text), values
+        data = values.tobytes() if _LITTLE else values.astype("<u4").tobytes()  # astype: 4 µs a row
+        return (key, data, text), values
 
     def _writable(self) -> None:
         self._check_open()

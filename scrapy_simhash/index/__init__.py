@@ -5,6 +5,8 @@
 - Redis: ``open_index("redis://host:port/db?prefix=crawl1")`` for crawls spread
   over several processes or machines.
 - :func:`find_all` / :func:`clusters`: batch mode over a numpy array, without an index.
+- :class:`MinHashIndex`: MinHash-LSH, embedded, persistent and crash-safe like SimhashIndex
+  (``open_index(path, kind="minhash")``);
 - :class:`MinHashLSH`: MinHash sketches by Jaccard threshold, in memory;
   :func:`minhash_pairs` / :func:`minhash_clusters`: its batch mode over a sketch array.
 """

@@ -239,6 +239,9 @@ def test_lost_acknowledged_writes_are_detected(tmp_path: Path) -> None:
     shutil.copy(tmp_path / "old.sqlite3", path / "minhash.sqlite3")  # an older database, as if rolled back
     with pytest.raises(IndexCorruptError, match="lost acknowledged writes"):
         open_ix(path)
+    (path / "minhash.sqlite3").write_bytes(b"not a database, " * 512)
+    with pytest.raises(IndexCorruptError, match="damaged or not a MinHash index"):
+        open_ix(path)
     (path / "minhash.sqlite3").unlink()
     with pytest.raises(IndexCorruptError, match="missing"):
         open_ix(path)

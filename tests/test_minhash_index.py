@@ -181,10 +181,13 @@ def test_second_writer_refused_reader_served(tmp_path: Path) -> None:
                 reader.remove("a")
             writer.add("b", sketch)  # the reader keeps its snapshot
             assert reader.keys() == ["a"]
+            writer.remove("a")  # its meta is gone: the reader's snapshot still answers the key
+            assert [(m.key, m.meta) for m in reader.query(sketch)] == [("a", {})]
+            assert reader.meta("a") == {}
         with pytest.raises(ValueError, match="read_only"):
             open_ix(path, read_only=True, reset=True)
     with open_ix(path) as writer:  # the lock went with close()
-        assert writer.keys() == ["a", "b"]
+        assert writer.keys() == ["b"]
     with pytest.raises(FileNotFoundError):
         open_ix(tmp_path / "missing", read_only=True)
 
@@ -213,6 +216,18 @@ def test_damaged_row_is_refused(tmp_path: Path, sql: str) -> None:
     for read_only in (False, True):
         with pytest.raises(IndexCorruptError, match="fails its checksum"):
             open_ix(path, read_only=read_only)
+
+
+def test_a_row_gone_under_the_writer_is_damage_not_empty_meta(tmp_path: Path) -> None:
+    path = tmp_path / "ix"
+    _filled(path)
+    with open_ix(path) as index:
+        with sqlite3.connect(path / "minhash.sqlite3") as conn:  # as a damaged key index would
+            conn.execute("DELETE FROM sketches WHERE key = 'k3'")
+        with pytest.raises(IndexCorruptError, match="no row found for the stored key 'k3'"):
+            index.query(np.full(NV, 0x51515151 + 3, np.uint32))
+        with pytest.raises(IndexCorruptError, match="'k3'"):
+            index.meta("k3")
 
 
 def test_flipped_byte_in_the_file_is_refused(tmp_path: Path) -> None:

@@ -214,7 +214,7 @@ class MinHashIndex:
             self._check_open()
             if key not in self._lsh:
                 return None
-            return self._store.meta([key]).get(key, {})
+            return self._metas([key])[key]
 
     def keys(self) -> list[str]:
         """Stored keys, oldest first."""
@@ -281,8 +281,17 @@ class MinHashIndex:
     def _with_meta(self, found: list[tuple[str, float]]) -> list[LSHMatch]:
         if not found:
             return []
-        metas = self._store.meta([key for key, _ in found])
-        return [LSHMatch(key, similarity, metas.get(key, {})) for key, similarity in found]
+        metas = self._metas([key for key, _ in found])
+        return [LSHMatch(key, similarity, metas[key]) for key, similarity in found]
+
+    def _metas(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """Meta of keys the LSH holds. A writer's database holds every one of them (else it is
+        damaged: its key index lost a row); a reader's snapshot may hold keys removed since: ``{}``."""
+        metas = self._store.meta(keys)
+        missing = [key for key in keys if key not in metas]
+        if missing and not self.read_only:
+            raise self._store.damaged(f"no row found for the stored key {missing[0]!r}")
+        return {key: metas.get(key, {}) for key in keys}
 
     def query(self, sketch: Any) -> list[LSHMatch]:
         """Stored sketches sharing a band with ``sketch`` and estimated Jaccard >= threshold,

@@ -5,6 +5,8 @@
 - Redis: ``open_index("redis://host:port/db?prefix=crawl1")`` for crawls spread
   over several processes or machines.
 - :func:`find_all` / :func:`clusters`: batch mode over a numpy array, without an index.
+- :class:`MinHashIndex`: MinHash-LSH, embedded, persistent and crash-safe like SimhashIndex
+  (``open_index(path, kind="minhash")``);
 - :class:`MinHashLSH`: MinHash sketches by Jaccard threshold, in memory;
   :func:`minhash_pairs` / :func:`minhash_clusters`: its batch mode over a sketch array.
 """
@@ -12,7 +14,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from .base import (
     IndexCorruptError,
@@ -26,6 +28,9 @@ from .base import (
     SimhashIndexError,
 )
 
+if TYPE_CHECKING:
+    from .minhash_store import MinHashIndex
+
 SERVER_SCHEMES = ("redis://", "rediss://", "unix://")
 
 
@@ -34,15 +39,44 @@ def is_server_uri(location: str | Path) -> bool:
     return str(location).startswith(SERVER_SCHEMES)
 
 
-def open_index(location: str | Path, k: int = 3, **options: Any) -> NearDuplicateIndex:
-    """Open the index at ``location``: a directory path, or a ``redis://`` URI."""
+@overload
+def open_index(
+    location: str | Path, k: int = 3, *, kind: Literal["simhash"] | None = None, **options: Any
+) -> NearDuplicateIndex: ...
+@overload
+def open_index(
+    location: str | Path, k: int = 3, *, kind: Literal["minhash"], **options: Any
+) -> MinHashIndex: ...
+def open_index(
+    location: str | Path, k: int = 3, *, kind: str | None = None, **options: Any
+) -> NearDuplicateIndex | MinHashIndex:
+    """Open the index at ``location``: a directory path, or a ``redis://`` URI.
+
+    ``kind="minhash"`` opens a :class:`~.minhash_store.MinHashIndex` (a directory; ``k`` is
+    ignored, ``options`` go to it). The kind is never guessed: a MinHash index's directory
+    opened as a simhash index is an error naming the right call.
+    """
+    if kind not in (None, "simhash", "minhash"):
+        raise ValueError(f"kind must be 'simhash' or 'minhash', not {kind!r}")
     text = str(location)
+    if kind == "minhash":
+        if is_server_uri(text):
+            raise ValueError("a MinHash index is embedded only (a directory), not on a server")
+        from .minhash_store import MinHashIndex
+
+        return MinHashIndex(text.removeprefix("file://"), **options)
     if is_server_uri(text):
         from .redis_store import RedisIndex
 
         return RedisIndex.from_uri(text, k=k, **options)
     if text.startswith("file://"):
         text = text[len("file://") :]
+    from .minhash_store import DATABASE, IndexSettingsError
+
+    if (Path(text) / DATABASE).exists():
+        raise IndexSettingsError(
+            f"{text} holds a MinHash index: open it with open_index(..., kind='minhash')"
+        )
     from .embedded import SimhashIndex
 
     return SimhashIndex(text, k=k, **options)
@@ -58,6 +92,10 @@ def __getattr__(name: str) -> Any:
         from . import batch
 
         return getattr(batch, name)
+    if name in ("MinHashIndex", "LSHMatch", "IndexSettingsError"):
+        from . import minhash_store
+
+        return getattr(minhash_store, name)
     if name == "MinHashLSH":
         from .lsh import MinHashLSH
 
@@ -73,10 +111,13 @@ __all__ = [
     "IndexCorruptError",
     "IndexLockedError",
     "IndexLostError",
+    "IndexSettingsError",
     "IndexUnavailableError",
+    "LSHMatch",
     "LayoutError",
     "Match",
     "Meta",
+    "MinHashIndex",
     "MinHashLSH",
     "NearDuplicateIndex",
     "SimhashIndex",

@@ -309,9 +309,57 @@ class MinHashLSH:
                 raise TypeError(f"keys are str, got {type(key).__name__}")
         batch = as_sketch_batch([s for _, s in items], self.num_values)
         keys = self._hasher.keys_many(batch)
-        for (key, _), v, k in zip(items, batch, keys, strict=True):
+        names = [key for key, _ in items]
+        if len(names) >= 64 and self._append(names, batch, keys):
+            return len(items)
+        for key, v, k in zip(names, batch, keys, strict=True):
             self._insert(key, v, k)
         return len(items)
+
+    def _append(self, names: list[str], batch: np.ndarray, band_keys: np.ndarray) -> bool:
+        """A batch of new, distinct keys in a few array operations (False: not such a batch)."""
+        start, m = len(self._keys), len(names)
+        ids = self._ids
+        if start + m > _MAX_IDS or len(set(names)) != m or any(key in ids for key in names):
+            return False
+        capacity = self._sketches.shape[0]
+        if start + m > capacity:
+            self._grow(max(start + m, capacity + max(1024, capacity // 4)))
+        self._sketches[start : start + m] = batch
+        self._alive[start : start + m] = True
+        self._keys.extend(names)
+        ids.update(zip(names, range(start, start + m), strict=True))
+        entries = (band_keys & _HI) | np.arange(start, start + m, dtype=np.uint64)[:, None]
+        entries = entries.ravel()
+        entries.sort()
+        self._recent = SortedBuckets(merge_sorted(self._recent.entries, entries))
+        if self._recent.size > max(1 << 20, self._table.size // 8):
+            self._merge_recent()
+        return True
+
+    def load(self, keys: list[str], sketches: np.ndarray) -> None:
+        """Fill an empty index with unique ``keys`` (oldest first): ``add_many``'s result, built
+        in a few array operations (a persistent index rebuilt at open: ~5x faster)."""
+        batch = as_sketch_batch(sketches, self.num_values)
+        n = len(keys)
+        if len(self._keys) or self._pending_count:
+            raise ValueError("load fills an empty index only")
+        if batch.shape[0] != n or n > _MAX_IDS:
+            raise ValueError(f"{n} keys for {batch.shape[0]} sketches (at most 2**32 - 1)")
+        ids = dict(zip(keys, range(n), strict=True))
+        if len(ids) != n or not all(isinstance(k, str) for k in keys):
+            raise ValueError("load needs unique str keys")
+        capacity = max(1024, n + n // 4)
+        self._sketches = np.zeros((capacity, self.num_values), dtype=np.uint32)
+        self._sketches[:n] = batch
+        self._alive = np.zeros(capacity, dtype=bool)
+        self._alive[:n] = True
+        self._keys, self._ids = list(keys), ids
+        entries = self._hasher.keys_many(batch) & _HI
+        entries |= np.arange(n, dtype=np.uint64)[:, None]
+        entries = entries.ravel()
+        entries.sort()
+        self._table = SortedBuckets(entries)
 
     def _insert(self, key: str, v: np.ndarray, band_keys: np.ndarray) -> None:
         if key in self._ids:

@@ -74,9 +74,13 @@ def _run_and_kill(path: Path, round_: int, rng: random.Random, sync: str) -> lis
         raise AssertionError(f"child failed to open the index: {first}{child.stderr.read()}")  # type: ignore[union-attr]
     time.sleep(rng.uniform(0.0, 0.25))
     os.kill(child.pid, signal.SIGKILL)
-    out, _ = child.communicate()
+    # Read through the same buffered stream as readline() above: communicate() reads the raw pipe and
+    # would drop what readline() had already buffered (acks lost to the check, or a line cut in two).
+    out = first + child.stdout.read()
+    child.stderr.read()  # type: ignore[union-attr]
+    child.wait()
     assert child.returncode == -signal.SIGKILL
-    return out.splitlines()
+    return out.splitlines()[1:]
 
 
 # "normal" is what a Scrapy crawl uses by default (SIMHASH_INDEX_SYNC): it must survive a

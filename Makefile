@@ -17,7 +17,7 @@ OLDEST_VENV   ?= .venv-scrapy-oldest
 # The editable install is done once and recorded by this stamp; it is redone only when
 # what it is built from changes (the dependencies in pyproject.toml, the C extensions).
 STAMP          := $(VENV)/.installed
-INSTALL_INPUTS := pyproject.toml $(wildcard scrapy_simhash/*/*.c)
+INSTALL_INPUTS := pyproject.toml $(wildcard scrapy_simhash/*/*.c scrapy_simhash/*/*.h)
 
 $(BIN)/python:
 	@echo "make: creating the virtual environment $(VENV) ..."

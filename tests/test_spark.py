@@ -1,0 +1,281 @@
+"""scrapy_simhash.spark on a real local[2] Spark: the distributed join, components and archive reading
+give the same answers as the single-machine code (brute force, index.batch, the tag/dedupe pipeline)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scrapy_simhash.index.batch import clusters as batch_clusters
+from scrapy_simhash.index.batch import popcount64
+from scrapy_simhash.spark.convert import to_signed, to_unsigned
+from scrapy_simhash.warc.dedupe import dedupe
+from scrapy_simhash.warc.pipeline import Options, Pipeline, plan_inputs
+from scrapy_simhash.warc.progress import Progress
+from scrapy_simhash.warc.reader import ReadProblem
+
+pyspark = pytest.importorskip(
+    "pyspark", reason="pyspark is not installed (pip install -e '.[test]' installs it)"
+)
+
+from scrapy_simhash.spark import clusters, fingerprint_archives, near_duplicates  # noqa: E402
+
+U64 = (1 << 64) - 1
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("scrapy-simhash-tests")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.default.parallelism", "2")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+# -- signed longs ------------------------------------------------------------------------------------
+
+
+@given(st.integers(0, U64))
+def test_signed_long_round_trip(value):
+    signed = to_signed(value)
+    assert -(1 << 63) <= signed < (1 << 63)
+    assert to_unsigned(signed) == value
+    assert np.array([value], dtype=np.uint64).view(np.int64)[0] == signed
+
+
+def test_signed_long_refuses_out_of_range():
+    with pytest.raises(ValueError):
+        to_signed(1 << 64)
+    with pytest.raises(ValueError):
+        to_unsigned(1 << 63)
+
+
+# -- near_duplicates == brute force -----------------------------------------------------------------
+
+
+def _flip(value: int, bits: int, rnd: random.Random) -> int:
+    for bit in rnd.sample(range(64), bits):
+        value ^= 1 << bit
+    return value
+
+
+def planted(seed: int, bases: int, neighbours: int, copies: int, k: int = 3) -> list[int]:
+    """Random fingerprints, neighbours at each distance 0..k+1 (exactly k and k+1 occur), identical copies."""
+    rnd = random.Random(seed)
+    out = [rnd.getrandbits(64) for _ in range(bases)]
+    out += [0, U64, 1 << 63]  # the sign bit and the extremes of the signed reading
+    for i in range(neighbours):
+        out.append(_flip(rnd.choice(out), i % (k + 2), rnd))
+    out += [out[0]] * copies
+    rnd.shuffle(out)
+    return out
+
+
+def brute_force(hashes: list[int], k: int) -> set[tuple[int, int, int]]:
+    h = np.array(hashes, dtype=np.uint64)
+    found = set()
+    for i in range(len(h) - 1):
+        d = popcount64(h[i + 1 :] ^ h[i])
+        for j in np.flatnonzero(d <= k).tolist():
+            found.add((i, i + 1 + j, int(d[j])))
+    return found
+
+
+def spark_pairs(spark, hashes: list[int], k: int = 3, **kw) -> set[tuple[int, int, int]]:
+    df = spark.createDataFrame([(i, to_signed(h)) for i, h in enumerate(hashes)], "id long, simhash long")
+    rows = near_duplicates(df, k, **kw).collect()
+    pairs = [(r.a, r.b, r.distance) for r in rows]
+    assert len(pairs) == len(set(pairs)), "a pair was reported twice"
+    return set(pairs)
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    seed=st.integers(0, 2**32),
+    k=st.integers(0, 4),
+    copies=st.integers(0, 30),
+    max_group=st.sampled_from([2, 7, 10_000]),
+)
+def test_near_duplicates_equal_brute_force(spark, seed, k, copies, max_group):
+    hashes = planted(seed, bases=80, neighbours=120, copies=copies, k=k)
+    want = brute_force(hashes, k)
+    assert any(d == k for _, _, d in want) or k == 0 or not want
+    assert spark_pairs(spark, hashes, k, max_group=max_group) == want
+
+
+def test_near_duplicates_heavy_skew(spark):
+    """600 copies of one fingerprint plus its neighbours: groups far above max_group are split in blocks."""
+    rnd = random.Random(7)
+    hot = rnd.getrandbits(64)
+    hashes = [hot] * 600 + [_flip(hot, 1 + i % 4, rnd) for i in range(60)]
+    hashes += [rnd.getrandbits(64) for _ in range(200)]
+    rnd.shuffle(hashes)
+    want = brute_force(hashes, 3)
+    assert len(want) > 600 * 599 // 2
+    assert spark_pairs(spark, hashes, 3, max_group=50) == want
+
+
+def test_near_duplicates_string_ids_and_nulls(spark):
+    df = spark.createDataFrame(
+        [("b", to_signed(5)), ("a", to_signed(7)), ("c", None), ("d", to_signed(U64))],
+        "url string, fp long",
+    )
+    rows = near_duplicates(df, 1, id_col="url", simhash_col="fp").collect()
+    assert [(r.a, r.b, r.distance) for r in rows] == [("a", "b", 1)]
+
+
+def test_near_duplicates_refuses_an_incomplete_layout(spark):
+    from scrapy_simhash.index.base import LayoutError
+
+    df = spark.createDataFrame([(1, 1)], "id long, simhash long")
+    with pytest.raises(LayoutError):
+        near_duplicates(df, 5, layout="manku")
+
+
+# -- clusters == index.batch clusters ---------------------------------------------------------------
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32), chain=st.integers(0, 40))
+def test_clusters_equal_batch_clusters(spark, seed, chain):
+    rnd = random.Random(seed)
+    n = 200
+    pairs = {tuple(sorted(rnd.sample(range(n), 2))) for _ in range(120)}
+    # a long path in scrambled order: many rounds for label propagation, few for large/small-star
+    path = rnd.sample(range(n), chain + 2) if chain else []
+    pairs |= {tuple(sorted(p)) for p in itertools.pairwise(path)}
+    pairs_df = spark.createDataFrame(sorted(pairs), "a long, b long")
+    got = {r.id: r.cluster for r in clusters(pairs_df).collect()}
+    labels = batch_clusters(pairs=np.array(sorted(pairs)), n=n)
+    in_pairs = {v for p in pairs for v in p}
+    assert got == {v: int(labels[v]) for v in in_pairs}
+
+
+def test_clusters_representative_by_order(spark):
+    pairs = spark.createDataFrame([(1, 2), (2, 3), (10, 11)], "a long, b long")
+    order = spark.createDataFrame([(1, 5), (2, 0), (3, 9), (10, 1), (11, 1)], "id long, order long")
+    got = {r.id: r.cluster for r in clusters(pairs, order=order).collect()}
+    assert got == {1: 2, 2: 2, 3: 2, 10: 10, 11: 10}
+
+
+# -- fingerprint_archives == the tag/dedupe pipeline ------------------------------------------------
+
+GOOD = [
+    "aut/warc/example.warc.gz",
+    "aut/arc/example.arc.gz",
+    "resiliparse/warcfile.warc.gz",
+    "dolma/sample-0000.warc.gz",
+]
+DAMAGED = [
+    "aut/arc/badexample.arc.gz",
+    "warcio/example-trunc.warc",
+    "resiliparse/clipped.warc.gz",
+    "gowarc/corrupted-mid-record.warc.gz.open",
+]
+
+
+def _is_date_note(problem: ReadProblem) -> bool:
+    return not problem.skipped and (
+        "copied as it is" in problem.reason or "copied as they are" in problem.reason
+    )
+
+
+def pipeline_rows(paths: list[Path]):
+    pages, problems = set(), set()
+    for event in Pipeline(Options(workers=1), Progress(0, enabled=False)).run(plan_inputs(paths)):
+        if isinstance(event, ReadProblem):
+            if not _is_date_note(event):
+                problems.add((event.file, event.offset, event.reason, event.skipped))
+        elif isinstance(event, list):
+            pages |= {
+                (r.file, r.offset, r.record_id, r.uri, r.date, r.simhash, r.tokens, r.reason) for r in event
+            }
+    return pages, problems
+
+
+def spark_rows(df):
+    pages, problems = set(), set()
+    for r in df.collect():
+        if r.problem is not None:
+            problems.add((r.file, r.offset, r.problem, r.skipped))
+        else:
+            simhash = None if r.simhash is None else to_unsigned(r.simhash)
+            pages.add((r.file, r.offset, r.record_id, r.uri, r.date, simhash, r.tokens, r.reason))
+    return pages, problems
+
+
+def test_fingerprint_archives_same_as_pipeline(spark, corpus):
+    paths = [corpus / "warcs" / name for name in GOOD + DAMAGED]
+    want_pages, want_problems = pipeline_rows(paths)
+    df = fingerprint_archives(spark, paths)
+    got_pages, got_problems = spark_rows(df)
+    assert sum(1 for p in want_pages if p[5] is not None) > 100
+    assert got_pages == want_pages
+    assert got_problems == want_problems
+    # every damaged file is reported (clipped.warc.gz as a truncated-record note), the good ones are not
+    assert {Path(f) for f, _, _, _ in got_problems} == {corpus / "warcs" / n for n in DAMAGED}
+    assert {Path(f) for f, _, _, skipped in got_problems if skipped} >= {
+        corpus / "warcs" / n for n in DAMAGED if "clipped" not in n
+    }
+
+
+def test_fingerprint_archives_truncated_copy_keeps_earlier_records(spark, corpus, tmp_path):
+    source = corpus / "warcs" / "aut/warc/example.warc.gz"
+    cut = tmp_path / "cut.warc.gz"
+    data = source.read_bytes()
+    cut.write_bytes(data[: len(data) // 2])
+    shutil.copy(source, tmp_path / "whole.warc.gz")
+    rows = fingerprint_archives(spark, [f"file://{tmp_path}"]).collect()
+    by_file = {}
+    for r in rows:
+        by_file.setdefault(Path(r.file).name, []).append(r)
+    assert {r.input for r in by_file["cut.warc.gz"]} == {0}  # sorted directory listing: cut before whole
+    problems = [r for r in by_file["cut.warc.gz"] if r.problem]
+    assert len(problems) == 1 and "incomplete" in problems[0].problem
+    assert not any(r.problem for r in by_file["whole.warc.gz"])
+    whole = {(r.offset, r.simhash) for r in by_file["whole.warc.gz"]}
+    before = {(r.offset, r.simhash) for r in by_file["cut.warc.gz"] if r.offset < problems[0].offset}
+    assert len(before) > 20 and before < whole
+
+
+def test_spark_dedupe_same_clusters_as_dedupe(spark, corpus):
+    """fingerprint_archives -> near_duplicates -> clusters (earliest = input, offset) == ``dedupe``."""
+    from pyspark.sql import functions as F
+
+    paths = [corpus / "warcs" / name for name in GOOD]
+    _, rows = dedupe(plan_inputs(paths), Options(workers=1))
+    want: dict[tuple[str, int], set] = {}
+    originals = set()
+    for row in rows:
+        want.setdefault(row["cluster"], set()).add((row["file"], row["offset"]))
+        if row["role"] == "original":
+            originals.add((row["file"], row["offset"]))
+
+    pages = fingerprint_archives(spark, paths).where(F.col("simhash").isNotNull())
+    pages = pages.withColumn("id", F.col("input").cast("long") * F.lit(1 << 40) + F.col("offset")).cache()
+    groups = clusters(near_duplicates(pages, 3)).join(pages, "id").collect()
+    got: dict[int, set] = {}
+    for r in groups:
+        got.setdefault(r.cluster, set()).add((os.path.abspath(r.file), r.offset))
+    representatives = {(os.path.abspath(r.file), r.offset) for r in groups if r.id == r.cluster}
+    assert len(want) > 5
+    assert sorted(map(sorted, got.values())) == sorted(map(sorted, want.values()))
+    assert representatives == originals

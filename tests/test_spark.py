@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from scrapy_simhash.index.batch import clusters as batch_clusters
 from scrapy_simhash.index.batch import popcount64
 from scrapy_simhash.spark.convert import to_signed, to_unsigned
-from scrapy_simhash.warc.dedupe import dedupe
 from scrapy_simhash.warc.pipeline import Options, Pipeline, plan_inputs
 from scrapy_simhash.warc.progress import Progress
 from scrapy_simhash.warc.reader import ReadProblem
@@ -256,26 +255,16 @@ def test_fingerprint_archives_truncated_copy_keeps_earlier_records(spark, corpus
     assert len(before) > 20 and before < whole
 
 
-def test_spark_dedupe_same_clusters_as_dedupe(spark, corpus):
-    """fingerprint_archives -> near_duplicates -> clusters (earliest = input, offset) == ``dedupe``."""
-    from pyspark.sql import functions as F
+def test_spark_dedupe_report_same_as_dedupe(spark, corpus, tmp_path, capsys):
+    """``spark dedupe --report`` writes the very report ``dedupe --report`` writes (same clusters, same
+    originals, same order), and both exit 1 when a damaged file lost data."""
+    from scrapy_simhash.cli import main
 
-    paths = [corpus / "warcs" / name for name in GOOD]
-    _, rows = dedupe(plan_inputs(paths), Options(workers=1))
-    want: dict[tuple[str, int], set] = {}
-    originals = set()
-    for row in rows:
-        want.setdefault(row["cluster"], set()).add((row["file"], row["offset"]))
-        if row["role"] == "original":
-            originals.add((row["file"], row["offset"]))
-
-    pages = fingerprint_archives(spark, paths).where(F.col("simhash").isNotNull())
-    pages = pages.withColumn("id", F.col("input").cast("long") * F.lit(1 << 40) + F.col("offset")).cache()
-    groups = clusters(near_duplicates(pages, 3)).join(pages, "id").collect()
-    got: dict[int, set] = {}
-    for r in groups:
-        got.setdefault(r.cluster, set()).add((os.path.abspath(r.file), r.offset))
-    representatives = {(os.path.abspath(r.file), r.offset) for r in groups if r.id == r.cluster}
-    assert len(want) > 5
-    assert sorted(map(sorted, got.values())) == sorted(map(sorted, want.values()))
-    assert representatives == originals
+    inputs = [str(corpus / "warcs" / name) for name in [*GOOD, "aut/arc/badexample.arc.gz"]]
+    local, distributed = tmp_path / "dedupe.jsonl", tmp_path / "spark.jsonl"
+    assert main(["dedupe", *inputs, "--workers", "1", "--report", str(local)]) == 1
+    assert main(["spark", "dedupe", *inputs, "--master", "local[2]", "--report", str(distributed)]) == 1
+    want = local.read_text(encoding="utf-8")
+    assert want.count("\n") > 20 and '"role": "duplicate"' in want
+    assert distributed.read_text(encoding="utf-8") == want
+    assert "skipped: " in capsys.readouterr().out

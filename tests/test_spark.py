@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from scrapy_simhash.index.batch import clusters as batch_clusters
 from scrapy_simhash.index.batch import popcount64
+from scrapy_simhash.index.layouts import resolve
 from scrapy_simhash.spark.convert import to_signed, to_unsigned
 from scrapy_simhash.warc.pipeline import Options, Pipeline, plan_inputs
 from scrapy_simhash.warc.progress import Progress
@@ -26,7 +27,10 @@ pyspark = pytest.importorskip(
     "pyspark", reason="pyspark is not installed (pip install -e '.[test]' installs it)"
 )
 
+from pyspark.sql import functions as F  # noqa: E402
+
 from scrapy_simhash.spark import clusters, fingerprint_archives, near_duplicates  # noqa: E402
+from scrapy_simhash.spark.pairs import candidate_groups  # noqa: E402
 
 U64 = (1 << 64) - 1
 
@@ -130,6 +134,11 @@ def test_near_duplicates_heavy_skew(spark):
     want = brute_force(hashes, 3)
     assert len(want) > 600 * 599 // 2
     assert spark_pairs(spark, hashes, 3, max_group=50) == want
+    df = spark.createDataFrame([(i, to_signed(h)) for i, h in enumerate(hashes)], "id long, simhash long")
+    groups = candidate_groups(df, resolve(None, 3), max_group=50)
+    sizes = [r.n for r in groups.select(F.size("members").alias("n")).collect()]
+    assert max(sizes) <= 3 * 50  # blocks are hashed: about max_group each, never the 600-record group
+    assert sum(n for n in sizes if n > 50) > 16 * 600  # each table's hot key was split into block pairs
 
 
 def test_near_duplicates_string_ids_and_nulls(spark):

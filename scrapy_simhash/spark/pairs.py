@@ -7,19 +7,17 @@ by the first table whose key it shares, so it comes out once however many tables
 without a global ``distinct``.
 
 Skew: a key shared by more than ``max_group`` records (many identical fingerprints, a boiler-
-plate page) is split into ``b`` blocks by a hash of the id; each record is sent to the ``b``
-block pairs it belongs to, and each block pair is one group of at most ``2 * max_group``
-records. Every pair of the big group is compared in exactly one block pair, and no executor
-ever holds the whole group.
+plate page) is split into ``b = ceil(count / max_group)`` blocks by a hash of the id; each
+record is sent to the ``b`` block pairs it belongs to, and each block pair is one group of
+about ``2 * max_group`` records. Every pair of the big group is compared in exactly one block
+pair, and no executor ever holds the whole group. Keys are computed and singleton keys dropped
+in the JVM (Spark SQL expressions); only records that share a key reach Python.
 """
 
 from __future__ import annotations
 
-import math
-import zlib
 from collections.abc import Iterable, Iterator
 from functools import partial
-from operator import add
 from typing import Any
 
 import numpy as np
@@ -29,7 +27,6 @@ from ..index.layouts import Layout, resolve
 
 MAX_GROUP = 10_000
 """Records per key above which a key's group is split into blocks."""
-_CHUNK = 1 << 16
 _MASK = (1 << 64) - 1
 
 Member = tuple[Any, int, int]
@@ -52,21 +49,13 @@ def near_duplicates(
     must be unique per row (any orderable type; ``a``/``b`` keep its type). Identical
     fingerprints (distance 0) and distance exactly ``k`` are included.
     """
-    from pyspark.sql import functions as F
     from pyspark.sql.types import IntegerType, StructField, StructType
 
-    if max_group < 1:
-        raise ValueError("max_group must be at least 1")
     table_layout = resolve(layout, k)
     spark = df.sparkSession
     id_type = df.schema[id_col].dataType
-    rows = df.where(F.col(simhash_col).isNotNull()).select(id_col, simhash_col).rdd.map(tuple)
-    keyed = rows.mapPartitions(partial(_emit, table_layout))
-    sizes = keyed.map(lambda kv: (kv[0], 1)).reduceByKey(add).filter(lambda kv: kv[1] > max_group)
-    blocks = {key: math.ceil(count / max_group) for key, count in sizes.collect()}
-    split = spark.sparkContext.broadcast(blocks)
-    grouped = keyed.flatMap(partial(_to_blocks, split)).groupByKey()
-    pairs = grouped.flatMap(partial(_group_pairs, table_layout, k))
+    groups = candidate_groups(df, table_layout, id_col=id_col, simhash_col=simhash_col, max_group=max_group)
+    pairs = groups.rdd.map(_group_item).flatMap(partial(_group_pairs, table_layout, k))
     schema = StructType(
         [
             StructField("a", id_type, False),
@@ -77,46 +66,69 @@ def near_duplicates(
     return spark.createDataFrame(pairs, schema)
 
 
-def _emit(
-    layout: Layout, rows: Iterable[tuple[Any, int]]
-) -> Iterator[tuple[tuple[int, int], tuple[Any, int]]]:
-    """((table, key), (id, unsigned simhash)) per row and table; keys computed with numpy per chunk."""
-    chunk: list[tuple[Any, int]] = []
-    for row in rows:
-        chunk.append(row)
-        if len(chunk) >= _CHUNK:
-            yield from _emit_chunk(layout, chunk)
-            chunk = []
-    if chunk:
-        yield from _emit_chunk(layout, chunk)
+def candidate_groups(
+    df: Any, layout: Layout, *, id_col: str = "id", simhash_col: str = "simhash", max_group: int = MAX_GROUP
+) -> Any:
+    """DataFrame[table, key, first, second, members]: the groups the exact check runs on.
+
+    Keys shared by one record only are dropped in the JVM; a key shared by more than
+    ``max_group`` records is split into block pairs (blocks by a hash of the id, so about
+    ``max_group`` each), so a group holds about ``2 * max_group`` members at most.
+    """
+    from pyspark.sql import functions as F
+
+    if max_group < 1:
+        raise ValueError("max_group must be at least 1")
+    table_layout = layout
+    h = F.col("h")
+    rows = df.where(F.col(simhash_col).isNotNull()).select(
+        F.col(id_col).alias("id"), F.col(simhash_col).alias("h")
+    )
+    # (id, h, table, key) per table, computed in the JVM: only keys shared by 2+ records reach Python
+    keyed = rows.select(
+        "id", "h", F.posexplode(F.array(*_key_columns(table_layout, h))).alias("table", "key")
+    )
+    counts = keyed.groupBy("table", "key").count().where(F.col("count") >= 2)
+    shared = keyed.join(counts, ["table", "key"])
+    blocks = F.when(F.col("count") > max_group, F.ceil(F.col("count") / max_group)).otherwise(F.lit(1))
+    shared = shared.withColumn("blocks", blocks.cast("int"))
+    shared = shared.withColumn("block", F.pmod(F.xxhash64("id"), F.col("blocks")).cast("int"))
+    shared = shared.withColumn("other", F.explode(F.sequence(F.lit(0), F.col("blocks") - 1)))
+    shared = shared.select(
+        "table",
+        "key",
+        F.least("block", "other").alias("first"),
+        F.greatest("block", "other").alias("second"),
+        F.struct("id", "h", "block").alias("member"),
+    )
+    groups = shared.groupBy("table", "key", "first", "second").agg(F.collect_list("member").alias("members"))
+    return groups
 
 
-def _emit_chunk(
-    layout: Layout, chunk: list[tuple[Any, int]]
-) -> Iterator[tuple[tuple[int, int], tuple[Any, int]]]:
-    hashes = np.array([value & _MASK for _, value in chunk], dtype=np.uint64)
-    keys = layout.keys(hashes).tolist()
-    for (ident, _), value, row_keys in zip(chunk, hashes.tolist(), keys, strict=True):
-        for table, key in enumerate(row_keys):
-            yield (table, key), (ident, value)
+def _signed(value: int) -> int:
+    return value - (1 << 64) if value >> 63 else value
 
 
-def block_of(ident: Any, blocks: int) -> int:
-    """The block of a record in a split group: a stable hash of its id (the same on every executor)."""
-    return zlib.crc32(repr(ident).encode("utf-8")) % blocks
+def _key_columns(layout: Layout, h: Any) -> list[Any]:
+    """Per table, the Spark expression of its key (the same bits as :meth:`Layout.table_keys`)."""
+    from pyspark.sql import functions as F
+
+    shift, mask, outs = layout.segment_arrays
+    columns = []
+    for table in range(layout.num_tables):
+        key = F.lit(0).cast("long")
+        for s in range(shift.shape[1]):
+            if int(mask[table, s]):
+                part = F.shiftrightunsigned(h, int(shift[table, s])).bitwiseAND(
+                    F.lit(_signed(int(mask[table, s])))
+                )
+                key = key.bitwiseOR(F.shiftleft(part, int(outs[table, s])))
+        columns.append(key)
+    return columns
 
 
-def _to_blocks(
-    split: Any, item: tuple[tuple[int, int], tuple[Any, int]]
-) -> Iterator[tuple[tuple[int, ...], Member]]:
-    (table, key), (ident, value) = item
-    count = split.value.get((table, key))
-    if count is None:
-        yield (table, key, 0, 0), (ident, value, 0)
-        return
-    mine = block_of(ident, count)
-    for other in range(count):
-        yield (table, key, min(mine, other), max(mine, other)), (ident, value, mine)
+def _group_item(row: Any) -> tuple[tuple[int, ...], list[Member]]:
+    return (row[0], row[1], row[2], row[3]), [(m[0], m[1] & _MASK, m[2]) for m in row[4]]
 
 
 def _group_pairs(

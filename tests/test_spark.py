@@ -141,6 +141,22 @@ def test_near_duplicates_heavy_skew(spark):
     assert sum(n for n in sizes if n > 50) > 16 * 600  # each table's hot key was split into block pairs
 
 
+def test_near_duplicates_against_a_stored_collection(spark, tmp_path):
+    """Last year's fingerprints from Parquet + this year's: only pairs with a new record, old-old left out."""
+    hashes = planted(11, bases=150, neighbours=250, copies=40)
+    old = [(i, to_signed(h), False) for i, h in enumerate(hashes) if i % 2 == 0]
+    spark.createDataFrame(old, "id long, simhash long, new boolean").write.parquet(str(tmp_path / "old"))
+    new = spark.createDataFrame(
+        [(i, to_signed(h), True) for i, h in enumerate(hashes) if i % 2], "id long, simhash long, new boolean"
+    )
+    both = spark.read.parquet(str(tmp_path / "old")).unionByName(new)
+    rows = near_duplicates(both, 3, new_col="new", max_group=20).collect()
+    got = [(r.a, r.b, r.distance) for r in rows]
+    want = {(a, b, d) for a, b, d in brute_force(hashes, 3) if a % 2 or b % 2}
+    assert any(a % 2 == 0 and b % 2 == 0 for a, b, _ in brute_force(hashes, 3))  # old-old pairs exist
+    assert len(got) == len(set(got)) and set(got) == want
+
+
 def test_near_duplicates_string_ids_and_nulls(spark):
     df = spark.createDataFrame(
         [("b", to_signed(5)), ("a", to_signed(7)), ("c", None), ("d", to_signed(U64))],

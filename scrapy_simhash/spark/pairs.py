@@ -29,8 +29,8 @@ MAX_GROUP = 10_000
 """Records per key above which a key's group is split into blocks."""
 _MASK = (1 << 64) - 1
 
-Member = tuple[Any, int, int]
-"""(id, unsigned simhash, block)."""
+Member = tuple[Any, int, int, bool]
+"""(id, unsigned simhash, block, new)."""
 
 
 def near_duplicates(
@@ -41,6 +41,7 @@ def near_duplicates(
     simhash_col: str = "simhash",
     layout: str | Layout | None = None,
     max_group: int = MAX_GROUP,
+    new_col: str | None = None,
 ) -> Any:
     """DataFrame[a, b, distance]: every pair of distinct rows within Hamming distance ``k``, ``a < b``.
 
@@ -48,13 +49,19 @@ def near_duplicates(
     :func:`~scrapy_simhash.spark.to_signed`); rows where it is null are left out. ``id_col``
     must be unique per row (any orderable type; ``a``/``b`` keep its type). Identical
     fingerprints (distance 0) and distance exactly ``k`` are included.
+
+    ``new_col`` (boolean): deduplicate new records against a stored collection (e.g. last
+    year's fingerprints read from Parquet, unioned with this year's): only pairs with at least
+    one new row are reported, and keys without a new row are dropped before the exact check.
     """
     from pyspark.sql.types import IntegerType, StructField, StructType
 
     table_layout = resolve(layout, k)
     spark = df.sparkSession
     id_type = df.schema[id_col].dataType
-    groups = candidate_groups(df, table_layout, id_col=id_col, simhash_col=simhash_col, max_group=max_group)
+    groups = candidate_groups(
+        df, table_layout, id_col=id_col, simhash_col=simhash_col, max_group=max_group, new_col=new_col
+    )
     pairs = groups.rdd.map(_group_item).flatMap(partial(_group_pairs, table_layout, k))
     schema = StructType(
         [
@@ -67,7 +74,13 @@ def near_duplicates(
 
 
 def candidate_groups(
-    df: Any, layout: Layout, *, id_col: str = "id", simhash_col: str = "simhash", max_group: int = MAX_GROUP
+    df: Any,
+    layout: Layout,
+    *,
+    id_col: str = "id",
+    simhash_col: str = "simhash",
+    max_group: int = MAX_GROUP,
+    new_col: str | None = None,
 ) -> Any:
     """DataFrame[table, key, first, second, members]: the groups the exact check runs on.
 
@@ -82,13 +95,20 @@ def candidate_groups(
     table_layout = layout
     h = F.col("h")
     rows = df.where(F.col(simhash_col).isNotNull()).select(
-        F.col(id_col).alias("id"), F.col(simhash_col).alias("h")
+        F.col(id_col).alias("id"),
+        F.col(simhash_col).alias("h"),
+        (F.coalesce(F.col(new_col).cast("boolean"), F.lit(False)) if new_col else F.lit(True)).alias("new"),
     )
     # (id, h, table, key) per table, computed in the JVM: only keys shared by 2+ records reach Python
     keyed = rows.select(
-        "id", "h", F.posexplode(F.array(*_key_columns(table_layout, h))).alias("table", "key")
+        "id", "h", "new", F.posexplode(F.array(*_key_columns(table_layout, h))).alias("table", "key")
     )
-    counts = keyed.groupBy("table", "key").count().where(F.col("count") >= 2)
+    counts = (
+        keyed.groupBy("table", "key")
+        .agg(F.count(F.lit(1)).alias("count"), F.max(F.col("new").cast("int")).alias("has_new"))
+        .where((F.col("count") >= 2) & (F.col("has_new") == 1))
+        .drop("has_new")
+    )
     shared = keyed.join(counts, ["table", "key"])
     blocks = F.when(F.col("count") > max_group, F.ceil(F.col("count") / max_group)).otherwise(F.lit(1))
     shared = shared.withColumn("blocks", blocks.cast("int"))
@@ -99,7 +119,7 @@ def candidate_groups(
         "key",
         F.least("block", "other").alias("first"),
         F.greatest("block", "other").alias("second"),
-        F.struct("id", "h", "block").alias("member"),
+        F.struct("id", "h", "block", "new").alias("member"),
     )
     groups = shared.groupBy("table", "key", "first", "second").agg(F.collect_list("member").alias("members"))
     return groups
@@ -128,7 +148,7 @@ def _key_columns(layout: Layout, h: Any) -> list[Any]:
 
 
 def _group_item(row: Any) -> tuple[tuple[int, ...], list[Member]]:
-    return (row[0], row[1], row[2], row[3]), [(m[0], m[1] & _MASK, m[2]) for m in row[4]]
+    return (row[0], row[1], row[2], row[3]), [(m[0], m[1] & _MASK, m[2], m[3]) for m in row[4]]
 
 
 def _group_pairs(
@@ -141,6 +161,7 @@ def _group_pairs(
         return
     ids = [m[0] for m in members]
     hashes = np.array([m[1] for m in members], dtype=np.uint64)
+    new = np.array([m[3] for m in members], dtype=bool)
     earlier = layout.keys(hashes)[:, :table] if table else None
     if first == second:
         left = right = np.arange(len(members))
@@ -154,7 +175,7 @@ def _group_pairs(
         if not others.size:
             continue
         distance = popcount64(hashes[others] ^ hashes[i])
-        keep = distance <= k
+        keep = (distance <= k) & (new[others] | new[i])
         if earlier is not None:
             keep &= ~(earlier[others] == earlier[i]).any(axis=1)
         for j, d in zip(others[keep].tolist(), distance[keep].tolist(), strict=True):

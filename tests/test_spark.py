@@ -198,6 +198,19 @@ def test_clusters_representative_by_order(spark):
     order = spark.createDataFrame([(1, 5), (2, 0), (3, 9), (10, 1), (11, 1)], "id long, order long")
     got = {r.id: r.cluster for r in clusters(pairs, order=order).collect()}
     assert got == {1: 2, 2: 2, 3: 2, 10: 10, 11: 10}
+    with pytest.raises(ValueError, match="order has no row"):
+        clusters(pairs, order=order.where("id != 3"))
+
+
+def test_only_local_paths_and_file_uris(spark, tmp_path):
+    from scrapy_simhash.spark.archives import local_path
+
+    assert local_path(f"file://{tmp_path}/a%20b.warc.gz") == f"{tmp_path}/a b.warc.gz"
+    assert local_path("/x/y.warc") == "/x/y.warc"
+    with pytest.raises(ValueError, match="only local paths and file: URIs"):
+        fingerprint_archives(spark, ["hdfs://namenode/crawl/x.warc.gz"])
+    with pytest.raises(ValueError, match="no such file"):
+        fingerprint_archives(spark, [tmp_path / "missing.warc.gz"])
 
 
 # -- fingerprint_archives == the tag/dedupe pipeline ------------------------------------------------

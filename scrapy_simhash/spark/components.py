@@ -27,7 +27,8 @@ def clusters(
     """DataFrame[id, cluster]: every id that appears in ``pairs``, with its component's representative.
 
     The representative is the smallest id, or with ``order`` (a DataFrame of ``order_id_col``
-    and ``order_col``, one row per id) the id with the smallest order (ties by id). Ids not in
+    and ``order_col``, exactly one row per id in ``pairs``, else ValueError) the id with the
+    smallest order (ties by id). Ids not in
     any pair are singletons and are not listed. Raises RuntimeError after ``max_rounds``.
     """
     from pyspark.sql.types import StructField, StructType
@@ -37,7 +38,11 @@ def clusters(
     edges = pairs.select(a_col, b_col).rdd.map(tuple)
     if order is not None:
         ranks = order.select(order_id_col, order_col).rdd.map(lambda r: (r[0], (r[1], r[0])))
-        edges = edges.join(ranks).map(lambda kv: (kv[1][0], kv[1][1])).join(ranks).map(lambda kv: kv[1])
+        ranked = edges.join(ranks).map(lambda kv: (kv[1][0], kv[1][1])).join(ranks).map(lambda kv: kv[1])
+        missing = edges.count() - ranked.count()
+        if missing:
+            raise ValueError(f"order has no row for an id of {missing} pairs: every id in pairs needs one")
+        edges = ranked
     else:
         edges = edges.map(lambda e: ((0, e[0]), (0, e[1])))
     edges = edges.filter(lambda e: e[0] != e[1]).map(lambda e: (max(e), min(e))).distinct().cache()

@@ -1,0 +1,308 @@
+"""scrapy_simhash.spark on a real local[2] Spark: the distributed join, components and archive reading
+give the same answers as the single-machine code (brute force, index.batch, the tag/dedupe pipeline)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scrapy_simhash.index.batch import clusters as batch_clusters
+from scrapy_simhash.index.batch import popcount64
+from scrapy_simhash.index.layouts import resolve
+from scrapy_simhash.spark.convert import to_signed, to_unsigned
+from scrapy_simhash.warc.pipeline import Options, Pipeline, plan_inputs
+from scrapy_simhash.warc.progress import Progress
+from scrapy_simhash.warc.reader import ReadProblem
+
+pyspark = pytest.importorskip(
+    "pyspark", reason="pyspark is not installed (pip install -e '.[test]' installs it)"
+)
+
+from pyspark.sql import functions as F  # noqa: E402
+
+from scrapy_simhash.spark import clusters, fingerprint_archives, near_duplicates  # noqa: E402
+from scrapy_simhash.spark.pairs import candidate_groups  # noqa: E402
+
+U64 = (1 << 64) - 1
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("scrapy-simhash-tests")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.default.parallelism", "2")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+# -- signed longs ------------------------------------------------------------------------------------
+
+
+@given(st.integers(0, U64))
+def test_signed_long_round_trip(value):
+    signed = to_signed(value)
+    assert -(1 << 63) <= signed < (1 << 63)
+    assert to_unsigned(signed) == value
+    assert np.array([value], dtype=np.uint64).view(np.int64)[0] == signed
+
+
+def test_signed_long_refuses_out_of_range():
+    with pytest.raises(ValueError):
+        to_signed(1 << 64)
+    with pytest.raises(ValueError):
+        to_unsigned(1 << 63)
+
+
+# -- near_duplicates == brute force -----------------------------------------------------------------
+
+
+def _flip(value: int, bits: int, rnd: random.Random) -> int:
+    for bit in rnd.sample(range(64), bits):
+        value ^= 1 << bit
+    return value
+
+
+def planted(seed: int, bases: int, neighbours: int, copies: int, k: int = 3) -> list[int]:
+    """Random fingerprints, neighbours at each distance 0..k+1 (exactly k and k+1 occur), identical copies."""
+    rnd = random.Random(seed)
+    out = [rnd.getrandbits(64) for _ in range(bases)]
+    out += [0, U64, 1 << 63]  # the sign bit and the extremes of the signed reading
+    for i in range(neighbours):
+        out.append(_flip(rnd.choice(out), i % (k + 2), rnd))
+    out += [out[0]] * copies
+    rnd.shuffle(out)
+    return out
+
+
+def brute_force(hashes: list[int], k: int) -> set[tuple[int, int, int]]:
+    h = np.array(hashes, dtype=np.uint64)
+    found = set()
+    for i in range(len(h) - 1):
+        d = popcount64(h[i + 1 :] ^ h[i])
+        for j in np.flatnonzero(d <= k).tolist():
+            found.add((i, i + 1 + j, int(d[j])))
+    return found
+
+
+def spark_pairs(spark, hashes: list[int], k: int = 3, **kw) -> set[tuple[int, int, int]]:
+    df = spark.createDataFrame([(i, to_signed(h)) for i, h in enumerate(hashes)], "id long, simhash long")
+    rows = near_duplicates(df, k, **kw).collect()
+    pairs = [(r.a, r.b, r.distance) for r in rows]
+    assert len(pairs) == len(set(pairs)), "a pair was reported twice"
+    return set(pairs)
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    seed=st.integers(0, 2**32),
+    k=st.integers(0, 4),
+    copies=st.integers(0, 30),
+    max_group=st.sampled_from([2, 7, 10_000]),
+)
+def test_near_duplicates_equal_brute_force(spark, seed, k, copies, max_group):
+    hashes = planted(seed, bases=80, neighbours=120, copies=copies, k=k)
+    want = brute_force(hashes, k)
+    assert any(d == k for _, _, d in want) or k == 0 or not want
+    assert spark_pairs(spark, hashes, k, max_group=max_group) == want
+
+
+def test_near_duplicates_heavy_skew(spark):
+    """600 copies of one fingerprint plus its neighbours: groups far above max_group are split in blocks."""
+    rnd = random.Random(7)
+    hot = rnd.getrandbits(64)
+    hashes = [hot] * 600 + [_flip(hot, 1 + i % 4, rnd) for i in range(60)]
+    hashes += [rnd.getrandbits(64) for _ in range(200)]
+    rnd.shuffle(hashes)
+    want = brute_force(hashes, 3)
+    assert len(want) > 600 * 599 // 2
+    assert spark_pairs(spark, hashes, 3, max_group=50) == want
+    df = spark.createDataFrame([(i, to_signed(h)) for i, h in enumerate(hashes)], "id long, simhash long")
+    groups = candidate_groups(df, resolve(None, 3), max_group=50)
+    sizes = [r.n for r in groups.select(F.size("members").alias("n")).collect()]
+    assert max(sizes) <= 3 * 50  # blocks are hashed: about max_group each, never the 600-record group
+    assert sum(n for n in sizes if n > 50) > 16 * 600  # each table's hot key was split into block pairs
+
+
+def test_near_duplicates_against_a_stored_collection(spark, tmp_path):
+    """Last year's fingerprints from Parquet + this year's: only pairs with a new record, old-old left out."""
+    hashes = planted(11, bases=150, neighbours=250, copies=40)
+    old = [(i, to_signed(h), False) for i, h in enumerate(hashes) if i % 2 == 0]
+    spark.createDataFrame(old, "id long, simhash long, new boolean").write.parquet(str(tmp_path / "old"))
+    new = spark.createDataFrame(
+        [(i, to_signed(h), True) for i, h in enumerate(hashes) if i % 2], "id long, simhash long, new boolean"
+    )
+    both = spark.read.parquet(str(tmp_path / "old")).unionByName(new)
+    rows = near_duplicates(both, 3, new_col="new", max_group=20).collect()
+    got = [(r.a, r.b, r.distance) for r in rows]
+    want = {(a, b, d) for a, b, d in brute_force(hashes, 3) if a % 2 or b % 2}
+    assert any(a % 2 == 0 and b % 2 == 0 for a, b, _ in brute_force(hashes, 3))  # old-old pairs exist
+    assert len(got) == len(set(got)) and set(got) == want
+
+
+def test_near_duplicates_string_ids_and_nulls(spark):
+    df = spark.createDataFrame(
+        [("b", to_signed(5)), ("a", to_signed(7)), ("c", None), ("d", to_signed(U64))],
+        "url string, fp long",
+    )
+    rows = near_duplicates(df, 1, id_col="url", simhash_col="fp").collect()
+    assert [(r.a, r.b, r.distance) for r in rows] == [("a", "b", 1)]
+
+
+def test_near_duplicates_refuses_an_incomplete_layout(spark):
+    from scrapy_simhash.index.base import LayoutError
+
+    df = spark.createDataFrame([(1, 1)], "id long, simhash long")
+    with pytest.raises(LayoutError):
+        near_duplicates(df, 5, layout="manku")
+
+
+# -- clusters == index.batch clusters ---------------------------------------------------------------
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32), chain=st.integers(0, 40))
+def test_clusters_equal_batch_clusters(spark, seed, chain):
+    rnd = random.Random(seed)
+    n = 200
+    pairs = {tuple(sorted(rnd.sample(range(n), 2))) for _ in range(120)}
+    # a long path in scrambled order: many rounds for label propagation, few for large/small-star
+    path = rnd.sample(range(n), chain + 2) if chain else []
+    pairs |= {tuple(sorted(p)) for p in itertools.pairwise(path)}
+    pairs_df = spark.createDataFrame(sorted(pairs), "a long, b long")
+    got = {r.id: r.cluster for r in clusters(pairs_df).collect()}
+    labels = batch_clusters(pairs=np.array(sorted(pairs)), n=n)
+    in_pairs = {v for p in pairs for v in p}
+    assert got == {v: int(labels[v]) for v in in_pairs}
+
+
+def test_clusters_representative_by_order(spark):
+    pairs = spark.createDataFrame([(1, 2), (2, 3), (10, 11)], "a long, b long")
+    order = spark.createDataFrame([(1, 5), (2, 0), (3, 9), (10, 1), (11, 1)], "id long, order long")
+    got = {r.id: r.cluster for r in clusters(pairs, order=order).collect()}
+    assert got == {1: 2, 2: 2, 3: 2, 10: 10, 11: 10}
+    with pytest.raises(ValueError, match="order has no row"):
+        clusters(pairs, order=order.where("id != 3"))
+
+
+def test_only_local_paths_and_file_uris(spark, tmp_path):
+    from scrapy_simhash.spark.archives import local_path
+
+    assert local_path(f"file://{tmp_path}/a%20b.warc.gz") == f"{tmp_path}/a b.warc.gz"
+    assert local_path("/x/y.warc") == "/x/y.warc"
+    with pytest.raises(ValueError, match="only local paths and file: URIs"):
+        fingerprint_archives(spark, ["hdfs://namenode/crawl/x.warc.gz"])
+    with pytest.raises(ValueError, match="no such file"):
+        fingerprint_archives(spark, [tmp_path / "missing.warc.gz"])
+
+
+# -- fingerprint_archives == the tag/dedupe pipeline ------------------------------------------------
+
+GOOD = [
+    "aut/warc/example.warc.gz",
+    "aut/arc/example.arc.gz",
+    "resiliparse/warcfile.warc.gz",
+    "dolma/sample-0000.warc.gz",
+]
+DAMAGED = [
+    "aut/arc/badexample.arc.gz",
+    "warcio/example-trunc.warc",
+    "resiliparse/clipped.warc.gz",
+    "gowarc/corrupted-mid-record.warc.gz.open",
+]
+
+
+def _is_date_note(problem: ReadProblem) -> bool:
+    return not problem.skipped and (
+        "copied as it is" in problem.reason or "copied as they are" in problem.reason
+    )
+
+
+def pipeline_rows(paths: list[Path]):
+    pages, problems = set(), set()
+    for event in Pipeline(Options(workers=1), Progress(0, enabled=False)).run(plan_inputs(paths)):
+        if isinstance(event, ReadProblem):
+            if not _is_date_note(event):
+                problems.add((event.file, event.offset, event.reason, event.skipped))
+        elif isinstance(event, list):
+            pages |= {
+                (r.file, r.offset, r.record_id, r.uri, r.date, r.simhash, r.tokens, r.reason) for r in event
+            }
+    return pages, problems
+
+
+def spark_rows(df):
+    pages, problems = set(), set()
+    for r in df.collect():
+        if r.problem is not None:
+            problems.add((r.file, r.offset, r.problem, r.skipped))
+        else:
+            simhash = None if r.simhash is None else to_unsigned(r.simhash)
+            pages.add((r.file, r.offset, r.record_id, r.uri, r.date, simhash, r.tokens, r.reason))
+    return pages, problems
+
+
+def test_fingerprint_archives_same_as_pipeline(spark, corpus):
+    paths = [corpus / "warcs" / name for name in GOOD + DAMAGED]
+    want_pages, want_problems = pipeline_rows(paths)
+    df = fingerprint_archives(spark, paths)
+    got_pages, got_problems = spark_rows(df)
+    assert sum(1 for p in want_pages if p[5] is not None) > 100
+    assert got_pages == want_pages
+    assert got_problems == want_problems
+    # every damaged file is reported (clipped.warc.gz as a truncated-record note), the good ones are not
+    assert {Path(f) for f, _, _, _ in got_problems} == {corpus / "warcs" / n for n in DAMAGED}
+    assert {Path(f) for f, _, _, skipped in got_problems if skipped} >= {
+        corpus / "warcs" / n for n in DAMAGED if "clipped" not in n
+    }
+
+
+def test_fingerprint_archives_truncated_copy_keeps_earlier_records(spark, corpus, tmp_path):
+    source = corpus / "warcs" / "aut/warc/example.warc.gz"
+    cut = tmp_path / "cut.warc.gz"
+    data = source.read_bytes()
+    cut.write_bytes(data[: len(data) // 2])
+    shutil.copy(source, tmp_path / "whole.warc.gz")
+    rows = fingerprint_archives(spark, [f"file://{tmp_path}"]).collect()
+    by_file = {}
+    for r in rows:
+        by_file.setdefault(Path(r.file).name, []).append(r)
+    assert {r.input for r in by_file["cut.warc.gz"]} == {0}  # sorted directory listing: cut before whole
+    problems = [r for r in by_file["cut.warc.gz"] if r.problem]
+    assert len(problems) == 1 and "incomplete" in problems[0].problem
+    assert not any(r.problem for r in by_file["whole.warc.gz"])
+    whole = {(r.offset, r.simhash) for r in by_file["whole.warc.gz"]}
+    before = {(r.offset, r.simhash) for r in by_file["cut.warc.gz"] if r.offset < problems[0].offset}
+    assert len(before) > 20 and before < whole
+
+
+def test_spark_dedupe_report_same_as_dedupe(spark, corpus, tmp_path, capsys):
+    """``spark dedupe --report`` writes the very report ``dedupe --report`` writes (same clusters, same
+    originals, same order), and both exit 1 when a damaged file lost data."""
+    from scrapy_simhash.cli import main
+
+    inputs = [str(corpus / "warcs" / name) for name in [*GOOD, "aut/arc/badexample.arc.gz"]]
+    local, distributed = tmp_path / "dedupe.jsonl", tmp_path / "spark.jsonl"
+    assert main(["dedupe", *inputs, "--workers", "1", "--report", str(local)]) == 1
+    assert main(["spark", "dedupe", *inputs, "--master", "local[2]", "--report", str(distributed)]) == 1
+    want = local.read_text(encoding="utf-8")
+    assert want.count("\n") > 20 and '"role": "duplicate"' in want
+    assert distributed.read_text(encoding="utf-8") == want
+    assert "skipped: " in capsys.readouterr().out

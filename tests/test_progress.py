@@ -83,7 +83,7 @@ def _summary(stdout: str) -> str:
 
 def test_piped_stderr_gets_plain_lines_with_the_totals(inputs: list[Path], tmp_path: Path) -> None:
     result = run_piped(command("tag", *map(str, inputs), "--out", str(tmp_path / "out"), "--workers", "1"))
-    assert result.returncode == 0, result.stderr  # the truncated copy: its last page clipped, a note
+    assert result.returncode == 1, result.stderr  # the truncated copy: its last record clipped, a loss
     assert "\r" not in result.stderr and "\x1b" not in result.stderr
     final = result.stderr.splitlines()[-1]
     match = FINAL.match(final)
@@ -94,7 +94,7 @@ def test_piped_stderr_gets_plain_lines_with_the_totals(inputs: list[Path], tmp_p
     summary = result.stdout.splitlines()
     assert summary[0] == "files: 3 processed, 0 already complete"
     assert re.match(rf"records: {records} read \([\d,]+/s\), \d+ HTML, {pages} fingerprinted", summary[1])
-    assert re.search(r"^note: .*truncated\.warc\.gz", result.stderr, re.M)  # problems still shown
+    assert re.search(r"^skipped: .*truncated\.warc\.gz", result.stderr, re.M)  # problems still shown
 
 
 def test_a_resumed_run_counts_only_the_bytes_it_reads(inputs: list[Path], tmp_path: Path) -> None:
@@ -124,7 +124,7 @@ def test_terminal_gets_a_bar_and_the_same_summary(
     args = ["tag", *map(str, inputs), "--workers", "1"]
     piped = run_piped(command(*args, "--out", str(tmp_path / "piped")))
     status, stdout, terminal = run_on_terminal(command(*args, "--out", str(tmp_path / "tty")), tmp_path, size)
-    assert status == piped.returncode == 0
+    assert status == piped.returncode == 1  # the truncated copy's clipped record is a loss
     assert "\r" in terminal
     assert re.search(r"100%\|", terminal), terminal  # the bar's last frame, before it is erased
     assert "3/3 files" in terminal

@@ -35,7 +35,9 @@ MINHASH_SCHEME = "minhash-scheme"
 CDXJ_KEYS = (SIMHASH, SIMHASH_SCHEME, TEXT_EXTRACTOR, MINHASH, MINHASH_SCHEME)
 """The metadata fields copied into a CDXJ line's JSON, under the same names, when present."""
 
-MISSING_INDEXER = "cdxj-indexer is not installed: pip install 'scrapy-simhash[cdxj]' (cdxj-indexer builds the CDXJ lines)"
+MISSING_INDEXER = (
+    "cdxj-indexer is not installed: pip install 'scrapy-simhash[cdxj]' (cdxj-indexer builds the CDXJ lines)"
+)
 
 Fields = dict[str, str]
 

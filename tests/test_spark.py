@@ -286,7 +286,7 @@ def test_fingerprint_archives_truncated_copy_keeps_earlier_records(spark, corpus
         by_file.setdefault(Path(r.file).name, []).append(r)
     assert {r.input for r in by_file["cut.warc.gz"]} == {0}  # sorted directory listing: cut before whole
     problems = [r for r in by_file["cut.warc.gz"] if r.problem]
-    assert len(problems) == 1 and "incomplete" in problems[0].problem
+    assert len(problems) == 1 and "clipped" in problems[0].problem and problems[0].skipped
     assert not any(r.problem for r in by_file["whole.warc.gz"])
     whole = {(r.offset, r.simhash) for r in by_file["whole.warc.gz"]}
     before = {(r.offset, r.simhash) for r in by_file["cut.warc.gz"] if r.offset < problems[0].offset}

@@ -13,7 +13,7 @@ Figures:
 - Redis memory per document: ``INFO memory`` used_memory after the load minus before, divided by N
   (the sketch alone is 512 bytes).
 
-Run: python bench/redis_minhash.py [--n 100000] [--queries 10000] [--fsync everysec]
+Run: python bench/redis_minhash.py [--n 100000] [--queries 10000] [--buckets hash] [--fsync everysec]
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ def main() -> None:
     parser.add_argument("--noise", type=float, default=0.1)
     parser.add_argument("--fsync", default="always", choices=["always", "everysec", "no"])
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--buckets", default="set", choices=["set", "hash"])
     args = parser.parse_args()
 
     rng = np.random.default_rng(args.seed)
@@ -54,7 +55,9 @@ def main() -> None:
         process, port = start_redis(Path(tmp), args.fsync)
         client = redis.Redis(host="127.0.0.1", port=port)
         try:
-            index = open_index(f"redis://127.0.0.1:{port}/0?prefix=bench", kind="minhash")
+            index = open_index(
+                f"redis://127.0.0.1:{port}/0?prefix=bench&buckets={args.buckets}", kind="minhash"
+            )
             before = int(client.info("memory")["used_memory"])
             start = time.perf_counter()
             chunk = 50_000
@@ -90,7 +93,7 @@ def main() -> None:
 
     print(
         f"RedisMinHashIndex, n={args.n:,}, 128 values, threshold 0.8 "
-        f"({index.bands} bands x {index.rows} rows), "
+        f"({index.bands} bands x {index.rows} rows), buckets={args.buckets}, "
         f"appendfsync {args.fsync}, hits {sum(map(bool, batched)):,}/{args.queries:,}"
     )
     print(f"  bulk inserts/s (add_many):       {args.n / load:>10,.0f}")

@@ -29,7 +29,7 @@ from scrapy_simhash.index import (
     open_index,
 )
 from scrapy_simhash.index.lsh import MinHashLSH
-from scrapy_simhash.index.redis_minhash import RedisMinHashIndex
+from scrapy_simhash.index.redis_minhash import BUCKET_KINDS, RedisMinHashIndex
 
 NV, THRESHOLD, BANDS, ROWS = 8, 0.5, 4, 2
 KEYS = [f"k{i}" for i in range(8)]
@@ -100,9 +100,22 @@ def assert_same_state(index: RedisMinHashIndex, model: Model) -> None:
         assert index.meta(key) == (model.meta[key] if key in model.lsh else None)
 
 
-def run_program(uri: str, program: list[tuple]) -> None:
+def bucket_entries(server: RedisServer, index: RedisMinHashIndex) -> int:
+    """Band memberships stored in Redis: sets' members, or 8-byte entries of the hash buckets."""
+    client = server.client()
+    try:
+        base = index._base.decode()
+        total = sum(client.scard(name) for name in client.scan_iter(match=f"{base}b:*", count=1000))
+        for name in client.scan_iter(match=f"{base}h:*", count=1000):
+            total += sum(len(value) // 8 for value in client.hvals(name))
+        return total
+    finally:
+        client.close()
+
+
+def run_program(server: RedisServer, uri: str, program: list[tuple], buckets: str) -> None:
     model = Model()
-    index = open_small(uri, reset=True)
+    index = open_small(uri, reset=True, buckets=buckets)
     try:
         for op in program:
             kind = op[0]
@@ -125,11 +138,13 @@ def run_program(uri: str, program: list[tuple]) -> None:
             else:  # another connection, as a second crawler process opens it
                 index.close()
                 index = open_index(uri, kind="minhash")
+                assert index.buckets == buckets  # adopted from the namespace
             stored = model.lsh.keys()
             for key in stored:  # every stored sketch as a query, after every step
                 probe = model.lsh.get(key)
                 assert rows(index.query(probe)) == model.answer(model.lsh.query(probe))
         assert_same_state(index, model)
+        assert bucket_entries(server, index) == BANDS * len(model.lsh)  # removals leave no members
         stored = model.lsh.keys()
         probes = [model.lsh.get(key) for key in stored] + [np.zeros(NV, np.uint32)]
         want = [model.answer(r) for r in model.lsh.query_many(probes)]
@@ -141,13 +156,15 @@ def run_program(uri: str, program: list[tuple]) -> None:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(program=operations)
-def test_answers_equal_the_in_memory_lsh(server: RedisServer, program: list[tuple]) -> None:
-    run_program(f"{server.url}?prefix=prog-{uuid.uuid4().hex[:12]}", program)
+@pytest.mark.parametrize("buckets", BUCKET_KINDS)
+def test_answers_equal_the_in_memory_lsh(server: RedisServer, buckets: str, program: list[tuple]) -> None:
+    run_program(server, f"{server.url}?prefix=prog-{uuid.uuid4().hex[:12]}", program, buckets)
 
 
-def test_check_and_add_reports_the_replaced_entry_with_its_old_meta(uri: str) -> None:
+@pytest.mark.parametrize("buckets", BUCKET_KINDS)
+def test_check_and_add_reports_the_replaced_entry_with_its_old_meta(uri: str, buckets: str) -> None:
     sketch = np.zeros(NV, np.uint32)
-    with open_small(uri) as index:
+    with open_small(uri, buckets=buckets) as index:
         index.add("a", sketch, {"v": 1})
         assert rows(index.check_and_add("a", sketch, {"v": 2})) == [("a", 1.0, {"v": 1})]
         assert index.meta("a") == {"v": 2} and len(index) == 1
@@ -179,11 +196,12 @@ def test_a_bad_item_stores_nothing(uri: str) -> None:
         index.clear(reopen=False)
 
 
-def test_retried_write_is_not_applied_twice(uri: str) -> None:
+@pytest.mark.parametrize("buckets", BUCKET_KINDS)
+def test_retried_write_is_not_applied_twice(uri: str, buckets: str) -> None:
     """A check_and_add whose reply was lost is sent again with the same request id: same answer,
     one insert, and not its own match."""
     sketch = np.arange(NV, dtype=np.uint32)
-    with open_small(uri) as index:
+    with open_small(uri, buckets=buckets) as index:
         index.add("original", sketch)
         ((key, record),) = index._records([("copy", sketch, None)])
         args = index._args(b"c", key, record)
@@ -194,12 +212,13 @@ def test_retried_write_is_not_applied_twice(uri: str) -> None:
         index.clear(reopen=False)
 
 
-def test_many_documents_across_chunks(uri: str) -> None:
+@pytest.mark.parametrize("buckets", BUCKET_KINDS)
+def test_many_documents_across_chunks(uri: str, buckets: str) -> None:
     """add_many and query_many over several script calls and round trips; keys() over 1,000-seq chunks."""
     rng = np.random.default_rng(5)
     data = rng.integers(0, 2**32, size=(1300, 128), dtype=np.uint32)
     model = MinHashLSH(0.8, 128)
-    with open_index(uri, kind="minhash") as index:
+    with open_index(f"{uri}&buckets={buckets}", kind="minhash") as index:
         assert index.add_many((f"d{i}", data[i], {"i": i}) for i in range(1300)) == 1300
         model.add_many((f"d{i}", data[i]) for i in range(1300))
         near = data[::7].copy()
@@ -215,12 +234,15 @@ def test_many_documents_across_chunks(uri: str) -> None:
         index.clear(reopen=False)
 
 
-def test_all_keys_share_one_cluster_slot_and_clear_deletes_them(uri: str, server: RedisServer) -> None:
-    with open_small(uri) as index:
+@pytest.mark.parametrize("buckets", BUCKET_KINDS)
+def test_all_keys_share_one_cluster_slot_and_clear_deletes_them(
+    uri: str, server: RedisServer, buckets: str
+) -> None:
+    with open_small(uri, buckets=buckets) as index:
         index.add_many((f"k{i}", np.full(NV, i, np.uint32), None) for i in range(30))
         client = server.client()
         names = list(client.scan_iter(match=f"simhash:{{{index.prefix}}}:*"))
-        assert len(names) >= 4 + BANDS  # config, seq, keys, docs and band buckets
+        assert len(names) >= 4 + BANDS  # config, seq, keys, docs and band buckets (or one hash per band)
         assert {key_slot(name) for name in names} == {key_slot(f"{{{index.prefix}}}".encode())}
         assert index.clear() == len(names) - 1  # everything but the config (re-created)
         assert len(index) == 0 and index.check_and_add("a", np.zeros(NV, np.uint32)) == []
@@ -246,6 +268,8 @@ def test_settings_mismatch_is_a_clear_error(uri: str) -> None:
                 open_index(uri, kind="minhash", **options)
         with pytest.raises(IndexSettingsError, match="num_values=16"):
             open_index(f"{uri}&num_values=16", kind="minhash")  # in the URI too
+        with pytest.raises(IndexSettingsError, match="buckets='hash'"):
+            open_index(f"{uri}&buckets=hash", kind="minhash")
         with open_index(uri, kind="minhash") as again:  # nothing given: the stored settings
             assert (again.threshold, again.num_values, again.bands, again.rows) == (
                 THRESHOLD,
@@ -295,7 +319,7 @@ def planted_clusters(n: int, seed: int) -> list[list[np.ndarray]]:
 
 
 def insert_worker(uri: str, worker: int, workers: int, clusters, barrier, results) -> None:
-    idx = open_index(uri, kind="minhash")
+    idx = open_index(uri, kind="minhash")  # the namespace's bucket kind, adopted
     barrier.wait()
     originals = []
     for c, members in enumerate(clusters):
@@ -306,10 +330,10 @@ def insert_worker(uri: str, worker: int, workers: int, clusters, barrier, result
     results.put((worker, originals))
 
 
-@pytest.mark.parametrize("workers", [2, 4])
-def test_concurrent_processes_record_one_original_per_cluster(uri: str, workers: int) -> None:
+@pytest.mark.parametrize(("workers", "buckets"), [(2, "set"), (4, "set"), (3, "hash")])
+def test_concurrent_processes_record_one_original_per_cluster(uri: str, workers: int, buckets: str) -> None:
     clusters = planted_clusters(40, seed=workers)
-    open_index(uri, kind="minhash").close()  # the namespace exists before the workers race
+    open_index(uri, kind="minhash", buckets=buckets).close()  # the namespace exists before the workers race
     ctx = multiprocessing.get_context("spawn")
     barrier, results = ctx.Barrier(workers), ctx.Queue()
     procs = [
@@ -341,10 +365,13 @@ def _namespace_keys(srv: RedisServer, prefix: str) -> list[bytes]:
         client.close()
 
 
-def test_redis_restarted_empty_is_detected_not_reinitialised(tmp_path: Path) -> None:
+@pytest.mark.parametrize("buckets", BUCKET_KINDS)
+def test_redis_restarted_empty_is_detected_not_reinitialised(tmp_path: Path, buckets: str) -> None:
     srv = RedisServer(tmp_path / "amnesia").start()
     try:
-        idx = open_index(f"{srv.url}?prefix=amnesia&retries=3&retry_cap=0.1", kind="minhash")
+        idx = open_index(
+            f"{srv.url}?prefix=amnesia&retries=3&retry_cap=0.1&buckets={buckets}", kind="minhash"
+        )
         rng = np.random.default_rng(1)
         data = rng.integers(0, 2**32, size=(40, 128), dtype=np.uint32)
         idx.add_many((f"k{i}", data[i], None) for i in range(40))

@@ -52,7 +52,8 @@ __all__ = ["FORMAT", "RedisMinHashIndex", "verify"]
 
 FORMAT = "scrapy-simhash-minhash-redis/1"
 SIMHASH_FORMAT = "scrapy-simhash-redis/1"
-OPTIONS = ("threshold", "num_values", "bands", "rows", "reset")
+OPTIONS = ("threshold", "num_values", "bands", "rows", "buckets", "reset")
+BUCKET_KINDS = ("set", "hash")
 ROWS_PER_CALL = 50
 """Inserts or lookups per script call in add_many/query_many (one call blocks Redis ~1-2 ms)."""
 CALLS_PER_ROUND_TRIP = 10
@@ -148,6 +149,7 @@ class RedisMinHashIndex:
         num_values: int | None = None,
         bands: int | None = None,
         rows: int | None = None,
+        buckets: str | None = None,
         reset: bool = False,
         retries: int = 10,
         retry_cap: float = 2.0,
@@ -155,6 +157,8 @@ class RedisMinHashIndex:
     ) -> None:
         if not prefix or any(c in prefix for c in "{}"):
             raise ValueError(f"prefix must be non-empty and without braces, got {prefix!r}")
+        if buckets is not None and buckets not in BUCKET_KINDS:
+            raise ValueError(f"buckets must be one of {', '.join(BUCKET_KINDS)}, got {buckets!r}")
         self.prefix = prefix
         self.location = location
         self._config = f"simhash:{{{prefix}}}:config"
@@ -164,7 +168,7 @@ class RedisMinHashIndex:
         self._epoch = b""
         if reset:
             self.clear(reopen=False)
-        self._open(threshold, num_values, bands, rows)
+        self._open(threshold, num_values, bands, rows, buckets)
 
     # -- construction --------------------------------------------------------------------------
 
@@ -193,6 +197,7 @@ class RedisMinHashIndex:
                 num_values=number("num_values", int),
                 bands=number("bands", int),
                 rows=number("rows", int),
+                buckets=ours.get("buckets") or None,
                 reset=truthy(ours.get("reset", False)),
                 retries=int(conn.get("retries", 10)),
                 retry_cap=float(conn.get("retry_cap", 2.0)),
@@ -203,7 +208,12 @@ class RedisMinHashIndex:
             raise
 
     def _open(
-        self, threshold: float | None, num_values: int | None, bands: int | None, rows: int | None
+        self,
+        threshold: float | None,
+        num_values: int | None,
+        bands: int | None,
+        rows: int | None,
+        buckets: str | None,
     ) -> None:
         """Create the namespace's config on first open; later openers must agree with it."""
         t = DEFAULT_THRESHOLD if threshold is None else float(threshold)
@@ -216,11 +226,12 @@ class RedisMinHashIndex:
             "threshold": repr(t),
             "bands": str(b),
             "rows": str(r),
+            "buckets": buckets or "set",
         }
         pairs = [item.encode() for pair in new.items() for item in pair]
         fresh = os.urandom(8).hex().encode()
         self._redis.keys = [self._config]
-        reply = self._redis.run([b"i", fresh, b"", b"", b"", *pairs], "opening the index")
+        reply = self._redis.run([b"i", fresh, b"", b"", b"", b"", *pairs], "opening the index")
         stored = {reply[i].decode(): reply[i + 1].decode() for i in range(0, len(reply), 2)}
         where = f"{self.location}: the namespace {self.prefix!r}"
         if stored.get("format") == SIMHASH_FORMAT:
@@ -240,8 +251,15 @@ class RedisMinHashIndex:
             "threshold": float(stored["threshold"]),
             "bands": int(stored["bands"]),
             "rows": int(stored["rows"]),
+            "buckets": stored.get("buckets", "set"),
         }
-        given = {"num_values": num_values, "threshold": threshold, "bands": bands, "rows": rows}
+        given = {
+            "num_values": num_values,
+            "threshold": threshold,
+            "bands": bands,
+            "rows": rows,
+            "buckets": buckets,
+        }
         wrong = [
             f"{name}={value!r} (stored: {have[name]!r})"
             for name, value in given.items()
@@ -254,13 +272,22 @@ class RedisMinHashIndex:
             )
         self.threshold, self.num_values = have["threshold"], have["num_values"]
         self.bands, self.rows = have["bands"], have["rows"]
+        self.buckets = have["buckets"]
+        if self.buckets not in BUCKET_KINDS:
+            raise IndexSettingsError(f"{where} has buckets of an unknown kind {self.buckets!r}")
         self.min_matches = min_matches_for(self.threshold, self.num_values)
         self._hasher = BandHasher(self.bands, self.rows)
         self._epoch = stored["epoch"].encode()
         base = f"simhash:{{{self.prefix}}}:m:{stored['epoch']}:"
         self._base = base.encode()
         self._redis.keys = [self._config, f"{base}seq", f"{base}keys", f"{base}docs"]
-        self._head = [self._epoch, self._base, str(self.num_values).encode(), str(self.bands).encode()]
+        self._head = [
+            self._epoch,
+            self._base,
+            str(self.num_values).encode(),
+            str(self.bands).encode(),
+            self.buckets[0].encode(),
+        ]
 
     # -- encoding ------------------------------------------------------------------------------
 
@@ -414,6 +441,7 @@ class RedisMinHashIndex:
             "num_values": self.num_values,
             "bands": self.bands,
             "rows": self.rows,
+            "buckets": self.buckets,
             "redis_used_memory": used,
         }
 
@@ -444,7 +472,7 @@ class RedisMinHashIndex:
 
             deleted = self._redis.call(sweep, "deleting the namespace")
         if reopen:
-            self._open(self.threshold, self.num_values, self.bands, self.rows)
+            self._open(self.threshold, self.num_values, self.bands, self.rows, self.buckets)
         return deleted
 
     def close(self) -> None:
@@ -460,5 +488,5 @@ class RedisMinHashIndex:
     def __repr__(self) -> str:
         return (
             f"<RedisMinHashIndex {self.location} prefix={self.prefix!r} threshold={self.threshold} "
-            f"num_values={self.num_values} bands={self.bands} rows={self.rows}>"
+            f"num_values={self.num_values} bands={self.bands} rows={self.rows} buckets={self.buckets}>"
         )

@@ -6,6 +6,8 @@ Why this shape:
   sequence numbers of the documents whose band hashes to that key (:class:`~.lsh.BandHasher`, the
   same 64-bit keys as the in-memory index). Sets of small integers are intsets: a few bytes per
   member, where the document keys (URLs) repeated once per band would cost ~16x their length.
+  ``buckets=hash`` keeps instead one Redis hash per band (field: the band key, value: the bucket's
+  sequence numbers, 8 bytes each): no Redis key per bucket, less memory per document.
 - A hash ``docs`` maps a sequence number to the record (sketch bytes, band keys, key, meta JSON) and
   ``keys`` maps a key to its sequence number; the numbers grow with every insert, so "ties oldest
   first" and "a replaced key becomes the newest" are the in-memory index's orders.
@@ -24,7 +26,8 @@ Why this shape:
   reports its own insert.
 
 URI: ``redis://host:port/db?prefix=crawl1&threshold=0.8&num_values=128`` (``bands``, ``rows``,
-``retries``, ``retry_cap``, ``timeout``, ``cluster`` too); keyword arguments take precedence.
+``buckets`` (``set``, the default, or ``hash``), ``reset``, ``retries``, ``retry_cap``, ``timeout``,
+``cluster`` too); keyword arguments take precedence.
 """
 
 from __future__ import annotations
@@ -137,7 +140,9 @@ class RedisMinHashIndex:
 
     ``threshold``, ``num_values``, ``bands``, ``rows``: fixed when the namespace is created (defaults
     0.8 and 128, bands and rows derived from the threshold); None takes the stored ones, a value
-    that differs is an :class:`IndexSettingsError`. ``reset``: delete the namespace first.
+    that differs is an :class:`IndexSettingsError`; so is ``buckets`` (``"set"``: a Redis set per
+    bucket, the default; ``"hash"``: a Redis hash per band, less memory). ``reset``: delete the
+    namespace first.
     """
 
     def __init__(

@@ -431,3 +431,83 @@ def test_closed_index_refuses_calls(uri: str) -> None:
     index.close()
     with pytest.raises(SimhashIndexError, match="closed"):
         index.query(np.zeros(NV, np.uint32))
+
+
+@pytest.mark.parametrize("buckets", BUCKET_KINDS)
+def test_restart_with_persistence_loses_no_acknowledged_insert(tmp_path: Path, buckets: str) -> None:
+    """Writes ride out a SIGKILL and restart of Redis (retries; a replayed write is applied once)."""
+    import threading
+    import time
+
+    srv = RedisServer(tmp_path / "restart").start()
+    rng = np.random.default_rng(3)
+    data = rng.integers(0, 2**32, size=(20_000, 128), dtype=np.uint32)
+    acknowledged: list[str] = []
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def writer() -> None:
+        idx = open_index(
+            f"{srv.url}?prefix=restart&retries=12&retry_cap=0.5&buckets={buckets}", kind="minhash"
+        )
+        i = 0
+        try:
+            while not stop.is_set() and i < 19_000:
+                if i % 3:
+                    idx.check_and_add(f"k{i}", data[i])
+                    acknowledged.append(f"k{i}")
+                    i += 1
+                else:
+                    keys = [f"k{j}" for j in range(i, i + 20)]
+                    idx.add_many((key, data[i + j], None) for j, key in enumerate(keys))
+                    acknowledged.extend(keys)
+                    i += 20
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            idx.close()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        time.sleep(0.5)
+        before = len(acknowledged)
+        srv.kill()  # SIGKILL: only fsynced writes survive
+        time.sleep(0.5)
+        srv.start()
+        time.sleep(0.5)
+        stop.set()
+        thread.join(60)
+        assert not errors, errors
+        assert before > 0 and len(acknowledged) > before  # writes went on after the restart
+        with open_index(f"{srv.url}?prefix=restart", kind="minhash") as idx:
+            assert len(idx) == len(acknowledged) == len(set(acknowledged))
+            assert idx.keys() == acknowledged
+            for key in acknowledged[:: max(1, len(acknowledged) // 200)]:
+                assert [m.key for m in idx.query(data[int(key[1:])])] == [key]
+    finally:
+        stop.set()
+        srv.stop()
+
+
+def test_redis_cluster_three_primaries(tmp_path: Path) -> None:
+    """Band buckets are named inside the script; the hash tag keeps them in the namespace's slot."""
+    from redis_server import RedisClusterServers
+
+    cluster = RedisClusterServers(tmp_path, size=3).start()
+    try:
+        rng = np.random.default_rng(4)
+        data = rng.integers(0, 2**32, size=(700, 128), dtype=np.uint32)
+        for i, buckets in enumerate(BUCKET_KINDS * 2):
+            uri = f"{cluster.url}?cluster=1&prefix=crawl{i}&buckets={buckets}"
+            with open_index(uri, kind="minhash") as idx:
+                assert idx.check_and_add("a", data[0]) == []
+                assert [m.key for m in idx.check_and_add("b", data[0])] == ["a"]
+                idx.add_many((f"d{j}", data[j], None) for j in range(1, 700))
+                got = [[m.key for m in r] for r in idx.query_many(data[:3])]
+                assert got == [["a", "b"], ["d1"], ["d2"]]
+                assert len(idx) == 701 and idx.remove("a") and "a" not in idx
+                assert idx.stats()["size"] == 700
+                idx.clear(reopen=False)
+    finally:
+        cluster.stop()

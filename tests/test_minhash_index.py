@@ -304,8 +304,6 @@ def test_simhash_and_minhash_directories_are_told_apart(tmp_path: Path) -> None:
         open_index(tmp_path / "m")
     with pytest.raises(ValueError, match="kind"):
         open_index(tmp_path / "m", kind="lsh")  # type: ignore[call-overload]
-    with pytest.raises(ValueError, match="embedded only"):
-        open_index("redis://localhost:6379/0", kind="minhash")
 
 
 def test_reset_empties_and_closed_index_refuses(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@
   over several processes or machines.
 - :func:`find_all` / :func:`clusters`: batch mode over a numpy array, without an index.
 - :class:`MinHashIndex`: MinHash-LSH, embedded, persistent and crash-safe like SimhashIndex
-  (``open_index(path, kind="minhash")``);
+  (``open_index(path, kind="minhash")``); in Redis: ``open_index("redis://...", kind="minhash")``;
 - :class:`MinHashLSH`: MinHash sketches by Jaccard threshold, in memory;
   :func:`minhash_pairs` / :func:`minhash_clusters`: its batch mode over a sketch array.
 """
@@ -52,8 +52,9 @@ def open_index(
 ) -> NearDuplicateIndex | MinHashIndex:
     """Open the index at ``location``: a directory path, or a ``redis://`` URI.
 
-    ``kind="minhash"`` opens a :class:`~.minhash_store.MinHashIndex` (a directory; ``k`` is
-    ignored, ``options`` go to it). The kind is never guessed: a MinHash index's directory
+    ``kind="minhash"`` opens a :class:`~.minhash_store.MinHashIndex` (a directory) or, for a
+    ``redis://`` URI, a :class:`~.redis_minhash.RedisMinHashIndex` with the same API and answers
+    (``k`` is ignored, ``options`` go to it). The kind is never guessed: a MinHash index's directory
     opened as a simhash index is an error naming the right call.
     """
     if kind not in (None, "simhash", "minhash"):
@@ -61,7 +62,9 @@ def open_index(
     text = str(location)
     if kind == "minhash":
         if is_server_uri(text):
-            raise ValueError("a MinHash index is embedded only (a directory), not on a server")
+            from .redis_minhash import RedisMinHashIndex
+
+            return RedisMinHashIndex.from_uri(text, **options)  # type: ignore[return-value]
         from .minhash_store import MinHashIndex
 
         return MinHashIndex(text.removeprefix("file://"), **options)

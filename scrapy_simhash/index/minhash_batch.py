@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .batch import _equal_key_pairs, _sorted_by_key, clusters
-from .lsh import DEFAULT_WEIGHTS, BandHasher, as_sketch_batch, min_matches_for, resolve_params
+from .lsh_bands import DEFAULT_WEIGHTS, BandHasher, as_sketch_batch, min_matches_for, resolve_params
 
 PAIR_DTYPE = np.dtype([("i", np.int64), ("j", np.int64), ("similarity", np.float64)])
 """Rows of :func:`minhash_pairs`: positions ``i < j`` and their estimated Jaccard."""

@@ -29,7 +29,8 @@ from ..fingerprint.minhash import SCHEME
 from .base import Meta, SimhashIndexError
 from .integrity import CommitMark, check_mark, read_mark, refuse_missing_database, remove_index
 from .lock import acquire_write_lock
-from .lsh import MinHashLSH, as_sketch, as_sketch_batch, resolve_params
+from .lsh import MinHashLSH
+from .lsh_bands import as_sketch, as_sketch_batch, resolve_params
 from .sketch_rows import Row, SketchStore
 from .values import check_key, encode_meta
 

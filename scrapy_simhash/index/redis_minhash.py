@@ -46,7 +46,7 @@ from redis.exceptions import NoScriptError
 
 from ..fingerprint.minhash import SCHEME
 from .base import Meta
-from .lsh import BandHasher, as_sketch, as_sketch_batch, min_matches_for, resolve_params
+from .lsh_bands import BandHasher, as_sketch, as_sketch_batch, min_matches_for, resolve_params
 from .minhash_store import DEFAULT_NUM_VALUES, DEFAULT_THRESHOLD, IndexSettingsError, LSHMatch
 from .redis_client import Client, ScriptClient, _Reload, connect, truthy
 from .values import check_key, encode_meta

@@ -1,13 +1,20 @@
-"""``dedupe``: near-duplicate clusters across archives, as JSON Lines or CSV rows."""
+"""``dedupe``: near-duplicate clusters across archives, as JSON Lines or CSV rows.
+
+Two methods: ``simhash`` (within Hamming distance k of a 64-bit fingerprint) and ``minhash``
+(estimated Jaccard similarity of word-shingle sets at or above a threshold, minhash-doc/1
+sketches computed by the workers). Either way a cluster's original is its earliest record.
+"""
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import sys
 from typing import Any, TextIO
 
 from ..fingerprint import hamming, to_base32
+from ..fingerprint.minhash import SCHEME as MINHASH_SCHEME
 from .pipeline import (
     FileEnd,
     Input,
@@ -26,12 +33,36 @@ from .reader import ReadProblem
 
 
 REPORT_FIELDS = ["cluster", "record_id", "uri", "date", "file", "offset", "simhash", "distance"]
+MINHASH_REPORT_FIELDS = ["cluster", "record_id", "uri", "date", "file", "offset", "scheme", "similarity"]
+"""``--method minhash`` rows: ``similarity`` is the estimated Jaccard to the cluster's original."""
+
+METHODS = ("simhash", "minhash")
+DEFAULT_THRESHOLD = 0.8
+"""Estimated Jaccard similarity at or above which ``--method minhash`` pairs two pages."""
 
 
 def dedupe(
-    inputs: list[Input], options: Options, index: Any = None, stream: TextIO | None = None
+    inputs: list[Input],
+    options: Options,
+    index: Any = None,
+    stream: TextIO | None = None,
+    *,
+    method: str = "simhash",
+    threshold: float = DEFAULT_THRESHOLD,
 ) -> tuple[RunSummary, list[dict[str, Any]]]:
-    """Near-duplicate clusters across all inputs; rows ordered by cluster, the first row its original."""
+    """Near-duplicate clusters across all inputs; rows ordered by cluster, the first row its original.
+
+    ``method="minhash"`` has the workers sketch each page too and pairs pages whose estimated
+    Jaccard similarity is at least ``threshold`` (no index: the inputs are compared with each other).
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    if method == "minhash":
+        if index is not None:
+            raise ValueError("--method minhash compares the inputs with each other only; it takes no --index")
+        if not 0.0 < threshold <= 1.0:
+            raise ValueError(f"--threshold must be in (0, 1], not {threshold}")
+        options = dataclasses.replace(options, minhash=True)
     progress = Progress(len(inputs), enabled=options.progress, stream=stream)
     summary = RunSummary()
     results: list[PageResult] = []
@@ -50,14 +81,18 @@ def dedupe(
                         results.append(result)
     finally:
         progress.clear()
-    rows = (
-        _clusters_with_index(results, index)
-        if index is not None
-        else _clusters_batch(results, options.distance)
-    )
-    summary.near_duplicates = sum(
-        1 for row in rows if row["distance"] is not None and row["role"] == "duplicate"
-    )
+    if method == "minhash":
+        rows = _clusters_minhash([r for r in results if r.minhash is not None], threshold)
+        summary.near_duplicates = sum(1 for row in rows if row["role"] == "duplicate")
+    else:
+        rows = (
+            _clusters_with_index(results, index)
+            if index is not None
+            else _clusters_batch(results, options.distance)
+        )
+        summary.near_duplicates = sum(
+            1 for row in rows if row["distance"] is not None and row["role"] == "duplicate"
+        )
     summary.seconds = progress.elapsed
     return summary, rows
 
@@ -91,6 +126,45 @@ def _clusters_batch(results: list[PageResult], k: int) -> list[dict[str, Any]]:
             distance = hamming(member.simhash, first.simhash)
             role = "original" if position == group[0] else "duplicate"
             rows.append(_row(number, index_meta(member), member.simhash, distance, role))
+    return rows
+
+
+def _clusters_minhash(results: list[PageResult], threshold: float) -> list[dict[str, Any]]:
+    """Connected components of the "estimated Jaccard >= threshold" graph, earliest record first.
+
+    ``similarity`` is each member's estimate against the original, so in a chain (a~b, b~c) it
+    can be below the threshold for c.
+    """
+    import numpy as np
+
+    from ..index.batch import cluster_groups
+    from ..index.minhash_batch import minhash_clusters
+
+    if len(results) < 2:
+        return []
+    sketches = np.stack([r.minhash.values for r in results if r.minhash is not None])
+    labels = minhash_clusters(sketches, threshold)
+    rows: list[dict[str, Any]] = []
+    for number, group in enumerate(cluster_groups(labels)):
+        first = results[int(group[0])].minhash
+        assert first is not None
+        for position in group:
+            member = results[int(position)]
+            assert member.minhash is not None
+            meta = index_meta(member)
+            rows.append(
+                {
+                    "cluster": number,
+                    "role": "original" if position == group[0] else "duplicate",
+                    "record_id": meta.get("record_id"),
+                    "uri": meta.get("url"),
+                    "date": meta.get("date"),
+                    "file": meta.get("file"),
+                    "offset": meta.get("offset"),
+                    "scheme": MINHASH_SCHEME,
+                    "similarity": member.minhash.jaccard(first),
+                }
+            )
     return rows
 
 
@@ -135,10 +209,16 @@ def _clusters_with_index(results: list[PageResult], index: Any) -> list[dict[str
     return rows
 
 
-def write_report(rows: list[dict[str, Any]], path: str | None, fmt: str | None = None) -> None:
-    """JSON Lines (default) or CSV (``fmt="csv"`` or a ``.csv`` file name); ``-`` or None is stdout."""
+def write_report(
+    rows: list[dict[str, Any]], path: str | None, fmt: str | None = None, method: str = "simhash"
+) -> None:
+    """JSON Lines (default) or CSV (``fmt="csv"`` or a ``.csv`` file name); ``-`` or None is stdout.
+
+    The columns are the method's (:data:`REPORT_FIELDS` or :data:`MINHASH_REPORT_FIELDS`).
+    """
     fmt = fmt or ("csv" if path and path.lower().endswith(".csv") else "jsonl")
-    fields = ["cluster", "role", *REPORT_FIELDS[1:]]
+    chosen = MINHASH_REPORT_FIELDS if method == "minhash" else REPORT_FIELDS
+    fields = ["cluster", "role", *chosen[1:]]
     out: TextIO
     if path in (None, "-"):
         out = sys.stdout

@@ -239,6 +239,36 @@ def test_the_scrapy_command_takes_the_same_options(planted: dict, tmp_path: Path
     assert refused.returncode == 2 and "--threshold applies to --method minhash only" in refused.stderr
 
 
+def test_in_a_project_the_settings_index_is_not_forced_on_minhash(planted: dict, tmp_path: Path) -> None:
+    """``SIMHASH_INDEX`` is the simhash index the crawl fills: the default for simhash runs only."""
+    (tmp_path / "scrapy.cfg").write_text("[settings]\ndefault = proj.settings\n")
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "__init__.py").write_text("")
+    (tmp_path / "proj" / "settings.py").write_text(f"SIMHASH_INDEX = {str(tmp_path / 'ix')!r}\n")
+    scrapy = Path(sys.executable).with_name("scrapy")
+    report = tmp_path / "r.jsonl"
+    inputs = [str(path) for path in planted["inputs"]]
+    run = subprocess.run(
+        [
+            str(scrapy),
+            "simhash-dedupe",
+            *inputs,
+            "--method",
+            "minhash",
+            "--report",
+            str(report),
+            "--workers",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert len(report.read_text().splitlines()) == 6 and not (tmp_path / "ix").exists()
+
+
 # -- simhash runs: unchanged, and they pay nothing for sketches ----------------------------------------
 
 

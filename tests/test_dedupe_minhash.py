@@ -198,7 +198,7 @@ def test_an_empty_minhash_report_still_has_the_minhash_columns(planted: dict, tm
     [
         (["--threshold", "0.8"], "--threshold applies to --method minhash only"),
         (["--method", "simhash", "--threshold", "0.9"], "--threshold applies to --method minhash only"),
-        (["--method", "minhash", "--index", "IX"], "takes no --index"),
+        (["--method", "minhash", "--index", "redis://127.0.0.1:1/0"], "embedded only"),
         (["--method", "minhash", "--threshold", "0"], "greater than 0"),
         (["--method", "minhash", "--threshold", "1.5"], "at most 1"),
         (["--method", "minhash", "--threshold", "high"], "not a number"),
@@ -269,6 +269,42 @@ def test_in_a_project_the_settings_index_is_not_forced_on_minhash(planted: dict,
     assert len(report.read_text().splitlines()) == 6 and not (tmp_path / "ix").exists()
 
 
+def _cli(inputs: list[Path], *extra: str) -> int:
+    return main(["dedupe", *map(str, inputs), "--workers", "1", "--no-progress", *extra])
+
+
+def test_with_a_minhash_index_pages_of_earlier_runs_join_the_clusters(
+    planted: dict, tmp_path: Path, capsys
+) -> None:
+    first, second = planted["inputs"]
+    index = str(tmp_path / "ix")
+    assert _cli([first], "--method", "minhash", "--index", index, "--report", str(tmp_path / "1.jsonl")) == 0
+    assert (tmp_path / "1.jsonl").read_text() == ""  # a.warc.gz alone has no near-duplicates
+    assert _cli([second], "--method", "minhash", "--index", index, "--report", str(tmp_path / "2.jsonl")) == 0
+    rows = [json.loads(line) for line in (tmp_path / "2.jsonl").read_text().splitlines()]
+    in_one_run = _run(planted)[1]
+    assert rows == in_one_run  # the same clusters, originals (from the index) first, same similarities
+    assert "3 near-duplicates" in capsys.readouterr().out
+
+
+def test_a_minhash_index_keeps_its_threshold(planted: dict, tmp_path: Path, capsys) -> None:
+    index = str(tmp_path / "ix")
+    assert _cli(planted["inputs"][:1], "--method", "minhash", "--index", index, "--report", "-") == 0
+    capsys.readouterr()
+    assert _cli(planted["inputs"][1:], "--method", "minhash", "--index", index, "--threshold", "0.5") == 2
+    assert "cannot open the index" in capsys.readouterr().err
+    assert _cli(planted["inputs"][1:], "--method", "minhash", "--index", index, "--threshold", "0.8") == 0
+
+
+def test_a_simhash_index_is_not_taken_for_a_minhash_one(planted: dict, tmp_path: Path, capsys) -> None:
+    index = str(tmp_path / "ix")
+    assert _cli(planted["inputs"][:1], "--index", index, "--report", str(tmp_path / "s.jsonl")) == 0
+    capsys.readouterr()
+    assert _cli(planted["inputs"][1:], "--method", "minhash", "--index", index) == 2
+    assert "holds a simhash index" in capsys.readouterr().err
+    assert _cli(planted["inputs"][1:], "--index", index, "--report", str(tmp_path / "s2.jsonl")) == 0
+
+
 # -- simhash runs: unchanged, and they pay nothing for sketches ----------------------------------------
 
 
@@ -285,6 +321,20 @@ def test_simhash_runs_do_not_ask_workers_for_sketches(planted: dict) -> None:
     assert summary.exit_status == 0 and summary.fingerprinted == 13
     assert rows and all(list(row) == SIMHASH_COLUMNS for row in rows)
     assert frozenset({"http://a/p1", "http://b/p1-copy"}) in _clusters(rows)
+
+
+def test_simhash_runs_with_an_index_give_the_clusters_of_one_run(planted: dict, tmp_path: Path) -> None:
+    """The index path of simhash runs (shared with minhash's) still reports what one batch run reports."""
+    first, second = planted["inputs"]
+    index = str(tmp_path / "ix")
+    assert _cli([first], "--index", index, "--report", str(tmp_path / "1.jsonl")) == 0
+    assert _cli([second], "--index", index, "--report", str(tmp_path / "2.jsonl")) == 0
+    assert _cli([first, second], "--report", str(tmp_path / "one.jsonl")) == 0
+    rows = (tmp_path / "2.jsonl").read_text()
+    assert rows == (tmp_path / "one.jsonl").read_text()
+    assert len(rows.splitlines()) >= 6 and all(
+        list(json.loads(r)) == SIMHASH_COLUMNS for r in rows.splitlines()
+    )
 
 
 def test_simhash_report_columns_are_unchanged(planted: dict, tmp_path: Path) -> None:

@@ -144,30 +144,27 @@ def add_dedupe_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["simhash", "minhash"],
         default="simhash",
         help="simhash: within --distance bits (default); minhash: estimated Jaccard similarity of "
-        "word-shingle sets at least --threshold (more exact on edited pages; no --index)",
+        "word-shingle sets at least --threshold (more exact on edited pages; --index is then a MinHash "
+        "index directory)",
     )
     parser.add_argument(
         "--threshold",
         type=_threshold,
         metavar="J",
-        help=f"with --method minhash: the least estimated Jaccard similarity of a pair ({DEFAULT_THRESHOLD})",
+        help=f"with --method minhash: the least estimated Jaccard similarity of a pair ({DEFAULT_THRESHOLD}; "
+        "an existing --index keeps the threshold it was created with)",
     )
 
 
 def dedupe_method(args: argparse.Namespace) -> tuple[str, float]:
-    """``(method, threshold)`` from parsed arguments; ValueError (status 2) on a combination that has no
-    meaning: ``--threshold`` without ``--method minhash``, or ``--index`` with it."""
+    """``(method, threshold)`` from parsed arguments; ValueError (status 2) for ``--threshold``
+    without ``--method minhash``, which would otherwise be silently ignored."""
     method = getattr(args, "method", "simhash")
     threshold = getattr(args, "threshold", None)
     if method != "minhash":
         if threshold is not None:
             raise ValueError("--threshold applies to --method minhash only; simhash uses --distance")
         return method, DEFAULT_THRESHOLD
-    if args.index:
-        raise ValueError(
-            "--method minhash compares the inputs with each other only and takes no --index "
-            f"(got --index {args.index})"
-        )
     return method, DEFAULT_THRESHOLD if threshold is None else threshold
 
 
@@ -197,6 +194,8 @@ def _open_index(args: argparse.Namespace) -> Any:
     from ..index import SimhashIndexError, open_index
 
     try:
+        if getattr(args, "method", "simhash") == "minhash":  # a new one gets the threshold, 0.8 by default
+            return open_index(args.index, kind="minhash", threshold=args.threshold)
         return open_index(args.index, k=args.distance)
     except SimhashIndexError as exc:  # locked, corrupt, unreachable: a usage/environment error (status 2)
         raise ValueError(f"cannot open the index {args.index}: {exc}") from exc

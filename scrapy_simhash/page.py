@@ -1,4 +1,4 @@
-"""One page's bytes to its fingerprint: extraction, tokens, simhash.
+"""One page's bytes to its fingerprint: extraction, tokens, simhash (and a MinHash sketch when asked).
 
 The single function both the Scrapy middleware (in worker processes) and the
 WARC reprocessing tools call, so that a live crawl and a reprocessed archive
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from .defaults import MIN_TOKENS
 from .extract import DEFAULT_EXTRACTOR, Extractor
 from .fingerprint import simhash_with_count
+from .fingerprint.minhash import MinHash, simhash_and_minhash
 
 
 @dataclass(frozen=True)
@@ -20,12 +21,15 @@ class PageFingerprint:
 
     ``reason`` is None when ``simhash`` is set; otherwise one of the
     extractor's reasons (``empty``, ``binary``, ``too_large``, ``no_text``,
-    ``extractor_error``) or ``too_few_tokens``.
+    ``extractor_error``) or ``too_few_tokens``. ``minhash`` is the page's
+    minhash-doc/1 sketch, set only when asked for (``minhash=True``) and the
+    page has a simhash.
     """
 
     simhash: int | None
     tokens: int
     reason: str | None = None
+    minhash: MinHash | None = None
 
 
 def fingerprint_page(
@@ -35,12 +39,22 @@ def fingerprint_page(
     *,
     extractor: Extractor = DEFAULT_EXTRACTOR,
     min_tokens: int = MIN_TOKENS,
+    minhash: bool = False,
 ) -> PageFingerprint:
-    """Extract the main text of ``body`` and fingerprint it; never raises on bad input."""
+    """Extract the main text of ``body`` and fingerprint it; never raises on bad input.
+
+    ``minhash=True`` also computes the sketch, from the same normalisation as the simhash
+    (:func:`~scrapy_simhash.fingerprint.minhash.simhash_and_minhash`); simhash-only callers
+    leave it off and pay nothing for it.
+    """
     extraction = extractor(body, url, encoding)
     if extraction.text is None:
         return PageFingerprint(None, 0, extraction.reason)
-    value, count = simhash_with_count(extraction.text)
+    sketch: MinHash | None = None
+    if minhash:
+        value, sketch, count = simhash_and_minhash(extraction.text)
+    else:
+        value, count = simhash_with_count(extraction.text)
     if count == 0 or count < min_tokens:
         return PageFingerprint(None, count, "too_few_tokens")
-    return PageFingerprint(value, count)
+    return PageFingerprint(value, count, minhash=sketch)

@@ -37,14 +37,28 @@ TAG_DESCRIPTION = (
 DEDUPE_HELP = "near-duplicate clusters across WARC/ARC files"
 DEDUPE_DESCRIPTION = (
     "Fingerprint every HTML record of the inputs and report clusters of near-duplicates "
-    "(record id, URI, date, file, offset, distance) as JSON Lines or CSV."
+    "(record id, URI, date, file, offset, distance) as JSON Lines or CSV. With --method minhash, "
+    "pages are compared by MinHash sketches (minhash-doc/1) and paired when their estimated Jaccard "
+    "similarity is at least --threshold; the report then gives each record's similarity to its "
+    "cluster's original instead of the distance."
 )
+DEFAULT_THRESHOLD = 0.8
 
 
 def _workers(value: str) -> int:
     number = int(value)
     if number < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
+    return number
+
+
+def _threshold(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not 0.0 < number <= 1.0:
+        raise argparse.ArgumentTypeError("must be greater than 0 and at most 1")
     return number
 
 
@@ -125,6 +139,33 @@ def add_dedupe_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format", choices=["jsonl", "csv"], help="report format (default: from FILE, else jsonl)"
     )
+    parser.add_argument(
+        "--method",
+        choices=["simhash", "minhash"],
+        default="simhash",
+        help="simhash: within --distance bits (default); minhash: estimated Jaccard similarity of "
+        "word-shingle sets at least --threshold (more exact on edited pages; --index is then a MinHash "
+        "index directory)",
+    )
+    parser.add_argument(
+        "--threshold",
+        type=_threshold,
+        metavar="J",
+        help=f"with --method minhash: the least estimated Jaccard similarity of a pair ({DEFAULT_THRESHOLD}; "
+        "an existing --index keeps the threshold it was created with)",
+    )
+
+
+def dedupe_method(args: argparse.Namespace) -> tuple[str, float]:
+    """``(method, threshold)`` from parsed arguments; ValueError (status 2) for ``--threshold``
+    without ``--method minhash``, which would otherwise be silently ignored."""
+    method = getattr(args, "method", "simhash")
+    threshold = getattr(args, "threshold", None)
+    if method != "minhash":
+        if threshold is not None:
+            raise ValueError("--threshold applies to --method minhash only; simhash uses --distance")
+        return method, DEFAULT_THRESHOLD
+    return method, DEFAULT_THRESHOLD if threshold is None else threshold
 
 
 def options_from(args: argparse.Namespace) -> Any:
@@ -153,6 +194,8 @@ def _open_index(args: argparse.Namespace) -> Any:
     from ..index import SimhashIndexError, open_index
 
     try:
+        if getattr(args, "method", "simhash") == "minhash":  # a new one gets the threshold, 0.8 by default
+            return open_index(args.index, kind="minhash", threshold=args.threshold)
         return open_index(args.index, k=args.distance)
     except SimhashIndexError as exc:  # locked, corrupt, unreachable: a usage/environment error (status 2)
         raise ValueError(f"cannot open the index {args.index}: {exc}") from exc
@@ -191,10 +234,13 @@ def run_dedupe(args: argparse.Namespace) -> int:
     """``dedupe`` from parsed arguments; writes the report, prints the summary, returns the exit status."""
     from .reprocess import dedupe, plan_inputs, write_report
 
+    method, threshold = dedupe_method(args)
     inputs = plan_inputs(args.inputs)
     options = options_from(args)
-    summary, rows = run_with_index(args, lambda index: dedupe(inputs, options, index))
-    write_report(rows, args.report, args.format)
+    summary, rows = run_with_index(
+        args, lambda index: dedupe(inputs, options, index, method=method, threshold=threshold)
+    )
+    write_report(rows, args.report, args.format, method)
     clusters = len({row["cluster"] for row in rows})
     out = sys.stdout if args.report not in (None, "-") else sys.stderr
     for line in summary.lines():

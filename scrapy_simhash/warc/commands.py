@@ -27,7 +27,8 @@ class _ReprocessCommand(ScrapyCommand):
         return "[options] INPUT..."
 
     def _finish(self, opts: argparse.Namespace) -> argparse.Namespace:
-        if not opts.index and self.settings is not None:
+        # SIMHASH_INDEX holds simhashes: the default for simhash runs, not for dedupe --method minhash
+        if not opts.index and self.settings is not None and getattr(opts, "method", "simhash") == "simhash":
             opts.index = self.settings.get("SIMHASH_INDEX") or None
         return opts
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..defaults import DISTANCE, MIN_TOKENS
 from ..extract import DEFAULT_EXTRACTOR, DEFAULT_MAX_BYTES, Extractor
+from ..fingerprint.minhash import MinHash
 from ..page import PageFingerprint, fingerprint_page
 from ..workers import exit_with_parent
 from .payload import html_page
@@ -144,6 +145,8 @@ class PageResult:
     simhash: int | None
     tokens: int
     reason: str | None
+    minhash: MinHash | None = None
+    """The page's sketch, only in runs that ask for it (:attr:`Options.minhash`)."""
 
 
 FingerprintFunction = Callable[..., PageFingerprint]
@@ -155,18 +158,29 @@ def fingerprint_tasks(
     extractor: Extractor,
     min_tokens: int,
     function: FingerprintFunction = fingerprint_page,
+    minhash: bool = False,
 ) -> list[PageResult]:
     results = []
+    # passed only when asked, so replacement functions without the option keep working
+    extra = {"minhash": True} if minhash else {}
     for task in tasks:
         if task.reason is not None:
             results.append(
                 PageResult(file, task.offset, task.record_id, task.uri, task.date, None, 0, task.reason)
             )
             continue
-        fp = function(task.body, task.uri, task.encoding, extractor=extractor, min_tokens=min_tokens)
+        fp = function(task.body, task.uri, task.encoding, extractor=extractor, min_tokens=min_tokens, **extra)
         results.append(
             PageResult(
-                file, task.offset, task.record_id, task.uri, task.date, fp.simhash, fp.tokens, fp.reason
+                file,
+                task.offset,
+                task.record_id,
+                task.uri,
+                task.date,
+                fp.simhash,
+                fp.tokens,
+                fp.reason,
+                getattr(fp, "minhash", None) if minhash else None,
             )
         )
     return results
@@ -197,7 +211,7 @@ class _CrashTolerantPool:
     def _fingerprint(self, file: str, tasks: list[PageTask]) -> Future[list[PageResult]]:
         opts = self.options
         return self.pool.submit(
-            fingerprint_tasks, file, tasks, opts.extractor, opts.min_tokens, opts.function
+            fingerprint_tasks, file, tasks, opts.extractor, opts.min_tokens, opts.function, opts.minhash
         )
 
     def submit(self, file: str, tasks: list[PageTask]) -> _Batch:
@@ -281,6 +295,8 @@ class Options:
     function: FingerprintFunction = fingerprint_page
     max_body_size: int = DEFAULT_MAX_BYTES
     """Bodies larger than this once decoded are ``too_large``; decoding stops there (gzip bombs)."""
+    minhash: bool = False
+    """Workers also compute each page's minhash-doc/1 sketch (``dedupe --method minhash``)."""
 
 
 class Pipeline:
@@ -355,7 +371,7 @@ class Pipeline:
             for event in self._produce(inputs, skip):
                 if isinstance(event, tuple):
                     yield fingerprint_tasks(
-                        event[0], event[1], opts.extractor, opts.min_tokens, opts.function
+                        event[0], event[1], opts.extractor, opts.min_tokens, opts.function, opts.minhash
                     )
                 else:
                     yield event

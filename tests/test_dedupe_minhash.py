@@ -198,7 +198,6 @@ def test_an_empty_minhash_report_still_has_the_minhash_columns(planted: dict, tm
     [
         (["--threshold", "0.8"], "--threshold applies to --method minhash only"),
         (["--method", "simhash", "--threshold", "0.9"], "--threshold applies to --method minhash only"),
-        (["--method", "minhash", "--index", "redis://127.0.0.1:1/0"], "embedded only"),
         (["--method", "minhash", "--threshold", "0"], "greater than 0"),
         (["--method", "minhash", "--threshold", "1.5"], "at most 1"),
         (["--method", "minhash", "--threshold", "high"], "not a number"),
@@ -273,11 +272,24 @@ def _cli(inputs: list[Path], *extra: str) -> int:
     return main(["dedupe", *map(str, inputs), "--workers", "1", "--no-progress", *extra])
 
 
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory: pytest.TempPathFactory):
+    from redis_server import RedisServer
+
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server.url
+    server.stop()
+
+
+@pytest.mark.parametrize("where", ["directory", "redis"])
 def test_with_a_minhash_index_pages_of_earlier_runs_join_the_clusters(
-    planted: dict, tmp_path: Path, capsys
+    planted: dict, tmp_path: Path, capsys, request: pytest.FixtureRequest, where: str
 ) -> None:
     first, second = planted["inputs"]
-    index = str(tmp_path / "ix")
+    if where == "redis":  # the Redis MinHash index, as shared by several machines
+        index = f"{request.getfixturevalue('redis_url')}?prefix=dedupe-{tmp_path.name}"
+    else:
+        index = str(tmp_path / "ix")
     assert _cli([first], "--method", "minhash", "--index", index, "--report", str(tmp_path / "1.jsonl")) == 0
     assert (tmp_path / "1.jsonl").read_text() == ""  # a.warc.gz alone has no near-duplicates
     assert _cli([second], "--method", "minhash", "--index", index, "--report", str(tmp_path / "2.jsonl")) == 0

@@ -40,6 +40,7 @@ _LAZY = {
     "find_all": "scrapy_simhash.index",
     "clusters": "scrapy_simhash.index",
     "MinHashLSH": "scrapy_simhash.index",
+    "MinHashIndex": "scrapy_simhash.index",
     "minhash_pairs": "scrapy_simhash.index",
     "minhash_clusters": "scrapy_simhash.index",
     "SimhashMiddleware": "scrapy_simhash.middleware",
@@ -70,6 +71,7 @@ if TYPE_CHECKING:  # let type checkers and IDEs see the lazy names
     from .fingerprint.minhash import minhash as minhash
     from .fingerprint.minhash import minhash_many as minhash_many
     from .index import Match as Match
+    from .index import MinHashIndex as MinHashIndex
     from .index import MinHashLSH as MinHashLSH
     from .index import SimhashIndex as SimhashIndex
     from .index import clusters as clusters

@@ -429,6 +429,10 @@ def test_exports():
     assert scrapy_simhash.MinHash is fingerprint.MinHash is mh.MinHash
     assert scrapy_simhash.minhash_many is fingerprint.minhash_many is mh.minhash_many
     assert {"MinHash", "minhash", "minhash_many"} <= set(scrapy_simhash.__all__)
+    from scrapy_simhash.index import minhash_store
+
+    assert scrapy_simhash.MinHashIndex is minhash_store.MinHashIndex  # the persistent sketch index, too
+    assert {"MinHashIndex", "MinHashLSH", "minhash_pairs"} <= set(scrapy_simhash.__all__)
 
 
 def test_import_of_the_package_does_not_import_numpy():

@@ -306,3 +306,84 @@ def test_spark_dedupe_report_same_as_dedupe(spark, corpus, tmp_path, capsys):
     assert want.count("\n") > 20 and '"role": "duplicate"' in want
     assert distributed.read_text(encoding="utf-8") == want
     assert "skipped: " in capsys.readouterr().out
+
+
+# -- spark tag == tag --------------------------------------------------------------------------------
+
+
+def sidecar_records(path: Path) -> list[tuple[str, dict[str, str], bytes]]:
+    """Every record of a sidecar as (type, headers, payload), less the fields that are random or now:
+    the sidecar's own WARC-Record-ID and WARC-Date (WARC-Refers-To, the target and the payload stay)."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    records = []
+    with path.open("rb") as stream:
+        for record in ArchiveIterator(stream):
+            headers = {
+                k: v for k, v in record.rec_headers.headers if k not in ("WARC-Record-ID", "WARC-Date")
+            }
+            records.append((record.rec_type, headers, record.content_stream().read()))
+    return records
+
+
+def test_spark_tag_sidecars_same_as_tag(spark, corpus, tmp_path, capsys):
+    """``spark tag`` writes, from the executors, the sidecars ``tag`` writes (same names, ``.open`` for
+    the damaged inputs, same records and fields), prints the same problems and summary, exits alike."""
+    from scrapy_simhash.cli import main
+
+    source = corpus / "warcs" / "aut/warc/example.warc.gz"
+    data = source.read_bytes()
+    cut = tmp_path / "cut.warc.gz"
+    cut.write_bytes(
+        data[: len(data) // 2]
+    )  # damaged: records before the cut are tagged, the sidecar stays .open
+    inputs = [
+        str(source),
+        str(corpus / "warcs" / "resiliparse/warcfile.warc.gz"),
+        str(corpus / "warcs" / "aut/arc/badexample.arc.gz"),
+        str(cut),
+    ]
+    local, distributed = tmp_path / "tag", tmp_path / "spark"
+    want_status = main(["tag", *inputs, "--workers", "1", "--no-progress", "--out", str(local)])
+    want = capsys.readouterr()
+    status = main(["spark", "tag", *inputs, "--master", "local[2]", "--out", str(distributed)])
+    got = capsys.readouterr()
+    assert want_status == status == 1
+    names = sorted(p.name for p in local.iterdir())
+    assert names == sorted(p.name for p in distributed.iterdir())
+    assert names == [
+        "badexample.arc.gz.simhash.warc.gz.open",
+        "cut.warc.gz.simhash.warc.gz.open",
+        "example.warc.gz.simhash.warc.gz",
+        "warcfile.warc.gz.simhash.warc.gz",
+    ]
+    for name in names:
+        assert sidecar_records(distributed / name) == sidecar_records(local / name), name
+    assert len(sidecar_records(distributed / "cut.warc.gz.simhash.warc.gz.open")) > 20
+    # the same summary (less the rate), the same problem lines (the sidecar directory differs)
+    assert [line.split(" read (")[0] for line in got.out.splitlines()] == [
+        line.split(" read (")[0] for line in want.out.splitlines()
+    ]
+    assert "problems: " in got.out and "skipped data" in got.out
+    spark_lines = [line for line in got.err.splitlines() if line.startswith(("skipped: ", "note: "))]
+    assert spark_lines == [
+        line.replace(str(local), str(distributed))
+        for line in want.err.splitlines()
+        if line.startswith(("skipped: ", "note: "))
+    ]
+    # a rerun skips the finished sidecars and redoes the damaged inputs, as tag does
+    assert main(["spark", "tag", *inputs, "--master", "local[2]", "--out", str(distributed)]) == 1
+    assert "files: 2 processed, 2 already complete" in capsys.readouterr().out
+
+
+def test_spark_tag_task_failure_is_a_problem_not_a_crash(corpus, tmp_path):
+    """An executor task that cannot write its sidecar reports the input as skipped (exit 1) and returns."""
+    from scrapy_simhash.spark.tag import tag_input
+
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    [entry] = plan_inputs([corpus / "warcs" / "aut/warc/example.warc.gz"], blocker / "out")
+    summary, text = tag_input(entry, Options())
+    assert summary.exit_status == 1
+    assert [p.skipped for p in summary.problems] == [True]
+    assert text.startswith("skipped: ") and "file failed: " in text

@@ -331,7 +331,7 @@ def test_spark_tag_sidecars_same_as_tag(spark, corpus, tmp_path, capsys):
     the damaged inputs, same records and fields), prints the same problems and summary, exits alike."""
     from scrapy_simhash.cli import main
 
-    source = corpus / "warcs" / "aut/warc/example.warc.gz"
+    source = corpus / "warcs" / "resiliparse/warcfile.warc.gz"
     data = source.read_bytes()
     cut = tmp_path / "cut.warc.gz"
     cut.write_bytes(
@@ -339,7 +339,7 @@ def test_spark_tag_sidecars_same_as_tag(spark, corpus, tmp_path, capsys):
     )  # damaged: records before the cut are tagged, the sidecar stays .open
     inputs = [
         str(source),
-        str(corpus / "warcs" / "resiliparse/warcfile.warc.gz"),
+        str(corpus / "warcs" / "aut/arc/example.arc.gz"),  # ARC: WARC-Refers-To-Target-URI/-Date
         str(corpus / "warcs" / "aut/arc/badexample.arc.gz"),
         str(cut),
     ]
@@ -354,12 +354,14 @@ def test_spark_tag_sidecars_same_as_tag(spark, corpus, tmp_path, capsys):
     assert names == [
         "badexample.arc.gz.simhash.warc.gz.open",
         "cut.warc.gz.simhash.warc.gz.open",
-        "example.warc.gz.simhash.warc.gz",
+        "example.arc.gz.simhash.warc.gz",
         "warcfile.warc.gz.simhash.warc.gz",
     ]
     for name in names:
         assert sidecar_records(distributed / name) == sidecar_records(local / name), name
-    assert len(sidecar_records(distributed / "cut.warc.gz.simhash.warc.gz.open")) > 20
+    assert len(sidecar_records(distributed / "cut.warc.gz.simhash.warc.gz.open")) > 3
+    arc = sidecar_records(distributed / "example.arc.gz.simhash.warc.gz")
+    assert len(arc) > 50 and all("WARC-Refers-To-Date" in headers for _, headers, _ in arc[1:])
     # the same summary (less the rate), the same problem lines (the sidecar directory differs)
     assert [line.split(" read (")[0] for line in got.out.splitlines()] == [
         line.split(" read (")[0] for line in want.out.splitlines()

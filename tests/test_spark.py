@@ -389,3 +389,15 @@ def test_spark_tag_task_failure_is_a_problem_not_a_crash(corpus, tmp_path):
     assert summary.exit_status == 1
     assert [p.skipped for p in summary.problems] == [True]
     assert text.startswith("skipped: ") and "file failed: " in text
+
+
+def test_spark_tag_help_says_no_index(capsys):
+    """Without an index nothing is a near-duplicate: --help says so and names the ways to get them."""
+    from scrapy_simhash.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["spark", "tag", "--help"])
+    assert exit_info.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "nothing is detected as a near-duplicate" in text
+    assert "tag --index" in text and "spark dedupe" in text

@@ -30,6 +30,7 @@ from typing import Any
 
 from .base import IndexCorruptError
 from .integrity import MARK, CommitMark, check_sqlite
+from .storage import check_synchronous, connect
 
 _TABLES = {"settings", "sketches"}
 _SCHEMA = """
@@ -69,21 +70,12 @@ class SketchStore:
     def __init__(
         self, path: Path, read_only: bool = False, synchronous: str = "full", check: str | None = None
     ) -> None:
-        if synchronous not in ("full", "normal"):
-            raise ValueError(f"synchronous must be 'full' or 'normal', not {synchronous!r}")
+        check_synchronous(synchronous)
         self.path = path
         self.read_only = read_only
         self.mark: CommitMark | None = None
         try:
-            if read_only:
-                self.conn = sqlite3.connect(
-                    f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
-                )
-            else:
-                self.conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
-                self.conn.execute("PRAGMA journal_mode=WAL")
-                self.conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
-                self.conn.execute("PRAGMA cache_size=-65536")
+            self.conn = connect(path, read_only, synchronous)
             if check:
                 check_sqlite(self.conn, path, thorough=check == "thorough")
             tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}

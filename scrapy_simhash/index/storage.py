@@ -68,6 +68,28 @@ def _chunks(values: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]
         yield values[start : start + size]
 
 
+def check_synchronous(synchronous: str) -> None:
+    if synchronous not in ("full", "normal"):
+        raise ValueError(f"synchronous must be 'full' or 'normal', not {synchronous!r}")
+
+
+def connect(path: Path, read_only: bool, synchronous: str) -> sqlite3.Connection:
+    """An index database connection, read-only by URI or a WAL writer (the simhash and the sketch stores)."""
+    if read_only:
+        uri = f"file:{path}?mode=ro"
+        return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
+        # 64 MiB of page cache keeps the key index's hot pages in memory: ~1.5x inserts/s
+        conn.execute("PRAGMA cache_size=-65536")
+    except sqlite3.DatabaseError:
+        conn.close()
+        raise
+    return conn
+
+
 class Store:
     """Durable rows of the index. Not thread-safe by itself: the index serialises calls.
 
@@ -78,22 +100,12 @@ class Store:
     def __init__(
         self, path: Path, read_only: bool = False, synchronous: str = "full", check: str | None = None
     ) -> None:
-        if synchronous not in ("full", "normal"):
-            raise ValueError(f"synchronous must be 'full' or 'normal', not {synchronous!r}")
+        check_synchronous(synchronous)
         self.path = path
         self.read_only = read_only
         self.mark: CommitMark | None = None
         try:
-            if read_only:
-                self.conn = sqlite3.connect(
-                    f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
-                )
-            else:
-                self.conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
-                self.conn.execute("PRAGMA journal_mode=WAL")
-                self.conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
-                # 64 MiB of page cache keeps the key index's hot pages in memory: ~1.5x inserts/s
-                self.conn.execute("PRAGMA cache_size=-65536")
+            self.conn = connect(path, read_only, synchronous)
             if check:
                 check_sqlite(self.conn, path, thorough=check == "thorough")
             self._prepare_schema()

@@ -77,7 +77,12 @@ def connect(uri: str, options: dict[str, Any]) -> tuple[Client, str, dict[str, A
 
 
 class ScriptClient:
-    """Runs the index's Lua script over ``keys``, with bounded retries."""
+    """Runs the index's Lua script over ``keys``, with bounded retries.
+
+    ``script``: the Lua source; the simhash index's by default, a subclass names another index's.
+    """
+
+    script: str = SCRIPT
 
     def __init__(
         self,
@@ -105,7 +110,7 @@ class ScriptClient:
 
         def attempt() -> Any:
             if self._sha is None:
-                self._sha = self.client.script_load(SCRIPT)
+                self._sha = self.client.script_load(self.script)
             try:
                 return self.client.evalsha(self._sha, len(self.keys), *self.keys, *args)
             except NoScriptError:
@@ -119,7 +124,7 @@ class ScriptClient:
 
         def attempt() -> list[Any]:
             if self._sha is None:
-                self._sha = self.client.script_load(SCRIPT)
+                self._sha = self.client.script_load(self.script)
             pipe = self._slot_client().pipeline(transaction=False)
             for args in batch:
                 pipe.evalsha(self._sha, len(self.keys), *self.keys, *args)

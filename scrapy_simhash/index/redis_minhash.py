@@ -42,13 +42,12 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
-from redis.exceptions import NoScriptError
 
 from ..fingerprint.minhash import SCHEME
 from .base import Meta
 from .lsh_bands import BandHasher, as_sketch, as_sketch_batch, min_matches_for, resolve_params
 from .minhash_store import DEFAULT_NUM_VALUES, DEFAULT_THRESHOLD, IndexSettingsError, LSHMatch
-from .redis_client import Client, ScriptClient, _Reload, connect, truthy
+from .redis_client import Client, ScriptClient, connect, truthy
 from .values import check_key, encode_meta
 
 __all__ = ["FORMAT", "RedisMinHashIndex", "verify"]
@@ -67,35 +66,7 @@ SCRIPT = resources.files(__package__).joinpath("redis_minhash.lua").read_text(en
 class _Script(ScriptClient):
     """The simhash index's client (retries, reload, errors naming the server) running our script."""
 
-    def run(self, args: list[bytes], action: str) -> Any:
-        def attempt() -> Any:
-            if self._sha is None:
-                self._sha = self.client.script_load(SCRIPT)
-            try:
-                return self.client.evalsha(self._sha, len(self.keys), *self.keys, *args)
-            except NoScriptError:
-                self._sha = None
-                raise _Reload() from None
-
-        return self.call(attempt, action)
-
-    def run_many(self, batch: list[list[bytes]], action: str) -> list[Any]:
-        def attempt() -> list[Any]:
-            if self._sha is None:
-                self._sha = self.client.script_load(SCRIPT)
-            pipe = self._slot_client().pipeline(transaction=False)
-            for args in batch:
-                pipe.evalsha(self._sha, len(self.keys), *self.keys, *args)
-            results = pipe.execute(raise_on_error=False)
-            for result in results:
-                if isinstance(result, NoScriptError):
-                    self._sha = None
-                    raise _Reload()
-                if isinstance(result, Exception):
-                    raise result
-            return results
-
-        return self.call(attempt, action)
+    script = SCRIPT
 
 
 @dataclass(frozen=True)

@@ -24,13 +24,12 @@ import struct
 import uuid
 import zlib
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from .base import IndexCorruptError
 from .integrity import MARK, CommitMark, check_sqlite
-from .storage import check_synchronous, connect
+from .storage import RowDatabase, check_synchronous, connect
 
 _TABLES = {"settings", "sketches"}
 _SCHEMA = """
@@ -61,11 +60,14 @@ def settings_check(values: dict[str, str]) -> str:
     return str(zlib.crc32(json.dumps(values, sort_keys=True).encode()))
 
 
-class SketchStore:
+class SketchStore(RowDatabase):
     """Durable sketch rows. Not thread-safe by itself: the index serialises calls.
 
     ``high`` (the high-water seq) and ``live`` (rows) are kept up to date by the writes.
     """
+
+    kind = "MinHash index"
+    derived = MARK
 
     def __init__(
         self, path: Path, read_only: bool = False, synchronous: str = "full", check: str | None = None
@@ -96,26 +98,6 @@ class SketchStore:
             ) from exc
         self.high = 0
         self.live = 0
-
-    def damaged(self, what: str) -> IndexCorruptError:
-        return IndexCorruptError(
-            f"the MinHash index database {self.path} is damaged ({what}); it is the source of truth and "
-            f"cannot be rebuilt: restore it from a backup (then delete {MARK} beside it) or export what "
-            f"`sqlite3 .recover` finds"
-        )
-
-    @contextmanager
-    def _reading(self) -> Iterator[None]:
-        try:
-            yield
-        except (sqlite3.DatabaseError, json.JSONDecodeError) as exc:
-            raise self.damaged(f"{type(exc).__name__}: {exc}") from exc
-
-    def close(self) -> None:
-        self.conn.close()
-        if self.mark is not None:
-            self.mark.close()
-            self.mark = None
 
     # -- settings ----------------------------------------------------------------------------
     def settings(self) -> dict[str, str]:

@@ -90,7 +90,42 @@ def connect(path: Path, read_only: bool, synchronous: str) -> sqlite3.Connection
     return conn
 
 
-class Store:
+class RowDatabase:
+    """What both row stores (simhash entries, MinHash sketches) share: the connection, the commit mark,
+    and every SQLite or JSON error while reading reported as a damaged database."""
+
+    kind = "index"
+    """How the damage message names the database."""
+    derived = f"{MARK} and manifest.json"
+    """Files to delete after restoring the database from a backup (they describe the newer state)."""
+
+    path: Path
+    conn: sqlite3.Connection
+    mark: CommitMark | None
+
+    def damaged(self, what: str) -> IndexCorruptError:
+        return IndexCorruptError(
+            f"the {self.kind} database {self.path} is damaged ({what}); it is the source of truth and cannot "
+            f"be rebuilt: restore it from a backup (then delete {self.derived} beside it) or "
+            f"export what `sqlite3 .recover` finds"
+        )
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """SQLite and JSON errors while reading: a damaged database."""
+        try:
+            yield
+        except (sqlite3.DatabaseError, json.JSONDecodeError) as exc:
+            raise self.damaged(f"{type(exc).__name__}: {exc}") from exc
+
+    def close(self) -> None:
+        self.conn.close()
+        if self.mark is not None:
+            self.mark.close()
+            self.mark = None
+
+
+class Store(RowDatabase):
     """Durable rows of the index. Not thread-safe by itself: the index serialises calls.
 
     ``check``: run SQLite's ``"quick"`` or ``"thorough"`` check at open (see :func:`check_sqlite`).
@@ -150,30 +185,10 @@ class Store:
         finally:
             self.conn.execute("COMMIT")
 
-    def damaged(self, what: str) -> IndexCorruptError:
-        return IndexCorruptError(
-            f"the index database {self.path} is damaged ({what}); it is the source of truth and cannot "
-            f"be rebuilt: restore it from a backup (then delete {MARK} and manifest.json beside it) or "
-            f"export what `sqlite3 .recover` finds"
-        )
-
-    @contextmanager
-    def _reading(self) -> Iterator[None]:
-        """SQLite and JSON errors while reading: a damaged database."""
-        try:
-            yield
-        except (sqlite3.DatabaseError, json.JSONDecodeError) as exc:
-            raise self.damaged(f"{type(exc).__name__}: {exc}") from exc
-
     def _max_seq(self) -> int:
         row = self.conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'entries'").fetchone()
         top = self.conn.execute("SELECT max(seq) FROM entries").fetchone()[0]
         return max(row[0] if row else 0, top or 0)
-
-    def close(self) -> None:
-        self.conn.close()
-        if self.mark is not None:
-            self.mark.close()
 
     def _marked(self) -> None:
         """After a commit: the high-water mark and row count it left, for :func:`check_mark`."""

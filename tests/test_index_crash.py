@@ -10,15 +10,11 @@ the middle of them too.
 
 from __future__ import annotations
 
-import os
 import random
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+from crash_support import run_and_kill
 
 from scrapy_simhash import SimhashIndex
 
@@ -61,26 +57,7 @@ while True:
 
 
 def _run_and_kill(path: Path, round_: int, rng: random.Random, sync: str) -> list[str]:
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(path), str(round_), str(rng.getrandbits(32)), sync],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None
-    first = child.stdout.readline()
-    if first.strip() != "OPEN":
-        child.kill()
-        raise AssertionError(f"child failed to open the index: {first}{child.stderr.read()}")  # type: ignore[union-attr]
-    time.sleep(rng.uniform(0.0, 0.25))
-    os.kill(child.pid, signal.SIGKILL)
-    # Read through the same buffered stream as readline() above: communicate() reads the raw pipe and
-    # would drop what readline() had already buffered (acks lost to the check, or a line cut in two).
-    out = first + child.stdout.read()
-    child.stderr.read()  # type: ignore[union-attr]
-    child.wait()
-    assert child.returncode == -signal.SIGKILL
-    return out.splitlines()[1:]
+    return run_and_kill(CHILD, path, round_, rng, sync)
 
 
 # "normal" is what a Scrapy crawl uses by default (SIMHASH_INDEX_SYNC): it must survive a

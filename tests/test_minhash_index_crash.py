@@ -10,17 +10,13 @@ built from the reopened rows in their order.
 
 from __future__ import annotations
 
-import os
 import random
-import signal
-import subprocess
-import sys
-import time
 import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
+from crash_support import run_and_kill
 
 from scrapy_simhash.index import MinHashIndex
 from scrapy_simhash.index.lsh import MinHashLSH
@@ -84,27 +80,7 @@ def sketch(key: str, version: int) -> np.ndarray:
 
 
 def _run_and_kill(path: Path, round_: int, rng: random.Random, sync: str) -> list[str]:
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(path), str(round_), str(rng.getrandbits(32)), sync],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None
-    first = child.stdout.readline()
-    if first.strip() != "OPEN":
-        child.kill()
-        raise AssertionError(f"child failed to open the index: {first}{child.stderr.read()}")  # type: ignore[union-attr]
-    time.sleep(rng.uniform(0.0, 0.25))
-    os.kill(child.pid, signal.SIGKILL)
-    # read through the same text stream as readline() did: communicate() reads the raw pipe and
-    # would drop what readline() had already buffered (lines lost, a line cut in two)
-    out = child.stdout.read()
-    child.stderr.close()  # type: ignore[union-attr]
-    assert child.wait() == -signal.SIGKILL
-    lines = out.splitlines()
-    if out and not out.endswith("\n"):  # killed in the middle of writing it (small pipe writes are atomic)
-        lines.pop()
+    lines = run_and_kill(CHILD, path, round_, rng, sync)
     assert all(len(line.split()) == (3 if line[0] in "IA" else 2) for line in lines), lines
     return lines
 

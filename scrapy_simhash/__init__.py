@@ -43,6 +43,11 @@ _LAZY = {
     "MinHashIndex": "scrapy_simhash.index",
     "minhash_pairs": "scrapy_simhash.index",
     "minhash_clusters": "scrapy_simhash.index",
+    "compare": "scrapy_simhash.decision",
+    "Verdict": "scrapy_simhash.decision",
+    "Rule": "scrapy_simhash.decision",
+    "fingerprint_page": "scrapy_simhash.page",
+    "PageFingerprint": "scrapy_simhash.page",
     "SimhashMiddleware": "scrapy_simhash.middleware",
     "SimhashPipeline": "scrapy_simhash.pipeline",
     "Addon": "scrapy_simhash.addon",
@@ -67,6 +72,9 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # let type checkers and IDEs see the lazy names
     from .addon import Addon as Addon
+    from .decision import Rule as Rule
+    from .decision import Verdict as Verdict
+    from .decision import compare as compare
     from .fingerprint.minhash import MinHash as MinHash
     from .fingerprint.minhash import minhash as minhash
     from .fingerprint.minhash import minhash_many as minhash_many
@@ -80,6 +88,8 @@ if TYPE_CHECKING:  # let type checkers and IDEs see the lazy names
     from .index import minhash_pairs as minhash_pairs
     from .index import open_index as open_index
     from .middleware import SimhashMiddleware as SimhashMiddleware
+    from .page import PageFingerprint as PageFingerprint
+    from .page import fingerprint_page as fingerprint_page
     from .pipeline import SimhashPipeline as SimhashPipeline
 
 __all__ = [

@@ -22,8 +22,8 @@ class PageFingerprint:
     ``reason`` is None when ``simhash`` is set; otherwise one of the
     extractor's reasons (``empty``, ``binary``, ``too_large``, ``no_text``,
     ``extractor_error``) or ``too_few_tokens``. ``minhash`` is the page's
-    minhash-doc/1 sketch, set only when asked for (``minhash=True``) and the
-    page has a simhash.
+    minhash-doc/1 sketch (set whenever the page has a simhash, unless ``minhash=False``
+    was asked for): the verified decision rule (:mod:`scrapy_simhash.decision`) needs it.
     """
 
     simhash: int | None
@@ -39,13 +39,13 @@ def fingerprint_page(
     *,
     extractor: Extractor = DEFAULT_EXTRACTOR,
     min_tokens: int = MIN_TOKENS,
-    minhash: bool = False,
+    minhash: bool = True,
 ) -> PageFingerprint:
     """Extract the main text of ``body`` and fingerprint it; never raises on bad input.
 
-    ``minhash=True`` also computes the sketch, from the same normalisation as the simhash
-    (:func:`~scrapy_simhash.fingerprint.minhash.simhash_and_minhash`); simhash-only callers
-    leave it off and pay nothing for it.
+    The sketch comes from the same normalisation and tokens as the simhash
+    (:func:`~scrapy_simhash.fingerprint.minhash.simhash_and_minhash`); ``minhash=False`` leaves
+    it out (simhash-only mode, which pays nothing for it).
     """
     extraction = extractor(body, url, encoding)
     if extraction.text is None:

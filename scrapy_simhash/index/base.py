@@ -41,6 +41,9 @@ class Match:
     meta: dict[str, Any] = field(default_factory=dict)
     seq: int = 0
     """Insertion order (age): smaller is older. Ties in distance are ordered by it."""
+    similarity: float | None = None
+    """Estimated Jaccard similarity of the sketches (0..1); None when the match was decided by
+    simhash alone (a side without a sketch, or simhash-only mode)."""
 
 
 class SimhashIndexError(Exception):

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from ..fingerprint import SCHEME, from_base32, to_base32
+from ..fingerprint.minhash import SCHEME as MINHASH_SCHEME
+from ..fingerprint.minhash import MinHash
 
 WARC_VERSION = "WARC/1.1"
 WARC_FIELDS = "application/warc-fields"
@@ -36,6 +38,12 @@ NEAR_DUPLICATE_DISTANCE = "near-duplicate-distance"
 NEAR_DUPLICATE_OF_FILE = "near-duplicate-of-file"
 """Written by ``tag``: the original's file, relative to the directory of the sidecar holding the field."""
 NEAR_DUPLICATE_OF_OFFSET = "near-duplicate-of-offset"
+NEAR_DUPLICATE_SIMILARITY = "near-duplicate-similarity"
+"""Estimated Jaccard similarity (0..1, 4 decimals) of the page's and the original's sketches; absent
+when the pair was judged by simhash alone (one of them has no sketch)."""
+MINHASH = "minhash"
+"""The page's minhash-doc/1 sketch in its text form (base64url of the byte form, docs/minhash-doc-1.md)."""
+MINHASH_SCHEME_FIELD = "minhash-scheme"
 SOURCE_FILE = "source-file"
 """Sidecars only: the file holding the described record; with ``source-offset``, a CDX-style locator."""
 SOURCE_OFFSET = "source-offset"
@@ -51,6 +59,7 @@ class Duplicate:
     distance: int
     file: str | None = None
     offset: int | None = None
+    similarity: float | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,8 @@ class SimhashFields:
     duplicate: Duplicate | None = None
     source_file: str | None = None
     source_offset: int | None = None
+    minhash: MinHash | None = None
+    """Absent in records written before sketches (they are then compared by simhash alone)."""
 
     def to_pairs(self) -> list[tuple[str, str]]:
         pairs = [
@@ -72,6 +83,8 @@ class SimhashFields:
             (TEXT_EXTRACTOR, self.extractor),
             (TOKENS, str(self.tokens)),
         ]
+        if self.minhash is not None:
+            pairs += [(MINHASH, self.minhash.to_text()), (MINHASH_SCHEME_FIELD, self.minhash.scheme)]
         if self.source_file is not None:
             pairs.append((SOURCE_FILE, self.source_file))
         if self.source_offset is not None:
@@ -85,6 +98,7 @@ class SimhashFields:
                 (NEAR_DUPLICATE_DISTANCE, str(dup.distance)),
                 (NEAR_DUPLICATE_OF_FILE, dup.file),
                 (NEAR_DUPLICATE_OF_OFFSET, None if dup.offset is None else str(dup.offset)),
+                (NEAR_DUPLICATE_SIMILARITY, None if dup.similarity is None else f"{dup.similarity:.4f}"),
             ]
             pairs.extend((name, value) for name, value in optional if value is not None)
         return pairs
@@ -103,7 +117,11 @@ class SimhashFields:
                 distance=int(values[NEAR_DUPLICATE_DISTANCE]),
                 file=values.get(NEAR_DUPLICATE_OF_FILE),
                 offset=None if offset is None else int(offset),
+                similarity=_optional_float(values.get(NEAR_DUPLICATE_SIMILARITY)),
             )
+        sketch = values.get(MINHASH)
+        if sketch is not None and values.get(MINHASH_SCHEME_FIELD, MINHASH_SCHEME) != MINHASH_SCHEME:
+            sketch = None  # another scheme's sketch cannot be compared with ours: judged by simhash alone
         source_offset = values.get(SOURCE_OFFSET)
         return cls(
             simhash=from_base32(values[SIMHASH]),
@@ -113,7 +131,12 @@ class SimhashFields:
             duplicate=duplicate,
             source_file=values.get(SOURCE_FILE),
             source_offset=None if source_offset is None else int(source_offset),
+            minhash=None if sketch is None else MinHash.from_text(sketch),
         )
+
+
+def _optional_float(value: str | None) -> float | None:
+    return None if value is None else float(value)
 
 
 def encode_fields(pairs: Iterable[tuple[str, str]]) -> bytes:

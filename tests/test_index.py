@@ -125,11 +125,14 @@ def test_layout_that_cannot_be_complete_is_refused(tmp_path: Path) -> None:
 
 
 def test_open_index_dispatches_paths(tmp_path: Path) -> None:
-    with open_index(f"file://{tmp_path}/ix") as index:
+    from scrapy_simhash.index.verified import VerifiedIndex
+
+    with open_index(f"file://{tmp_path}/ix", mode="simhash") as index:
         assert isinstance(index, SimhashIndex)
         index.add(0x42, "x")
-    with open_index(tmp_path / "ix") as index:
-        assert "x" in index
+    with open_index(tmp_path / "ix") as index:  # verified by default: the same simhash store inside
+        assert isinstance(index, VerifiedIndex) and isinstance(index.simhashes, SimhashIndex)
+        assert "x" in index and index.sketch("x") is None
 
 
 def test_iteration_and_merges_keep_all_rows(tmp_path: Path) -> None:

@@ -409,7 +409,7 @@ def _namespace_keys(srv: RedisServer, prefix: str) -> list[bytes]:
 def test_redis_restarted_empty_is_detected_not_reinitialised(tmp_path: Path, tables: str) -> None:
     srv = RedisServer(tmp_path / "amnesia").start()
     try:
-        idx = open_index(f"{srv.url}?prefix=amnesia&retries=3&retry_cap=0.1&tables={tables}")
+        idx = open_index(f"{srv.url}?prefix=amnesia&retries=3&retry_cap=0.1&tables={tables}", mode="simhash")
         idx.add_many((i * 0x9E3779B97F4A7C15 & MAX64, f"k{i}", None) for i in range(1, 40))
         assert [m.key for m in idx.check_and_add(0xF00D, "a")] == []
         srv.kill()

@@ -48,7 +48,13 @@ def open_index(
     location: str | Path, k: int = 3, *, kind: Literal["minhash"], **options: Any
 ) -> MinHashIndex: ...
 def open_index(
-    location: str | Path, k: int = 3, *, kind: str | None = None, **options: Any
+    location: str | Path,
+    k: int = 3,
+    *,
+    kind: str | None = None,
+    mode: str = "verified",
+    similarity: float | None = None,
+    **options: Any,
 ) -> NearDuplicateIndex | MinHashIndex:
     """Open the index at ``location``: a directory path, or a ``redis://`` URI.
 
@@ -56,7 +62,17 @@ def open_index(
     ``redis://`` URI, a :class:`~.redis_minhash.RedisMinHashIndex` with the same API and answers
     (``k`` is ignored, ``options`` go to it). The kind is never guessed: a MinHash index's directory
     opened as a simhash index is an error naming the right call.
+
+    ``mode`` (simhash kind only): ``"verified"`` (the default) returns a
+    :class:`~.verified.VerifiedIndex`: the simhash index plus its sketch store, answering by
+    :data:`scrapy_simhash.decision.DEFAULT_RULE` (``similarity`` overrides its threshold); pages
+    added without a sketch are judged by simhash alone, as before. ``"simhash"`` returns the
+    simhash index alone (distance <= k; sketches are not stored).
     """
+    if mode not in ("verified", "simhash"):
+        raise ValueError(f"mode must be 'verified' or 'simhash', not {mode!r}")
+    if mode == "verified" and kind in (None, "simhash"):
+        return _open_verified(location, k, similarity, options)
     if kind not in (None, "simhash", "minhash"):
         raise ValueError(f"kind must be 'simhash' or 'minhash', not {kind!r}")
     text = str(location)
@@ -83,6 +99,28 @@ def open_index(
     from .embedded import SimhashIndex
 
     return SimhashIndex(text, k=k, **options)
+
+
+def _open_verified(location: str | Path, k: int, similarity: float | None, options: dict[str, Any]) -> Any:
+    import dataclasses
+
+    from ..decision import DEFAULT_RULE
+    from .verified import VerifiedIndex, open_sketch_store
+
+    rule = DEFAULT_RULE if similarity is None else dataclasses.replace(DEFAULT_RULE, similarity=similarity)
+    rule = dataclasses.replace(rule, distance=k)
+    simhashes = open_index(location, k, mode="simhash", **options)
+    text = str(location).removeprefix("file://")
+    names = ("read_only", "reset", "synchronous", "verify")
+    if is_server_uri(text):
+        names = ("retries", "retry_cap")
+    shared = {name: options[name] for name in names if name in options}
+    try:
+        sketches = open_sketch_store(text, rule, **shared)
+    except BaseException:
+        simhashes.close()
+        raise
+    return VerifiedIndex(simhashes, sketches, rule)
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,253 @@
+"""The verified index: every page's simhash and its sketch, and the default decision rule.
+
+Two stores kept side by side, both crash-safe and each exact for its part:
+
+- the **simhash store** (:class:`~.embedded.SimhashIndex` or :class:`~.redis_store.RedisIndex`):
+  every page's simhash-doc/1 fingerprint and meta, the identifier that exports and reports show,
+  and the lookup for pages stored without a sketch (indexes written before sketches existed);
+- the **sketch store** (:class:`~.minhash_store.MinHashIndex` or
+  :class:`~.redis_minhash.RedisMinHashIndex`, in ``sketches/`` beside the tables or under the Redis
+  prefix ``<prefix>-sketches``): the minhash-doc/1 sketch of every page that has one, found by LSH
+  bands and verified by estimated Jaccard, with ``bands``, ``rows`` and the threshold of the
+  :class:`~scrapy_simhash.decision.Rule`, so that its answers are the rule's answers.
+
+A page with a sketch is written to the sketch store first: its atomic ``check_and_add`` (one Lua
+script on Redis) is what makes the decision, so two processes racing with near-duplicate pages
+cannot both see "no match". The sketch store's meta carries the page's simhash, so a sketch match
+is complete without the simhash store. A crash between the two writes leaves a page that is
+found by sketch but missing from exports until it is added again; it is never lost silently
+after acknowledgement (both writes are done when the call returns).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..decision import Rule
+from ..fingerprint.minhash import MinHash
+from .base import Match, Meta, NearDuplicateIndex
+
+SKETCHES = "sketches"
+"""The sketch store's directory inside an embedded index."""
+SKETCH_PREFIX_SUFFIX = "-sketches"
+"""Appended to a Redis index's prefix for its sketch store."""
+_SIMHASH_FIELD = "simhash"
+
+
+def _ordered(matches: list[Match]) -> list[Match]:
+    """Best first: similarity descending (simhash-only decisions last), then distance, then oldest."""
+    return sorted(
+        matches,
+        key=lambda m: (-(m.similarity if m.similarity is not None else -1.0), m.distance, m.seq),
+    )
+
+
+class VerifiedIndex(NearDuplicateIndex):
+    """Near-duplicate lookups by the verified rule, over a simhash store and a sketch store.
+
+    Answers are exactly the stored pages p for which
+    ``rule.compare_values(simhash, p.simhash, sketch, p.sketch).near_duplicate``; a page given
+    or stored without a sketch is judged by simhash alone (distance <= ``k``), and its Match has
+    ``similarity=None``.
+    """
+
+    def __init__(self, simhashes: NearDuplicateIndex, sketches: Any | None, rule: Rule) -> None:
+        if rule.mode != "verified":
+            raise ValueError("VerifiedIndex applies the verified rule; simhash mode uses the simhash index")
+        self.rule = rule
+        self.k = simhashes.k
+        self.simhashes = simhashes
+        self.sketches = sketches
+        """None for a read-only opening of an index that has no sketch store yet (every page legacy)."""
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _sketch_values(self, sketch: Any) -> np.ndarray | None:
+        if sketch is None:
+            return None
+        values = np.asarray(getattr(sketch, "values", sketch))
+        if values.dtype != np.uint32:
+            values = MinHash(values).values
+        return values
+
+    def _has_sketch(self, key: str) -> bool:
+        return self.sketches is not None and key in self.sketches
+
+    def _combine(
+        self, simhash: int, sketch_found: list[Any] | None, simhash_found: list[Match], k: int
+    ) -> list[Match]:
+        """The rule's answer from the two stores' answers (sketch matches verified, the rest legacy)."""
+        out: list[Match] = []
+        seen: set[str] = set()
+        by_key = {m.key: m for m in simhash_found}
+        for found in sketch_found or ():
+            meta = dict(found.meta)
+            stored = int(meta.pop(_SIMHASH_FIELD))
+            known = by_key.get(found.key)
+            seq = known.seq if known is not None else 0
+            out.append(
+                Match(
+                    found.key,
+                    stored,
+                    (stored ^ simhash).bit_count(),
+                    meta,
+                    seq,
+                    found.similarity,
+                )
+            )
+            seen.add(found.key)
+        for match in simhash_found:
+            if match.key in seen or match.distance > k:
+                continue
+            if sketch_found is not None and self._has_sketch(match.key):
+                continue  # both have sketches: the sketch store judged it (and it failed)
+            out.append(match)
+        return _ordered(out)
+
+    def _sketch_meta(self, simhash: int, meta: Meta | None) -> dict[str, Any]:
+        return {**(meta or {}), _SIMHASH_FIELD: int(simhash)}
+
+    # -- writes ----------------------------------------------------------------------------------
+    def add(self, simhash: int, key: str, meta: Meta | None = None, *, sketch: Any = None) -> None:
+        self.add_many([(simhash, key, meta, sketch)])
+
+    def add_many(self, items: Iterable[Any]) -> int:  # type: ignore[override]
+        """Store many ``(simhash, key, meta[, sketch])``; sketches first, then the simhash store."""
+        rows = []
+        for item in items:
+            simhash, key, meta, sketch = (*item, None, None)[:4] if len(item) < 4 else item
+            rows.append((simhash, key, meta, self._sketch_values(sketch)))
+        with_sketch = [
+            (key, values, self._sketch_meta(h, meta)) for h, key, meta, values in rows if values is not None
+        ]
+        without = [key for _, key, _, values in rows if values is None]
+        if with_sketch:
+            self._writable_sketches().add_many(with_sketch)
+        for key in without:  # a page replaced by one without sketch loses its old sketch
+            if self._has_sketch(key):
+                self._writable_sketches().remove(key)
+        return self.simhashes.add_many([(h, key, meta) for h, key, meta, _ in rows])
+
+    def _writable_sketches(self) -> Any:
+        if self.sketches is None:
+            raise ValueError("this index was opened read-only and has no sketch store")
+        return self.sketches
+
+    def check_and_add(
+        self, simhash: int, key: str, meta: Meta | None = None, *, sketch: Any = None
+    ) -> list[Match]:
+        """Atomically (the sketch store deciding): the matches before this insert, then the insert."""
+        values = self._sketch_values(sketch)
+        sketch_found = None
+        if values is not None:
+            sketch_meta = self._sketch_meta(simhash, meta)
+            sketch_found = self._writable_sketches().check_and_add(key, values, sketch_meta)
+        elif self._has_sketch(key):
+            self._writable_sketches().remove(key)
+        simhash_found = self.simhashes.check_and_add(simhash, key, meta)
+        return self._combine(simhash, sketch_found, simhash_found, self.k)
+
+    def remove(self, key: str) -> bool:
+        if self._has_sketch(key):
+            self._writable_sketches().remove(key)
+        return self.simhashes.remove(key)
+
+    # -- reads -----------------------------------------------------------------------------------
+    def query(self, simhash: int, k: int | None = None, *, sketch: Any = None) -> list[Match]:
+        k = self.k if k is None else k
+        values = self._sketch_values(sketch)
+        sketch_found = None
+        if values is not None and self.sketches is not None:
+            sketch_found = self.sketches.query(values)
+        elif values is not None:
+            sketch_found = []
+        return self._combine(simhash, sketch_found, self.simhashes.query(simhash, k), k)
+
+    def query_many(  # type: ignore[override]
+        self, simhashes: Iterable[int], k: int | None = None, *, sketches: Iterable[Any] | None = None
+    ) -> list[list[Match]]:
+        hashes = [int(h) for h in simhashes]
+        given = [None] * len(hashes) if sketches is None else list(sketches)
+        if len(given) != len(hashes):
+            raise ValueError(f"{len(hashes)} simhashes but {len(given)} sketches")
+        return [self.query(h, k, sketch=s) for h, s in zip(hashes, given, strict=True)]
+
+    def get(self, key: str) -> Match | None:
+        return self.simhashes.get(key)
+
+    def sketch(self, key: str) -> MinHash | None:
+        """The sketch stored under ``key``, or None (a page stored without one, or no such key)."""
+        if self.sketches is None:
+            return None
+        values = self.sketches.get(key)
+        return None if values is None else MinHash(values)
+
+    def __len__(self) -> int:
+        return len(self.simhashes)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.simhashes
+
+    def __iter__(self) -> Iterator[Match]:
+        return iter(self.simhashes)
+
+    def compact(self) -> None:
+        self.simhashes.compact()
+
+    def stats(self) -> dict[str, Any]:
+        out = dict(self.simhashes.stats())
+        sketch_stats = {} if self.sketches is None else self.sketches.stats()
+        out["mode"] = "verified"
+        out["similarity"] = self.rule.similarity
+        out["sketches"] = sketch_stats
+        with_sketch = 0 if self.sketches is None else len(self.sketches)
+        out["without_sketch"] = max(0, len(self.simhashes) - with_sketch)
+        return out
+
+    def close(self) -> None:
+        try:
+            if self.sketches is not None:
+                self.sketches.close()
+        finally:
+            self.simhashes.close()
+
+    def __enter__(self) -> VerifiedIndex:
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        # the simhash store's own attributes (path, layout, read_only, ...) read through
+        if name in ("simhashes", "sketches", "rule"):
+            raise AttributeError(name)
+        return getattr(self.simhashes, name)
+
+    def __repr__(self) -> str:
+        return f"VerifiedIndex({self.simhashes!r}, similarity={self.rule.similarity})"
+
+
+def open_sketch_store(location: str, rule: Rule, *, read_only: bool = False, **options: Any) -> Any | None:
+    """The sketch store of the index at ``location`` (a directory or a ``redis://`` URI)."""
+    from . import is_server_uri
+
+    threshold, bands, rows = rule.similarity, rule.bands, rule.rows
+    if is_server_uri(location):
+        options.pop("read_only", None)
+        from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+        from .redis_minhash import RedisMinHashIndex
+
+        parts = urlsplit(location)
+        query = dict(parse_qsl(parts.query, keep_blank_values=True))
+        query["prefix"] = query.get("prefix", "simhash") + SKETCH_PREFIX_SUFFIX
+        for name in ("layout", "tables", "retention"):
+            query.pop(name, None)
+        uri = urlunsplit(parts._replace(query=urlencode(query)))
+        return RedisMinHashIndex.from_uri(uri, threshold=threshold, bands=bands, rows=rows, **options)
+    from .minhash_store import DATABASE, MinHashIndex
+
+    path = Path(location) / SKETCHES
+    if read_only and not (path / DATABASE).exists():
+        return None  # an index written before sketches: every stored page is judged by simhash
+    return MinHashIndex(path, threshold=threshold, bands=bands, rows=rows, read_only=read_only, **options)

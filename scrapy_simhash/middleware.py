@@ -77,7 +77,7 @@ def _declared_encoding(response: Response) -> str | None:
     return declared_encoding(response.headers.get(b"Content-Type", b"").decode("latin-1"))
 
 
-def reason(match: Match) -> str:
+def verdict_text(match: Match) -> str:
     """Why ``match`` is a near-duplicate, for log lines: ``similarity 0.93, 7 bits``."""
     if match.similarity is None:
         return f"{match.distance} bits, by simhash alone"
@@ -274,10 +274,10 @@ class SimhashMiddleware:
         if self.config.verified and original.similarity is None:
             self.stats.inc_value("simhash/decided_by_simhash")
         url = original.meta.get("url", original.key)
-        logger.debug("simhash: %s is a near-duplicate of %s (%s)", response.url, url, reason(original))
+        logger.debug("simhash: %s is a near-duplicate of %s (%s)", response.url, url, verdict_text(original))
         if self.config.action == "drop":
             self.stats.inc_value("simhash/dropped")
-            raise IgnoreRequest(f"near-duplicate of {url} ({reason(original)})")
+            raise IgnoreRequest(f"near-duplicate of {url} ({verdict_text(original)})")
         return response
 
     def _record(self, page: PageFingerprint, url: str, request: Request) -> Match | None:

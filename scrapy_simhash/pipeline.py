@@ -29,7 +29,7 @@ from .fingerprint import simhash_with_count, to_base32
 from .fingerprint.minhash import simhash_and_minhash
 from .index import IndexLostError, IndexUnavailableError, NearDuplicateIndex, SimhashIndexError
 from .index_guard import IndexGuard, IndexSkipped
-from .middleware import duplicate_of, reason
+from .middleware import duplicate_of, verdict_text
 from .settings import SimhashSettings
 from .spidermiddleware import stamp
 
@@ -159,7 +159,7 @@ class SimhashPipeline:
         url = original.meta.get("url") or original.key
         if self.config.verified and original.similarity is None:
             self.stats.inc_value("simhash/item/decided_by_simhash")
-        logger.debug("simhash: item %s is a near-duplicate of %s (%s)", key, url, reason(original))
+        logger.debug("simhash: item %s is a near-duplicate of %s (%s)", key, url, verdict_text(original))
         similarity = None if original.similarity is None else round(original.similarity, 4)
         stamp(item, to_base32(value), url, similarity, original.distance)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 
 import pytest
 from crawl_support import demo_site, run_crawl
@@ -245,3 +246,25 @@ def test_an_item_index_that_cannot_be_opened_is_counted_and_items_pass(site, tmp
     assert len(result.items) >= ARTICLE_PAGES
     assert not any(i.get("near_duplicate_of") for i in result.items)
     assert "cannot open the item index" in result.log
+
+
+@pytest.mark.slow  # two Scrapy crawls and a redis-server, ~10 s
+def test_verified_crawl_on_redis_catches_the_edits_and_reset_forgets_the_sketches_too(site, tmp_path):
+    """On Redis the sketches live under <prefix>-sketches: SIMHASH_RESET must empty them with the rest,
+    or the pages of the run before would still be found by their sketches."""
+    from redis_server import RedisServer
+
+    server = RedisServer(tmp_path / "redis").start()
+    try:
+        uri = f"{server.url}?prefix=crawl-{uuid.uuid4().hex[:8]}"
+        first = run_crawl(site + "/", tmp_path / "one", _settings(tmp_path, SIMHASH_INDEX=uri))
+        assert first.stat("simhash/near_duplicate") == NEAR_DUPLICATES  # the edits included
+        assert server.client().keys("*-sketches*"), "no sketch stored in Redis"
+        again = run_crawl(
+            site + "/", tmp_path / "two", _settings(tmp_path, SIMHASH_INDEX=uri, SIMHASH_RESET=True)
+        )
+        assert again.stat("simhash/revisit") == 0
+        assert again.stat("simhash/near_duplicate") == NEAR_DUPLICATES
+        assert again.stat("simhash/unique") == ARTICLE_PAGES + 1 - NEAR_DUPLICATES
+    finally:
+        server.stop()

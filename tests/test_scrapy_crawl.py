@@ -210,6 +210,8 @@ def test_item_pipeline_drops_items_stamped_from_pages(site, tmp_path):
     result = run_crawl(site + "/", tmp_path / "run", _settings(tmp_path, SIMHASH_ITEM_ACTION="drop"))
     assert result.stat("simhash/item/dropped") == NEAR_DUPLICATES
     assert result.stat("item_dropped_count") == NEAR_DUPLICATES
+    said = re.findall(r"Dropped: near-duplicate of \S+ \(similarity [01]\.\d\d, \d+ bits\)", result.log)
+    assert len(said) == NEAR_DUPLICATES
     assert not any(i.get("near_duplicate_of") for i in result.items)
 
 
@@ -224,8 +226,12 @@ def test_item_pipeline_fingerprints_an_item_field(site, tmp_path):
     assert result.stat("simhash/item/near_duplicate") == NEAR_DUPLICATES
     assert result.stat("simhash/item/computed") == ARTICLE_PAGES
     assert (tmp_path / "index-items").is_dir()
+    assert (tmp_path / "index-items" / "sketches").is_dir()  # item texts are judged by the verified rule too
     tagged = [i for i in result.items if i.get("near_duplicate_of")]
     assert len(tagged) == NEAR_DUPLICATES
+    for item in tagged:
+        assert 0.5 <= item["near_duplicate_similarity"] <= 1.0 and item["near_duplicate_distance"] >= 0
+    assert "simhash/item/decided_by_simhash" not in result.stats
 
 
 def test_an_item_index_that_cannot_be_opened_is_counted_and_items_pass(site, tmp_path):

@@ -320,7 +320,8 @@ class SimhashMiddleware:
         assert self.index is not None and page.simhash is not None
         if not self.config.verified:
             return hamming(known.simhash, page.simhash) <= self.config.distance
-        stored = self.index.sketch(known.key)  # type: ignore[attr-defined]  (VerifiedIndex)
+        sketch_of = getattr(self.index, "sketch", None)  # a VerifiedIndex's; other indexes keep none
+        stored = sketch_of(known.key) if sketch_of is not None else None
         verdict = self.config.rule.compare_values(known.simhash, page.simhash, stored, page.minhash)
         return verdict.near_duplicate
 

@@ -139,8 +139,8 @@ class SimhashMiddleware:
         opened.addCallbacks(self._opened, self._open_failed)
         return opened
 
-    def _open(self) -> int:
-        """On the index thread: open the index; its size."""
+    def _open(self) -> tuple[int, int]:
+        """On the index thread: open the index; its size, and how many of its pages have no sketch."""
         index = open_crawl_index(
             self.location,
             self.config.distance,
@@ -150,9 +150,12 @@ class SimhashMiddleware:
             similarity=self.config.similarity,
         )
         self.index, self._open_error = index, None
-        return len(index)
+        size = len(index)
+        sketches = getattr(index, "sketches", None)  # a VerifiedIndex's sketch store
+        return size, (max(0, size - len(sketches)) if sketches is not None and self.config.verified else 0)
 
-    def _opened(self, size: int) -> None:
+    def _opened(self, sizes: tuple[int, int]) -> None:
+        size, without_sketch = sizes
         logger.info(
             "simhash: index %s (%d fingerprints), %s, action=%s, %d worker(s)",
             self.location,
@@ -162,6 +165,15 @@ class SimhashMiddleware:
             self.config.workers,
         )
         self.stats.set_value("simhash/index/size", size)
+        if without_sketch:
+            self.stats.set_value("simhash/index/without_sketch", without_sketch)
+            logger.warning(
+                "simhash: %d of the index's pages have no minhash sketch (stored before sketches, or with "
+                "SIMHASH_MODE=simhash): they are judged by simhash alone (distance <= %d), counted in "
+                "simhash/decided_by_simhash; SIMHASH_RESET=True starts an index where all pages have one",
+                without_sketch,
+                self.config.distance,
+            )
 
     def _rule_text(self) -> str:
         if self.config.verified:
@@ -195,12 +207,13 @@ class SimhashMiddleware:
         self.index = None
         get = self.stats.get_value
         logger.info(
-            "simhash: %d pages fingerprinted, %d unique, %d near-duplicates (%d dropped), "
-            "%d skipped, %d errors; index %s holds %s fingerprints",
+            "simhash: %d pages fingerprinted, %d unique, %d near-duplicates (%d dropped, %d decided by "
+            "simhash alone), %d skipped, %d errors; index %s holds %s fingerprints",
             get("simhash/computed", 0),
             get("simhash/unique", 0),
             get("simhash/near_duplicate", 0),
             get("simhash/dropped", 0),
+            get("simhash/decided_by_simhash", 0),
             sum(v for k, v in self.stats.get_stats().items() if k.startswith("simhash/skipped/")),
             sum(v for k, v in self.stats.get_stats().items() if k.startswith("simhash/error/")),
             self.location,

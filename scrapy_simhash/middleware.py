@@ -85,7 +85,8 @@ def verdict_text(match: Match) -> str:
 
 
 def duplicate_of(matches: list[Match], key: str, known: Match | None) -> Match | None:
-    """The page this one duplicates: the closest, then oldest, match other than itself.
+    """The page this one duplicates: the best match other than itself (the index orders them: most
+    similar, then closest, then oldest).
 
     When the URL was stored before with the same content (``known``), only
     pages older than that first visit count: a re-crawled original stays the

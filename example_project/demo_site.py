@@ -7,7 +7,12 @@ article, some of:
 - the same URL with tracking parameters (``?utm_source=...``): same page;
 - a printer-friendly view (``/print/...``): other template, no navigation;
 - a syndicated copy on a partner site (``/partner/...``): another site's template;
-- an "updated" copy that differs only in its timestamp and ad block.
+- an "updated" copy that differs only in its timestamp and ad block;
+- a "corrected" copy (``-corrected``): one sentence of the text rewritten. Its
+  simhash is usually more than 3 bits away, so only the verified rule (the
+  default, ``SIMHASH_MODE = "verified"``) catches it;
+- a copy with readers' comments appended to the text (``-comments``): caught
+  by the verified rule, not by simhash alone.
 
 Different articles share one template, so the template alone must not make
 pages look alike. ``expected_clusters()`` says which URLs belong together.
@@ -56,6 +61,20 @@ class Article:
     title: str
     paragraphs: list[str]
     variants: list[str] = field(default_factory=list)
+    edit: tuple[int, int, str] = (0, 0, "")
+    """The corrected copy's edit: paragraph, sentence, and the sentence that replaces it."""
+    comments: list[tuple[str, str]] = field(default_factory=list)
+    """The comments copy's comments: (name, text)."""
+
+    def corrected_paragraphs(self) -> list[str]:
+        paragraph, sentence, text = self.edit
+        paragraphs = list(self.paragraphs)
+        sentences = paragraphs[paragraph].split(". ")
+        sentences[sentence] = text.rstrip(".")
+        paragraphs[paragraph] = ". ".join(sentences)
+        if not paragraphs[paragraph].endswith("."):
+            paragraphs[paragraph] += "."
+        return paragraphs
 
 
 def _sentence(rng: random.Random, vocabulary: list[str]) -> str:
@@ -63,9 +82,14 @@ def _sentence(rng: random.Random, vocabulary: list[str]) -> str:
     return " ".join(words).capitalize() + "."
 
 
+EDITS = ("corrected", "comments")
+"""Variants that only the verified rule catches (see the module docstring)."""
+
+
 def make_articles(count: int = 8, seed: int = 2026) -> list[Article]:
     """``count`` articles; the variants rotate so that every kind appears."""
     rng = random.Random(seed)
+    extra = random.Random(seed + 1)  # its own generator: the articles stay as they were before the edits
     kinds = ["tracking", "print", "partner", "updated"]
     articles = []
     for i in range(count):
@@ -79,16 +103,37 @@ def make_articles(count: int = 8, seed: int = 2026) -> list[Article]:
         ]
         # article 0 has every variant, later ones one or two, the last ones none
         variants = kinds if i == 0 else [kinds[i % 4]] + ([kinds[(i + 1) % 4]] if i % 3 == 0 else [])
+        variants = list(variants)
+        if i == 0:
+            variants += EDITS
+        elif i % 3:
+            variants.append(EDITS[i % 3 - 1])
         if i >= count - 2:
             variants = []
-        articles.append(Article(f"story-{i + 1:03d}", title, paragraphs, list(variants)))
+        paragraph = len(paragraphs) // 2
+        # a correction brings words the article did not use (with its own words, the simhash hardly moves)
+        fresh = [word for word in WORDS if word not in vocabulary]
+        edit = (paragraph, paragraphs[paragraph].count(". ") // 2, _sentence(extra, fresh))
+        names = extra.sample(["Ann", "Bob", "Carla", "Dev", "Emil", "Fatima", "Goran", "Hana"], 5)
+        comments = [(name, _sentence(extra, WORDS) + " " + _sentence(extra, WORDS)) for name in names]
+        articles.append(Article(f"story-{i + 1:03d}", title, paragraphs, variants, edit, comments))
     return articles
 
 
-def _news_page(article: Article, others: list[Article], stamp: str, ad: str) -> str:
+def _news_page(
+    article: Article,
+    others: list[Article],
+    stamp: str,
+    ad: str,
+    paragraphs: list[str] | None = None,
+    comments: list[tuple[str, str]] = (),  # type: ignore[assignment]
+) -> str:
     nav = "".join(f'<li><a href="/section/{n.lower()}.html">{n}</a></li>' for n in NEWS_NAV)
     most_read = "".join(f'<li><a href="/news/{o.slug}.html">{o.title}</a></li>' for o in others[:4])
-    body = "".join(f"<p>{p}</p>" for p in article.paragraphs)
+    body = "".join(f"<p>{p}</p>" for p in (article.paragraphs if paragraphs is None else paragraphs))
+    if comments:
+        body += '<div class="responses"><h3>Readers respond</h3>'
+        body += "".join(f"<p><b>{name}</b> wrote: {text}</p>" for name, text in comments) + "</div>"
     return f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>{article.title} | The Daily Lantern</title></head>
 <body><header><div class="logo">The Daily Lantern</div><nav><ul>{nav}</ul></nav></header>
 <main><article><h1>{article.title}</h1><p class="byline">By the newsroom · <time>{stamp}</time></p>
@@ -137,6 +182,22 @@ def build_site(count: int = 8, seed: int = 2026) -> dict[str, bytes]:
             updated = _news_page(article, others, "2026-11-20 17:45", "Advertisement: garden furniture sale")
             pages[f"/news/{article.slug}-updated.html"] = updated.encode()
             links.append(f"/news/{article.slug}-updated.html")
+        if "corrected" in article.variants:
+            corrected = _news_page(
+                article,
+                others,
+                "2026-11-20 08:00",
+                "Advertisement: winter tyres",
+                article.corrected_paragraphs(),
+            )
+            pages[f"/news/{article.slug}-corrected.html"] = corrected.encode()
+            links.append(f"/news/{article.slug}-corrected.html")
+        if "comments" in article.variants:
+            commented = _news_page(
+                article, others, "2026-11-20 08:00", "Advertisement: winter tyres", None, article.comments
+            )
+            pages[f"/news/{article.slug}-comments.html"] = commented.encode()
+            links.append(f"/news/{article.slug}-comments.html")
     for name in NEWS_NAV:  # section fronts: a few headlines, too little text to fingerprint
         headlines = "".join(f'<li><a href="/news/{a.slug}.html">{a.title}</a></li>' for a in articles[:3])
         pages[f"/section/{name.lower()}.html"] = (
@@ -156,8 +217,12 @@ def build_site(count: int = 8, seed: int = 2026) -> dict[str, bytes]:
     return pages
 
 
-def expected_clusters(count: int = 8, seed: int = 2026) -> list[list[str]]:
-    """Paths that are near-duplicates of each other (one list per article with variants)."""
+def expected_clusters(count: int = 8, seed: int = 2026, mode: str = "verified") -> list[list[str]]:
+    """Paths that are near-duplicates of each other (one list per article, its variants included).
+
+    ``mode="simhash"``: the corrected and comments copies are clusters of their own (simhash
+    alone does not catch them; tests check their distances are above 3 bits).
+    """
     clusters = []
     for article in make_articles(count, seed):
         path = f"/news/{article.slug}.html"
@@ -168,6 +233,11 @@ def expected_clusters(count: int = 8, seed: int = 2026) -> list[list[str]]:
         members += [f"/print/{article.slug}.html"] if "print" in article.variants else []
         members += [f"/partner/{article.slug}/"] if "partner" in article.variants else []
         members += [f"/news/{article.slug}-updated.html"] if "updated" in article.variants else []
+        edited = [f"/news/{article.slug}-{kind}.html" for kind in EDITS if kind in article.variants]
+        if mode == "simhash":
+            clusters.extend([path] for path in edited)
+        else:
+            members += edited
         clusters.append(members)
     return clusters
 

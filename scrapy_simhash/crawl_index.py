@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from .defaults import MODE
 from .index import NearDuplicateIndex, SimhashIndexError, is_server_uri, open_index
 
 logger = logging.getLogger(__name__)
@@ -37,9 +39,19 @@ def derived_location(location: str, suffix: str) -> str:
 
 
 def open_crawl_index(
-    location: str, k: int, *, reset: bool = False, sync: str = "normal"
+    location: str,
+    k: int,
+    *,
+    reset: bool = False,
+    sync: str = "normal",
+    mode: str = MODE,
+    similarity: float | None = None,
 ) -> NearDuplicateIndex:
     """Open (creating) the index at ``location``; with ``reset``, empty it first.
+
+    ``mode`` and ``similarity`` choose the decision rule (``SIMHASH_MODE``, ``SIMHASH_SIMILARITY``):
+    ``verified`` opens the simhash store with its sketch store; an index written before sketches
+    existed opens too, and its pages are judged by simhash alone (distance <= ``k``).
 
     ``sync`` applies to the embedded index: ``"normal"`` keeps every acknowledged
     insert through a crash of the crawling process; ``"full"`` also through a power
@@ -51,25 +63,32 @@ def open_crawl_index(
     and counts it (an unexpected exception would escape the spider_opened handler).
     """
     try:
-        return _open(location, k, reset, sync)
+        return _open(location, k, reset, sync, {"mode": mode, "similarity": similarity})
     except SimhashIndexError:
         raise
     except Exception as exc:
         raise SimhashIndexError(f"cannot open the index at {location}: {type(exc).__name__}: {exc}") from exc
 
 
-def _open(location: str, k: int, reset: bool, sync: str) -> NearDuplicateIndex:
+def _open(location: str, k: int, reset: bool, sync: str, rule: dict[str, Any]) -> NearDuplicateIndex:
     if is_server_uri(location):
-        index = open_index(location, k=k)
+        index = open_index(location, k=k, **rule)
         if reset:
-            clear = getattr(index, "clear", None)
-            if clear is None:
-                index.close()
-                raise ValueError(f"SIMHASH_RESET is not supported by the index at {location}")
-            logger.info("SIMHASH_RESET: clearing the index at %s", location)
-            clear()
+            _clear(index, location)
         return index
     if reset:
         logger.info("SIMHASH_RESET: emptying the index at %s", location)
     Path(location).parent.mkdir(parents=True, exist_ok=True)
-    return open_index(location, k=k, synchronous=sync, reset=reset)
+    return open_index(location, k=k, synchronous=sync, reset=reset, **rule)
+
+
+def _clear(index: NearDuplicateIndex, location: str) -> None:
+    """SIMHASH_RESET on a server index: every store it has (a verified index: the sketches too)."""
+    stores = [getattr(index, "simhashes", index), getattr(index, "sketches", None)]
+    clears = [getattr(store, "clear", None) for store in stores if store is not None]
+    if not clears or None in clears:
+        index.close()
+        raise ValueError(f"SIMHASH_RESET is not supported by the index at {location}")
+    logger.info("SIMHASH_RESET: clearing the index at %s", location)
+    for clear in clears:
+        clear()

@@ -10,8 +10,15 @@ Priority 543 places it after decompression (590), redirects (600) and retries
 For each fingerprinted response, ``response.meta["simhash"]`` holds::
 
     {"simhash": "<base32>", "simhash_hex": "<hex>", "scheme": "simhash-doc/1",
+     "minhash": "<base64url>", "minhash_scheme": "minhash-doc/1", "mode": "verified",
      "extractor": "trafilatura/...", "tokens": 812, "near_duplicate": True,
-     "duplicate_of": {"key": ..., "url": ..., "date": ..., "record_id": ..., "distance": 1}}
+     "duplicate_of": {"key": ..., "url": ..., "date": ..., "record_id": ...,
+                      "distance": 7, "similarity": 0.9297, "method": "verified"}}
+
+``distance`` is the Hamming distance of the simhashes in bits, ``similarity`` the estimated
+Jaccard similarity of the minhash-doc/1 sketches (0..1; None when the decision was made by
+simhash alone: ``SIMHASH_MODE = "simhash"``, or a stored page without sketch, counted in
+``simhash/decided_by_simhash``). ``minhash`` is None in simhash mode.
 
 Responses that are not fingerprinted carry the reason in
 ``response.meta["simhash_skipped"]``. ``request.meta["dont_simhash"] = True``
@@ -20,6 +27,7 @@ skips a request.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -69,8 +77,16 @@ def _declared_encoding(response: Response) -> str | None:
     return declared_encoding(response.headers.get(b"Content-Type", b"").decode("latin-1"))
 
 
+def verdict_text(match: Match) -> str:
+    """Why ``match`` is a near-duplicate, for log lines: ``similarity 0.93, 7 bits``."""
+    if match.similarity is None:
+        return f"{match.distance} bits, by simhash alone"
+    return f"similarity {match.similarity:.2f}, {match.distance} bits"
+
+
 def duplicate_of(matches: list[Match], key: str, known: Match | None) -> Match | None:
-    """The page this one duplicates: the closest, then oldest, match other than itself.
+    """The page this one duplicates: the best match other than itself (the index orders them: most
+    similar, then closest, then oldest).
 
     When the URL was stored before with the same content (``known``), only
     pages older than that first visit count: a re-crawled original stays the
@@ -102,6 +118,7 @@ class SimhashMiddleware:
             extractor=config.extractor,
             min_tokens=config.min_tokens,
             timeout=config.timeout,
+            minhash=config.verified,
             **({"function": load_object(function)} if function else {}),
         )
 
@@ -123,24 +140,49 @@ class SimhashMiddleware:
         opened.addCallbacks(self._opened, self._open_failed)
         return opened
 
-    def _open(self) -> int:
-        """On the index thread: open the index; its size."""
+    def _open(self) -> tuple[int, int]:
+        """On the index thread: open the index; its size, and how many of its pages have no sketch."""
         index = open_crawl_index(
-            self.location, self.config.distance, reset=self.config.reset, sync=self.config.index_sync
+            self.location,
+            self.config.distance,
+            reset=self.config.reset,
+            sync=self.config.index_sync,
+            mode=self.config.mode,
+            similarity=self.config.similarity,
         )
         self.index, self._open_error = index, None
-        return len(index)
+        size = len(index)
+        sketches = getattr(index, "sketches", None)  # a VerifiedIndex's sketch store
+        return size, (max(0, size - len(sketches)) if sketches is not None and self.config.verified else 0)
 
-    def _opened(self, size: int) -> None:
+    def _opened(self, sizes: tuple[int, int]) -> None:
+        size, without_sketch = sizes
         logger.info(
-            "simhash: index %s (%d fingerprints), k=%d, action=%s, %d worker(s)",
+            "simhash: index %s (%d fingerprints), %s, action=%s, %d worker(s)",
             self.location,
             size,
-            self.config.distance,
+            self._rule_text(),
             self.config.action,
             self.config.workers,
         )
         self.stats.set_value("simhash/index/size", size)
+        if without_sketch:
+            self.stats.set_value("simhash/index/without_sketch", without_sketch)
+            logger.warning(
+                "simhash: %d of the index's pages have no minhash sketch (stored before sketches, or with "
+                "SIMHASH_MODE=simhash): they are judged by simhash alone (distance <= %d), counted in "
+                "simhash/decided_by_simhash; SIMHASH_RESET=True starts an index where all pages have one",
+                without_sketch,
+                self.config.distance,
+            )
+
+    def _rule_text(self) -> str:
+        if self.config.verified:
+            return (
+                f"mode=verified (similarity >= {self.config.similarity:g}; "
+                f"k={self.config.distance} for pages without sketch)"
+            )
+        return f"mode=simhash (k={self.config.distance})"
 
     def _open_failed(self, failure: Any) -> Any:
         exc = failure.value
@@ -166,12 +208,13 @@ class SimhashMiddleware:
         self.index = None
         get = self.stats.get_value
         logger.info(
-            "simhash: %d pages fingerprinted, %d unique, %d near-duplicates (%d dropped), "
-            "%d skipped, %d errors; index %s holds %s fingerprints",
+            "simhash: %d pages fingerprinted, %d unique, %d near-duplicates (%d dropped, %d decided by "
+            "simhash alone), %d skipped, %d errors; index %s holds %s fingerprints",
             get("simhash/computed", 0),
             get("simhash/unique", 0),
             get("simhash/near_duplicate", 0),
             get("simhash/dropped", 0),
+            get("simhash/decided_by_simhash", 0),
             sum(v for k, v in self.stats.get_stats().items() if k.startswith("simhash/skipped/")),
             sum(v for k, v in self.stats.get_stats().items() if k.startswith("simhash/error/")),
             self.location,
@@ -223,7 +266,7 @@ class SimhashMiddleware:
         assert self.guard is not None, "the index opens with the spider"
         try:
             original = await maybe_deferred_to_future(
-                self.guard.run(lambda: self._record(page.simhash, response.url, request))
+                self.guard.run(lambda: self._record(page, response.url, request))
             )
         except IndexSkipped as skipped:  # the index is known to be down: no call, no wait
             return self._skip(request, response, skipped.reason)
@@ -242,20 +285,16 @@ class SimhashMiddleware:
             self.stats.inc_value("simhash/unique")
             return response
         self.stats.inc_value("simhash/near_duplicate")
-        logger.debug(
-            "Near-duplicate (distance %d) of %s: %s",
-            original.distance,
-            original.meta.get("url"),
-            response.url,
-        )
+        if self.config.verified and original.similarity is None:
+            self.stats.inc_value("simhash/decided_by_simhash")
+        url = original.meta.get("url", original.key)
+        logger.debug("simhash: %s is a near-duplicate of %s (%s)", response.url, url, verdict_text(original))
         if self.config.action == "drop":
             self.stats.inc_value("simhash/dropped")
-            raise IgnoreRequest(
-                f"near-duplicate (distance {original.distance}) of {original.meta.get('url', original.key)}"
-            )
+            raise IgnoreRequest(f"near-duplicate of {url} ({verdict_text(original)})")
         return response
 
-    def _record(self, simhash: int, url: str, request: Request) -> Match | None:
+    def _record(self, page: PageFingerprint, url: str, request: Request) -> Match | None:
         """On the index thread: look the page up and store it; the match it duplicates, if any."""
         if self.index is None:
             if not isinstance(self._open_error, IndexUnavailableError):  # retrying will not help
@@ -271,27 +310,55 @@ class SimhashMiddleware:
                 ) from exc
             assert self.index is not None
             logger.info("simhash: index %s opened (%d fingerprints)", self.location, len(self.index))
-        known = self.index.get(url)
-        if known is not None and hamming(known.simhash, simhash) <= self.config.distance:
+        index, simhash = self.index, page.simhash
+        assert simhash is not None
+        # simhash mode: the simhash index, which takes no sketch
+        sketch = {"sketch": page.minhash} if self.config.verified else {}
+        known = index.get(url)
+        if known is not None and self._unchanged(known, page):
             # Seen before with the same content (a re-crawl): do not re-add, so it keeps its age.
             self.stats.inc_value("simhash/revisit")
-            return duplicate_of(self.index.query(simhash), url, known)
+            return duplicate_of(self._aged(index.query(simhash, **sketch)), url, known)
         meta = {
             "url": url,
             "date": request.meta.get("warc_date") or _now(),
             "record_id": request.meta.get("warc_record_id"),
         }
-        matches = self.index.check_and_add(simhash, url, meta)
+        matches = index.check_and_add(simhash, url, meta, **sketch)
         if known is None:
             self.stats.inc_value("simhash/index/size")
         return duplicate_of(matches, url, None)
 
+    def _unchanged(self, known: Match, page: PageFingerprint) -> bool:
+        """On the index thread: whether the page stored under this URL is, by the rule, ``page`` again."""
+        assert self.index is not None and page.simhash is not None
+        if not self.config.verified:
+            return hamming(known.simhash, page.simhash) <= self.config.distance
+        sketch_of = getattr(self.index, "sketch", None)  # a VerifiedIndex's; other indexes keep none
+        stored = sketch_of(known.key) if sketch_of is not None else None
+        verdict = self.config.rule.compare_values(known.simhash, page.simhash, stored, page.minhash)
+        return verdict.near_duplicate
+
+    def _aged(self, matches: list[Match]) -> list[Match]:
+        """The matches with their insertion order: a sketch match beyond the simhash radius comes
+        back without it (seq 0), and a re-crawl must know which pages are older than its first visit."""
+        assert self.index is not None
+        aged = []
+        for match in matches:
+            stored = self.index.get(match.key) if match.seq == 0 else None
+            aged.append(dataclasses.replace(match, seq=stored.seq) if stored is not None else match)
+        return aged
+
     def _result(self, page: PageFingerprint, original: Match | None) -> dict[str, Any]:
         assert page.simhash is not None
+        sketch = page.minhash if self.config.verified else None
         return {
             "simhash": to_base32(page.simhash),
             "simhash_hex": to_hex(page.simhash),
             "scheme": SCHEME,
+            "minhash": None if sketch is None else sketch.to_text(),
+            "minhash_scheme": None if sketch is None else sketch.scheme,
+            "mode": self.config.mode,
             "extractor": self.config.extractor.description,
             "tokens": page.tokens,
             "near_duplicate": original is not None,
@@ -303,6 +370,8 @@ class SimhashMiddleware:
                 "date": original.meta.get("date"),
                 "record_id": original.meta.get("record_id"),
                 "distance": original.distance,
+                "similarity": None if original.similarity is None else round(original.similarity, 4),
+                "method": "simhash" if original.similarity is None else "verified",
             },
         }
 

@@ -7,6 +7,10 @@ instead; those fingerprints live in an index of their own (``<index>-items``),
 so that an item never matches the page it was extracted from.
 
 ``SIMHASH_ITEM_ACTION = "drop"`` drops near-duplicate items (DropItem).
+
+Item texts are judged by the same rule as pages (``SIMHASH_MODE``): in verified mode each text
+gets a minhash-doc/1 sketch too, and the item's ``near_duplicate_similarity`` and
+``near_duplicate_distance`` say why it matched.
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ from scrapy.utils.defer import maybe_deferred_to_future
 
 from .crawl_index import default_location, derived_location, open_crawl_index
 from .fingerprint import simhash_with_count, to_base32
+from .fingerprint.minhash import simhash_and_minhash
 from .index import IndexLostError, IndexUnavailableError, NearDuplicateIndex, SimhashIndexError
 from .index_guard import IndexGuard, IndexSkipped
-from .middleware import duplicate_of
+from .middleware import duplicate_of, verdict_text
 from .settings import SimhashSettings
 from .spidermiddleware import stamp
 
@@ -73,7 +78,12 @@ class SimhashPipeline:
 
     def _open(self, location: str) -> None:
         self.index = open_crawl_index(
-            location, self.config.distance, reset=self.config.reset, sync=self.config.index_sync
+            location,
+            self.config.distance,
+            reset=self.config.reset,
+            sync=self.config.index_sync,
+            mode=self.config.mode,
+            similarity=self.config.similarity,
         )
 
     def _open_failed(self, failure: Any, location: str) -> None:
@@ -107,14 +117,18 @@ class SimhashPipeline:
             self.stats.inc_value("simhash/item/near_duplicate")
             if self.config.item_action == "drop":
                 self.stats.inc_value("simhash/item/dropped")
-                raise DropItem(f"near-duplicate of {adapter['near_duplicate_of']}")
+                raise DropItem(f"near-duplicate of {adapter['near_duplicate_of']}{_why(adapter)}")
         else:
             self.stats.inc_value("simhash/item/unique")
         return item
 
     async def _fingerprint_item(self, item: Any, adapter: ItemAdapter) -> None:
         text = str(adapter[self.config.item_field])
-        value, count = simhash_with_count(text)
+        sketch = None
+        if self.config.verified:
+            value, sketch, count = simhash_and_minhash(text)
+        else:
+            value, count = simhash_with_count(text)
         if count == 0 or count < self.config.min_tokens:
             self.stats.inc_value("simhash/item/skipped/too_few_tokens")
             return
@@ -123,9 +137,10 @@ class SimhashPipeline:
             self.stats.inc_value("simhash/item/skipped/index_open")
             return
         index, meta = self.index, {"url": adapter.get(self.key_field)}
+        options = {"sketch": sketch} if self.config.verified else {}  # the simhash index takes none
         try:
             matches = await maybe_deferred_to_future(
-                self.guard.run(lambda: index.check_and_add(value, key, meta))
+                self.guard.run(lambda: index.check_and_add(value, key, meta, **options))
             )
         except IndexSkipped as skipped:  # the item index is known to be down: no call, no wait
             self.stats.inc_value(f"simhash/error/item_{skipped.reason}")
@@ -138,5 +153,22 @@ class SimhashPipeline:
             return
         self.stats.inc_value("simhash/item/computed")
         original = duplicate_of(matches, key, None)
-        url = (original.meta.get("url") or original.key) if original else None
-        stamp(item, to_base32(value), url)
+        if original is None:
+            stamp(item, to_base32(value), None)
+            return
+        url = original.meta.get("url") or original.key
+        if self.config.verified and original.similarity is None:
+            self.stats.inc_value("simhash/item/decided_by_simhash")
+        logger.debug("simhash: item %s is a near-duplicate of %s (%s)", key, url, verdict_text(original))
+        similarity = None if original.similarity is None else round(original.similarity, 4)
+        stamp(item, to_base32(value), url, similarity, original.distance)
+
+
+def _why(adapter: ItemAdapter) -> str:
+    """`` (similarity 0.93, 7 bits)`` from a stamped item's fields, where it has them."""
+    similarity, distance = adapter.get("near_duplicate_similarity"), adapter.get("near_duplicate_distance")
+    if distance is None:
+        return ""
+    if similarity is None:
+        return f" ({distance} bits, by simhash alone)"
+    return f" (similarity {similarity:.2f}, {distance} bits)"

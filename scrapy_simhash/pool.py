@@ -107,7 +107,11 @@ class _Workers:
 
 
 class FingerprintPool:
-    """Fingerprints pages in ``workers`` processes (0: inline, in the calling thread)."""
+    """Fingerprints pages in ``workers`` processes (0: inline, in the calling thread).
+
+    Each answer is the worker's :class:`PageFingerprint` as pickled back, its minhash-doc/1 sketch
+    included (``minhash=False``: computed without one).
+    """
 
     PREFETCH = 2
     """Pages in flight per worker: the second one waits in the executor's queue, so a
@@ -124,11 +128,14 @@ class FingerprintPool:
         timeout: float,
         function: FingerprintFunction = fingerprint_page,
         reactor: Any = None,
+        minhash: bool = True,
     ) -> None:
         self.workers = workers
         self.timeout = timeout
         self.function = function
-        self.options = {"extractor": extractor, "min_tokens": min_tokens}
+        self.options: dict[str, Any] = {"extractor": extractor, "min_tokens": min_tokens}
+        if not minhash:  # simhash mode pays nothing for sketches; the default (a sketch) is not passed,
+            self.options["minhash"] = False  # so a replacement function written before sketches still runs
         if workers > 0 and needs_main(function, self.options) and (script := unguarded_main_script()):
             # The workers would have to import a script that re-runs itself: refuse, once.
             raise RuntimeError(SCRIPT_RERUN_MESSAGE.format(script=script))

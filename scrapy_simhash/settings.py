@@ -16,11 +16,14 @@ from . import defaults
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
+    from .decision import Rule
     from .extract import Extractor
 
 DEFAULTS: dict[str, object] = {
     "SIMHASH_ENABLED": True,
+    "SIMHASH_MODE": defaults.MODE,
     "SIMHASH_DISTANCE": defaults.DISTANCE,
+    "SIMHASH_SIMILARITY": defaults.SIMILARITY,
     "SIMHASH_ACTION": "tag",
     "SIMHASH_INDEX": None,
     "SIMHASH_RESET": False,
@@ -57,9 +60,20 @@ def _number(settings: BaseSettings, name: str, low: float, high: float | None = 
         value = float(raw)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a number; got {raw!r}") from None
+    if value != value:  # NaN passes every comparison below
+        raise ValueError(f"{name} must be a number; got {raw!r}")
     if value < low or (high is not None and value > high):
         bound = f"between {low:g} and {high:g}" if high is not None else f"at least {low:g}"
         raise ValueError(f"{name} must be {bound}; got {raw!r}")
+    return value
+
+
+def _similarity(settings: BaseSettings) -> float:
+    """In (0, 1]: 0 would call every candidate a near-duplicate (Rule refuses it too)."""
+    value = _number(settings, "SIMHASH_SIMILARITY", 0, 1)
+    if value == 0:
+        raw = settings.get("SIMHASH_SIMILARITY")
+        raise ValueError(f"SIMHASH_SIMILARITY must be above 0 and at most 1; got {raw!r}")
     return value
 
 
@@ -68,7 +82,12 @@ class SimhashSettings:
     """Typed view of the ``SIMHASH_*`` settings."""
 
     enabled: bool
+    mode: str
+    """``verified`` (sketch-verified decisions, the default) or ``simhash`` (distance alone, no sketch)."""
     distance: int
+    """Simhash mode's threshold, and verified mode's for pages without a sketch."""
+    similarity: float
+    """Verified mode: the estimated Jaccard similarity a candidate needs to be a near-duplicate."""
     action: str
     index: str | None
     reset: bool
@@ -85,6 +104,17 @@ class SimhashSettings:
     item_field: str | None
     item_action: str
 
+    @property
+    def verified(self) -> bool:
+        return self.mode == "verified"
+
+    @property
+    def rule(self) -> Rule:
+        """The decision rule these settings ask for (the one the crawl's index applies)."""
+        from .decision import Rule
+
+        return Rule(mode=self.mode, distance=self.distance, similarity=self.similarity)
+
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> SimhashSettings:
         from .extract import Extractor
@@ -99,7 +129,9 @@ class SimhashSettings:
         fallback = _choice(settings, "SIMHASH_EXTRACTOR_FALLBACK", ("none", "visible"))
         return cls(
             enabled=settings.getbool("SIMHASH_ENABLED", True),
+            mode=_choice(settings, "SIMHASH_MODE", defaults.MODES),
             distance=int(_number(settings, "SIMHASH_DISTANCE", 0, 8)),
+            similarity=_similarity(settings),
             action=_choice(settings, "SIMHASH_ACTION", _ACTIONS),
             index=settings.get("SIMHASH_INDEX") or None,
             reset=settings.getbool("SIMHASH_RESET", False),

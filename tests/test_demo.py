@@ -64,5 +64,36 @@ def test_the_demo_explains_the_extra_rows(tmp_path: Path) -> None:
     assert note and tuple(map(int, note.groups())) == (len(table), served, len(variants))
     assert "tracking parameters" in proc.stdout and "separate page" in proc.stdout
     for line in variants:  # each variant is caught as a near-duplicate of the URL without the parameters
-        url, _, original = line.split()
-        assert original == url.split("?")[0]
+        url, _, similarity, bits, original = line.split()
+        assert original == url.split("?")[0] and (similarity, bits) == ("100%", "0")
+
+
+def _demo_rows(stdout: str) -> dict[str, list[str]]:
+    table = stdout.split("near-duplicate of\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    return {line.split()[0]: line.split()[1:] for line in table}
+
+
+def test_the_demo_catches_an_edit_and_appended_comments_and_shows_the_similarity(tmp_path: Path) -> None:
+    """The planted one-sentence edit and appended-comments copies are caught by the default (verified)
+    rule though their simhashes are more than 3 bits off; different articles of one template are not."""
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "example_project" / "demo.py"), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = _demo_rows(proc.stdout)
+    for kind in ("corrected", "comments"):
+        planted = {path: cells for path, cells in rows.items() if f"-{kind}.html" in path}
+        assert len(planted) >= 2, kind
+        for path, cells in planted.items():
+            _, similarity, bits, original = cells
+            assert original == path.replace(f"-{kind}", "")  # the article it was made from
+            assert similarity.endswith("%") and 50 <= int(similarity[:-1]) < 100
+            assert int(bits) > 3  # simhash alone (k = 3) would miss it
+    for path, cells in rows.items():  # each page is caught against its own article only
+        story = re.search(r"story-\d+", path)
+        if len(cells) == 4:
+            assert story and story[0] in cells[3], (path, cells)
+    assert "Different articles share one template: none is a near-duplicate of another." in proc.stdout

@@ -522,9 +522,19 @@ def crawl_outcome(items: list[dict[str, Any]], base: str) -> dict[str, str | Non
 
 
 def as_clusters(outcome: dict[str, str | None]) -> set[frozenset[str]]:
+    """Pages grouped by their cluster's original: a page names its most similar earlier page, which
+    may itself be a near-duplicate (a chain), so each chain is followed to its end."""
+
+    def original(path: str) -> str:
+        seen = {path}
+        while (earlier := outcome.get(path)) and earlier not in seen:
+            seen.add(earlier)
+            path = earlier
+        return path
+
     groups: dict[str, set[str]] = {}
-    for path, original in outcome.items():
-        groups.setdefault(original or path, set()).add(path)
+    for path in outcome:
+        groups.setdefault(original(path), set()).add(path)
     return {frozenset(g) for g in groups.values()}
 
 

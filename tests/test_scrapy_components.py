@@ -15,11 +15,14 @@ from scrapy.settings import Settings
 
 from scrapy_simhash import Addon, SimhashMiddleware, SimhashPipeline
 from scrapy_simhash.crawl_index import derived_location
+from scrapy_simhash.decision import DEFAULT_RULE, Rule
 from scrapy_simhash.index import IndexLostError, IndexUnavailableError, Match, SimhashIndexError
 from scrapy_simhash.index_guard import IndexGuard, IndexSkipped
-from scrapy_simhash.middleware import duplicate_of
+from scrapy_simhash.middleware import duplicate_of, verdict_text
+from scrapy_simhash.page import fingerprint_page
 from scrapy_simhash.settings import SimhashSettings
 from scrapy_simhash.spidermiddleware import SimhashItemMiddleware
+from scrapy_simhash.warc.crawl import fields_from_result
 
 
 def _addon_settings(**project) -> Settings:
@@ -55,11 +58,73 @@ def test_project_settings_win_over_addon_defaults():
         ("SIMHASH_ON_INDEX_ERROR", "ignore"),
         ("SIMHASH_TIMEOUT", 0),
         ("SIMHASH_EXTRACTOR_FALLBACK", "raw"),
+        ("SIMHASH_MODE", "fuzzy"),
+        ("SIMHASH_SIMILARITY", 0),
+        ("SIMHASH_SIMILARITY", 1.5),
+        ("SIMHASH_SIMILARITY", "half"),
+        ("SIMHASH_SIMILARITY", "nan"),
+        ("SIMHASH_TIMEOUT", "nan"),
     ],
 )
 def test_bad_settings_name_the_setting(name, value):
     with pytest.raises(ValueError, match=name):
         SimhashSettings.from_settings(Settings({name: value}))
+
+
+def test_mode_and_similarity_defaults_and_the_rule_they_make():
+    config = SimhashSettings.from_settings(_addon_settings())
+    assert (config.mode, config.similarity, config.distance) == ("verified", 0.5, 3)
+    assert config.verified and config.rule == DEFAULT_RULE
+    old = SimhashSettings.from_settings(Settings({"SIMHASH_MODE": "SimHash", "SIMHASH_DISTANCE": 5}))
+    assert old.mode == "simhash" and not old.verified and old.rule == Rule(mode="simhash", distance=5)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.floats(allow_nan=True, allow_infinity=True, width=32) | st.text(max_size=5))
+def test_similarity_setting_is_a_number_in_0_exclusive_to_1_or_an_error_naming_it(value):
+    try:
+        valid = 0 < float(value) <= 1
+    except ValueError:
+        valid = False
+    if not valid:
+        with pytest.raises(ValueError, match="SIMHASH_SIMILARITY"):
+            SimhashSettings.from_settings(Settings({"SIMHASH_SIMILARITY": value}))
+        return
+    config = SimhashSettings.from_settings(Settings({"SIMHASH_SIMILARITY": value}))
+    assert config.similarity == float(value) and config.rule.similarity == float(value)
+
+
+def test_verdict_text_says_similarity_and_bits():
+    assert verdict_text(Match("a", 1, 7, {}, 1, 0.9297)) == "similarity 0.93, 7 bits"
+    assert verdict_text(Match("a", 1, 2, {}, 1, None)) == "2 bits, by simhash alone"
+
+
+def test_metadata_fields_from_the_middlewares_result_carry_sketch_and_similarity():
+    sketch = fingerprint_page(
+        b"<html><body><p>" + b"alpha beta gamma delta " * 20 + b"</p></body></html>"
+    ).minhash
+    result = {
+        "simhash": "aaaaaaaaaaaaa",
+        "tokens": 80,
+        "extractor": "x",
+        "scheme": "simhash-doc/1",
+        "minhash": sketch.to_text(),
+        "duplicate_of": {
+            "record_id": "<urn:uuid:1>",
+            "url": "u",
+            "date": "d",
+            "distance": 7,
+            "similarity": 0.9297,
+        },
+    }
+    fields = fields_from_result(result)
+    assert fields.minhash == sketch and fields.duplicate.similarity == 0.9297
+    assert ("near-duplicate-similarity", "0.9297") in fields.to_pairs()
+    older = fields_from_result(
+        {**result, "minhash": None, "duplicate_of": {**result["duplicate_of"], "similarity": None}}
+    )
+    names = [name for name, _ in older.to_pairs()]
+    assert "minhash" not in names and "near-duplicate-similarity" not in names
 
 
 def test_settings_parse_extractor_and_workers():
@@ -107,6 +172,11 @@ class DeclaredItem(scrapy.Item):
     near_duplicate_of = scrapy.Field()
 
 
+class VerdictItem(DeclaredItem):
+    near_duplicate_similarity = scrapy.Field()
+    near_duplicate_distance = scrapy.Field()
+
+
 class PlainItem(scrapy.Item):
     url = scrapy.Field()
 
@@ -118,15 +188,20 @@ class DataItem:
 
 def test_item_middleware_stamps_items_that_can_hold_the_fields(caplog):
     request = scrapy.Request("http://127.0.0.1/a")
-    request.meta["simhash"] = {"simhash": "aaaaaaaaaaaaa", "duplicate_of": {"url": "http://127.0.0.1/o"}}
+    request.meta["simhash"] = {
+        "simhash": "aaaaaaaaaaaaa",
+        "duplicate_of": {"url": "http://127.0.0.1/o", "distance": 7, "similarity": 0.9297},
+    }
     response = scrapy.http.HtmlResponse(request.url, body=b"<html></html>", request=request)
-    out = list(
-        SimhashItemMiddleware().process_spider_output(
-            response, [{"url": "x"}, DeclaredItem(url="x"), PlainItem(url="x"), DataItem("x"), request]
-        )
-    )
+    items = [{"url": "x"}, DeclaredItem(url="x"), PlainItem(url="x"), DataItem("x"), request, VerdictItem()]
+    out = list(SimhashItemMiddleware().process_spider_output(response, items))
     assert out[0]["simhash"] == "aaaaaaaaaaaaa" and out[0]["near_duplicate_of"] == "http://127.0.0.1/o"
-    assert out[1]["near_duplicate_of"] == "http://127.0.0.1/o"
+    assert (out[0]["near_duplicate_similarity"], out[0]["near_duplicate_distance"]) == (0.9297, 7)
+    assert (
+        out[1]["near_duplicate_of"] == "http://127.0.0.1/o"
+    )  # declared before the verdict fields: still stamped
+    assert "near_duplicate_similarity" not in out[1]
+    assert (out[5]["near_duplicate_similarity"], out[5]["near_duplicate_distance"]) == (0.9297, 7)
     assert "simhash" not in out[2]
     assert not hasattr(out[3], "simhash")
     assert out[4] is request

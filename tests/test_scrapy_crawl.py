@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import uuid
+
 import pytest
 from crawl_support import demo_site, run_crawl
 
@@ -11,6 +14,10 @@ ARTICLES = 8
 CLUSTERS = demo_site.expected_clusters(ARTICLES)
 NEAR_DUPLICATES = sum(len(c) - 1 for c in CLUSTERS)
 ARTICLE_PAGES = sum(len(c) for c in CLUSTERS)
+# What simhash alone (SIMHASH_MODE = "simhash", k = 3) finds: the planted edits are clusters of their own.
+SIMHASH_CLUSTERS = demo_site.expected_clusters(ARTICLES, mode="simhash")
+SIMHASH_NEAR_DUPLICATES = sum(len(c) - 1 for c in SIMHASH_CLUSTERS)
+EDITED = [path for c in CLUSTERS for path in c if path.endswith(("-corrected.html", "-comments.html"))]
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +31,9 @@ def _settings(tmp_path, **extra):
 
 
 def test_tag_mode_finds_every_near_duplicate(site, tmp_path):
-    result = run_crawl(site + "/", tmp_path / "run", _settings(tmp_path))
+    """The default (verified) rule: every planted near-duplicate, the one-sentence corrections and the
+    appended comments included, with the similarity and distance that decided it."""
+    result = run_crawl(site + "/", tmp_path / "run", _settings(tmp_path, LOG_LEVEL="DEBUG"))
     assert result.stat("simhash/near_duplicate") == NEAR_DUPLICATES
     assert result.stat("simhash/dropped") == 0
     # the front page is the only other page with enough text
@@ -37,15 +46,71 @@ def test_tag_mode_finds_every_near_duplicate(site, tmp_path):
         members = [pages[path] for path in cluster]
         originals = [m for m in members if not m["near_duplicate_of"]]
         assert len(originals) == 1, cluster
+        urls = {m["url"]: m for m in members}
         for member in members:
-            assert member["near_duplicate_of"] in (None, originals[0]["url"])
-            assert hamming(from_base32(member["simhash"]), from_base32(originals[0]["simhash"])) <= 3
+            # the most similar page seen before: the cluster's original, or a near-duplicate of it
+            assert member["near_duplicate_of"] in (None, *urls)
+            if member["near_duplicate_of"]:
+                named = urls[member["near_duplicate_of"]]
+                distance = hamming(from_base32(member["simhash"]), from_base32(named["simhash"]))
+                assert member["near_duplicate_distance"] == distance
+                assert 0.5 <= member["near_duplicate_similarity"] <= 1.0
+            else:
+                assert member["near_duplicate_distance"] is member["near_duplicate_similarity"] is None
+    for path in EDITED:  # caught only by the sketches: simhash alone (k = 3) would miss them
+        article = pages[re.sub(r"-(corrected|comments)\.html$", ".html", path)]
+        assert hamming(from_base32(pages[path]["simhash"]), from_base32(article["simhash"])) > 3, path
+    assert "simhash/decided_by_simhash" not in result.stats
+    assert "mode=verified (similarity >= 0.5" in result.log
+    said = re.findall(
+        r"(\S+) is a near-duplicate of (\S+) \(similarity ([01]\.\d\d), (\d+) bits\)", result.log
+    )
+    assert len(said) == NEAR_DUPLICATES  # one line each (DEBUG), saying both measures
+    assert any(int(bits) > 3 and "-corrected" in a + b for a, b, _, bits in said)
     # different articles in one template are not near-duplicates of each other
     cluster_of = {path: i for i, cluster in enumerate(CLUSTERS) for path in cluster}
     for path, item in pages.items():
         if item.get("near_duplicate_of"):
             assert cluster_of[path] == cluster_of[item["near_duplicate_of"][len(site) :]]
     assert "simhash: " in result.log and "near-duplicates" in result.log
+
+
+def test_simhash_mode_misses_the_edits_the_verified_mode_catches(site, tmp_path):
+    """SIMHASH_MODE = "simhash", the old rule (no sketch, distance <= 3): the planted edits pass as unique."""
+    assert EDITED
+    assert NEAR_DUPLICATES - len(EDITED) == SIMHASH_NEAR_DUPLICATES
+    result = run_crawl(site + "/", tmp_path / "run", _settings(tmp_path, SIMHASH_MODE="simhash"))
+    assert result.stat("simhash/near_duplicate") == SIMHASH_NEAR_DUPLICATES
+    assert result.stat("simhash/computed") == ARTICLE_PAGES + 1
+    pages = result.by_path(site)
+    for path in EDITED:
+        assert pages[path]["near_duplicate_of"] is None, path
+    tagged = [item for item in result.items if item.get("near_duplicate_of")]
+    assert len(tagged) == SIMHASH_NEAR_DUPLICATES
+    for item in tagged:
+        assert item["near_duplicate_similarity"] is None and item["near_duplicate_distance"] <= 3
+    assert "simhash/decided_by_simhash" not in result.stats  # only counted where sketches were wanted
+    assert not (tmp_path / "index" / "sketches").exists()  # nothing computed, nothing stored
+    assert "mode=simhash (k=3)" in result.log
+
+
+def test_an_index_without_sketches_is_reopened_and_its_pages_match_by_simhash(site, tmp_path):
+    """An index written before sketches (simhash mode writes that format) under a verified crawl: it opens,
+    and its pages, which have no sketch, are judged by simhash alone, counted as such."""
+    old = run_crawl(site + "/", tmp_path / "old", _settings(tmp_path, SIMHASH_MODE="simhash"))
+    assert old.stat("simhash/index/size") == ARTICLE_PAGES + 1
+    assert not (tmp_path / "index" / "sketches").exists()
+    new = run_crawl(site + "/", tmp_path / "new", _settings(tmp_path))
+    assert new.stats["finish_reason"] == "finished"
+    assert not any(name.startswith("simhash/error/") for name in new.stats), new.stats
+    assert new.stat("simhash/revisit") == ARTICLE_PAGES + 1
+    assert new.stat("simhash/near_duplicate") == SIMHASH_NEAR_DUPLICATES
+    assert new.stat("simhash/decided_by_simhash") == SIMHASH_NEAR_DUPLICATES
+    before = {i["url"]: i.get("near_duplicate_of") for i in old.items}
+    assert {i["url"]: i.get("near_duplicate_of") for i in new.items} == before
+    for item in new.items:
+        if item.get("near_duplicate_of"):
+            assert item["near_duplicate_similarity"] is None and item["near_duplicate_distance"] <= 3
 
 
 def test_drop_mode_drops_near_duplicates(site, tmp_path):
@@ -145,6 +210,8 @@ def test_item_pipeline_drops_items_stamped_from_pages(site, tmp_path):
     result = run_crawl(site + "/", tmp_path / "run", _settings(tmp_path, SIMHASH_ITEM_ACTION="drop"))
     assert result.stat("simhash/item/dropped") == NEAR_DUPLICATES
     assert result.stat("item_dropped_count") == NEAR_DUPLICATES
+    said = re.findall(r"Dropped: near-duplicate of \S+ \(similarity [01]\.\d\d, \d+ bits\)", result.log)
+    assert len(said) == NEAR_DUPLICATES
     assert not any(i.get("near_duplicate_of") for i in result.items)
 
 
@@ -159,8 +226,12 @@ def test_item_pipeline_fingerprints_an_item_field(site, tmp_path):
     assert result.stat("simhash/item/near_duplicate") == NEAR_DUPLICATES
     assert result.stat("simhash/item/computed") == ARTICLE_PAGES
     assert (tmp_path / "index-items").is_dir()
+    assert (tmp_path / "index-items" / "sketches").is_dir()  # item texts are judged by the verified rule too
     tagged = [i for i in result.items if i.get("near_duplicate_of")]
     assert len(tagged) == NEAR_DUPLICATES
+    for item in tagged:
+        assert 0.5 <= item["near_duplicate_similarity"] <= 1.0 and item["near_duplicate_distance"] >= 0
+    assert "simhash/item/decided_by_simhash" not in result.stats
 
 
 def test_an_item_index_that_cannot_be_opened_is_counted_and_items_pass(site, tmp_path):
@@ -181,3 +252,25 @@ def test_an_item_index_that_cannot_be_opened_is_counted_and_items_pass(site, tmp
     assert len(result.items) >= ARTICLE_PAGES
     assert not any(i.get("near_duplicate_of") for i in result.items)
     assert "cannot open the item index" in result.log
+
+
+@pytest.mark.slow  # two Scrapy crawls and a redis-server, ~10 s
+def test_verified_crawl_on_redis_catches_the_edits_and_reset_forgets_the_sketches_too(site, tmp_path):
+    """On Redis the sketches live under <prefix>-sketches: SIMHASH_RESET must empty them with the rest,
+    or the pages of the run before would still be found by their sketches."""
+    from redis_server import RedisServer
+
+    server = RedisServer(tmp_path / "redis").start()
+    try:
+        uri = f"{server.url}?prefix=crawl-{uuid.uuid4().hex[:8]}"
+        first = run_crawl(site + "/", tmp_path / "one", _settings(tmp_path, SIMHASH_INDEX=uri))
+        assert first.stat("simhash/near_duplicate") == NEAR_DUPLICATES  # the edits included
+        assert server.client().keys("*-sketches*"), "no sketch stored in Redis"
+        again = run_crawl(
+            site + "/", tmp_path / "two", _settings(tmp_path, SIMHASH_INDEX=uri, SIMHASH_RESET=True)
+        )
+        assert again.stat("simhash/revisit") == 0
+        assert again.stat("simhash/near_duplicate") == NEAR_DUPLICATES
+        assert again.stat("simhash/unique") == ARTICLE_PAGES + 1 - NEAR_DUPLICATES
+    finally:
+        server.stop()

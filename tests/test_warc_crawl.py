@@ -22,6 +22,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from scrapy_simhash.fingerprint import from_base32
+from scrapy_simhash.page import fingerprint_page
 from scrapy_simhash.warc import records as F
 from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord, fastwarc_available
 from scrapy_simhash.warc.records import parse_fields
@@ -306,15 +307,41 @@ def test_metadata_records_match_the_live_fingerprints_and_link_to_existing_recor
             result["scheme"],
         )
         assert live[uri]["record_id"] == m["headers"].get_header("WARC-Concurrent-To")
+        assert result["mode"] == "verified"  # the default
+        assert fields.minhash is not None and fields.minhash.to_text() == result["minhash"]
         if result["duplicate_of"]:
             assert fields.duplicate is not None
             assert fields.duplicate.record_id in responses  # the original's response record
             original = responses[fields.duplicate.record_id]
             assert original["headers"].get_header("WARC-Target-URI") == fields.duplicate.uri
             assert fields.duplicate.distance == result["duplicate_of"]["distance"]
+            assert fields.duplicate.similarity == result["duplicate_of"]["similarity"]
         else:
             assert fields.duplicate is None
     assert any(item["meta"]["near_duplicate"] for item in live.values()), "the copy of /a was not found"
+
+
+def test_metadata_records_carry_the_sketch_and_the_duplicates_similarity(crawl: dict, site: dict) -> None:
+    """Read back with warcio: each metadata record has the page's minhash-doc/1 sketch (computed in a
+    worker process and sent back, equal to the sketch of the bytes received), and the later of /a and
+    its copy says how similar it is to the other, beside its distance."""
+    records = _records(crawl["warcs"])
+    metadata = {r["headers"].get_header("WARC-Target-URI"): r for r in records if r["type"] == "metadata"}
+    base = site["url"]
+    for path in ("a", "a-copy?utm_source=feed&x=1", "b"):
+        pairs = parse_fields(metadata[base + path]["block"])
+        names = [name for name, _ in pairs]
+        assert names.count("minhash") == 1 and ("minhash-scheme", "minhash-doc/1") in pairs
+        body = site["routes"]["/" + path.split("?")[0]][2]
+        expected = fingerprint_page(body, base + path, "utf-8").minhash
+        assert dict(pairs)["minhash"] == expected.to_text()
+    pair = [base + "a", base + "a-copy?utm_source=feed&x=1"]
+    found = [dict(parse_fields(metadata[uri]["block"])) for uri in pair]
+    [copy] = [fields for fields in found if "near-duplicate-of-uri" in fields]  # the later of the two
+    assert copy["near-duplicate-of-uri"] in pair
+    assert float(copy["near-duplicate-similarity"]) >= 0.5 and int(copy["near-duplicate-distance"]) <= 64
+    assert len(copy["near-duplicate-similarity"].split(".")[1]) == 4
+    assert "near-duplicate-similarity" not in dict(parse_fields(metadata[base + "b"]["block"]))
 
 
 @pytest.mark.parametrize("reader", ["warcio", "fastwarc"])

@@ -313,3 +313,55 @@ def test_a_fingerprint_function_in_an_unguarded_script_is_refused_once(site: str
     assert not result["calls"]
     assert "crawl_script.py, so every worker process has to import that script" in result["log"]
     assert "Spider opened" not in result["log"]  # refused before the crawl started
+
+
+POOL_SCRIPT = r"""
+import json, sys
+from twisted.internet import reactor
+from scrapy_simhash.extract import DEFAULT_EXTRACTOR
+from scrapy_simhash.page import fingerprint_page
+from scrapy_simhash.pool import FingerprintPool
+
+if __name__ == "__main__":
+    body = open(sys.argv[1], "rb").read()
+    out = {}
+    pools = {
+        name: FingerprintPool(1, extractor=DEFAULT_EXTRACTOR, min_tokens=30, timeout=60, minhash=minhash)
+        for name, minhash in (("verified", True), ("simhash", False))
+    }
+
+    def done(page, name):
+        sketch = page.minhash
+        out[name] = {"simhash": page.simhash, "minhash": None if sketch is None else sketch.to_text()}
+        if len(out) == len(pools):
+            for pool in pools.values():
+                pool.close()
+            reactor.stop()
+
+    for name, pool in pools.items():
+        pool.submit(body, "http://127.0.0.1/a").addCallback(done, name)
+    reactor.run()
+    inline = fingerprint_page(body, "http://127.0.0.1/a")
+    out["inline"] = {"simhash": inline.simhash, "minhash": inline.minhash.to_text()}
+    print(json.dumps(out))
+"""
+
+
+def test_the_sketch_comes_back_from_a_worker_process(tmp_path: Path) -> None:
+    """A page fingerprinted in a worker process comes back with its minhash-doc/1 sketch, equal to the
+    one computed in the crawl's own process; with minhash=False (simhash mode) none is computed."""
+    body = demo_site.build_site(2)["/news/story-001.html"]
+    (tmp_path / "page.html").write_bytes(body)
+    (tmp_path / "pool_script.py").write_text(POOL_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, str(tmp_path / "pool_script.py"), str(tmp_path / "page.html")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["verified"]["minhash"] is not None
+    assert out["verified"] == {"simhash": out["inline"]["simhash"], "minhash": out["inline"]["minhash"]}
+    assert out["simhash"] == {"simhash": out["inline"]["simhash"], "minhash": None}

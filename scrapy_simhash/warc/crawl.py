@@ -12,7 +12,10 @@ Enable with ``SIMHASH_WARC_ENABLED = True`` (the add-on then installs it), or
   index (``record_id``, ``date``), so a later ``near-duplicate-of-date``
   equals the original's ``WARC-Date`` byte for byte.
 - ``fingerprint_computed`` (sent by the middleware): a ``metadata`` record,
-  ``WARC-Concurrent-To`` that response, with the simhash fields.
+  ``WARC-Concurrent-To`` that response, with the simhash fields, the page's
+  ``minhash`` sketch (verified mode) and, for a near-duplicate, its
+  ``near-duplicate-distance`` and ``near-duplicate-similarity`` (absent when the
+  decision was made by simhash alone).
 
 Settings: ``SIMHASH_WARC_DIR`` (``warcs``), ``SIMHASH_WARC_PREFIX`` (the spider
 name), ``SIMHASH_WARC_MAX_SIZE`` (1 GB: a new file after that size).
@@ -34,6 +37,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from ..fingerprint import SCHEME, from_base32
+from ..fingerprint.minhash import MinHash
 from ..signals import fingerprint_computed
 from .records import (
     Duplicate,
@@ -271,16 +275,20 @@ def fields_from_result(result: dict[str, Any]) -> SimhashFields:
     original = result.get("duplicate_of")
     duplicate = None
     if original:
+        similarity = original.get("similarity")
         duplicate = Duplicate(
             record_id=original.get("record_id"),
             uri=original.get("url"),
             date=original.get("date"),
             distance=int(original["distance"]),
+            similarity=None if similarity is None else float(similarity),
         )
+    sketch = result.get("minhash")
     return SimhashFields(
         simhash=from_base32(result["simhash"]),
         tokens=int(result["tokens"]),
         extractor=result["extractor"],
         scheme=result["scheme"],
         duplicate=duplicate,
+        minhash=None if sketch is None else MinHash.from_text(sketch),
     )

@@ -70,6 +70,9 @@ def merge(summaries: Iterable[RunSummary]) -> RunSummary:
     """One summary of several tasks' summaries (counts added, problems in order)."""
     total = RunSummary()
     for part in summaries:
+        total.mode = part.mode
+        total.by_simhash += part.by_simhash
+        total.unsketched += part.unsketched
         total.files += part.files
         total.files_skipped_complete += part.files_skipped_complete
         total.sidecars_not_read += part.sidecars_not_read

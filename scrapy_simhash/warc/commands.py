@@ -27,8 +27,8 @@ class _ReprocessCommand(ScrapyCommand):
         return "[options] INPUT..."
 
     def _finish(self, opts: argparse.Namespace) -> argparse.Namespace:
-        # SIMHASH_INDEX holds simhashes: the default for simhash runs, not for dedupe --method minhash
-        if not opts.index and self.settings is not None and getattr(opts, "method", "simhash") == "simhash":
+        # SIMHASH_INDEX is the crawl's index: the default for rule runs, not for dedupe --method minhash
+        if not opts.index and self.settings is not None and getattr(opts, "method", None) != "minhash":
             opts.index = self.settings.get("SIMHASH_INDEX") or None
         return opts
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..defaults import DISTANCE, MIN_TOKENS
+from ..decision import Rule
+from ..defaults import DISTANCE, MIN_TOKENS, MODE, MODES, SIMILARITY
 from ..extract import DEFAULT_EXTRACTOR, DEFAULT_MAX_BYTES, Extractor
 from ..fingerprint.minhash import MinHash
 from ..page import PageFingerprint, fingerprint_page
@@ -146,7 +147,7 @@ class PageResult:
     tokens: int
     reason: str | None
     minhash: MinHash | None = None
-    """The page's sketch, only in runs that ask for it (:attr:`Options.minhash`)."""
+    """The page's sketch, in runs that use one (:attr:`Options.sketches`); None in simhash mode."""
 
 
 FingerprintFunction = Callable[..., PageFingerprint]
@@ -160,9 +161,14 @@ def fingerprint_tasks(
     function: FingerprintFunction = fingerprint_page,
     minhash: bool = False,
 ) -> list[PageResult]:
+    """Fingerprint a batch; ``minhash`` keeps each page's sketch (verified mode, ``--method minhash``).
+
+    ``fingerprint_page`` is told whether to sketch, so simhash-mode runs pay nothing for sketches;
+    a replacement function is never passed the option, so functions written before sketches keep
+    working (their pages have the sketch the function gives, or none: then judged by simhash).
+    """
     results = []
-    # passed only when asked, so replacement functions without the option keep working
-    extra = {"minhash": True} if minhash else {}
+    extra = {"minhash": minhash} if function is fingerprint_page else {}
     for task in tasks:
         if task.reason is not None:
             results.append(
@@ -211,7 +217,7 @@ class _CrashTolerantPool:
     def _fingerprint(self, file: str, tasks: list[PageTask]) -> Future[list[PageResult]]:
         opts = self.options
         return self.pool.submit(
-            fingerprint_tasks, file, tasks, opts.extractor, opts.min_tokens, opts.function, opts.minhash
+            fingerprint_tasks, file, tasks, opts.extractor, opts.min_tokens, opts.function, opts.sketches
         )
 
     def submit(self, file: str, tasks: list[PageTask]) -> _Batch:
@@ -296,7 +302,28 @@ class Options:
     max_body_size: int = DEFAULT_MAX_BYTES
     """Bodies larger than this once decoded are ``too_large``; decoding stops there (gzip bombs)."""
     minhash: bool = False
-    """Workers also compute each page's minhash-doc/1 sketch (``dedupe --method minhash``)."""
+    """Workers compute each page's minhash-doc/1 sketch even in simhash mode (``dedupe --method minhash``)."""
+    mode: str = MODE
+    """``verified`` (the default: workers sketch every page, decisions by
+    :data:`~scrapy_simhash.decision.DEFAULT_RULE`) or ``simhash`` (distance <= ``distance``, no sketches)."""
+    similarity: float = SIMILARITY
+    """Verified mode: the least estimated Jaccard similarity of a near-duplicate pair."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if not 0.0 < float(self.similarity) <= 1.0:
+            raise ValueError(f"similarity must be greater than 0 and at most 1, not {self.similarity}")
+
+    @property
+    def sketches(self) -> bool:
+        """Whether the workers compute sketches (verified mode, or ``--method minhash``)."""
+        return self.minhash or self.mode == "verified"
+
+    @property
+    def rule(self) -> Rule:
+        """The decision rule of this run (the shipped rule with this run's mode, distance, similarity)."""
+        return Rule(mode=self.mode, distance=self.distance, similarity=self.similarity)
 
 
 class Pipeline:
@@ -371,7 +398,7 @@ class Pipeline:
             for event in self._produce(inputs, skip):
                 if isinstance(event, tuple):
                     yield fingerprint_tasks(
-                        event[0], event[1], opts.extractor, opts.min_tokens, opts.function, opts.minhash
+                        event[0], event[1], opts.extractor, opts.min_tokens, opts.function, opts.sketches
                     )
                 else:
                     yield event
@@ -426,6 +453,11 @@ class RunSummary:
     pages: int = 0
     fingerprinted: int = 0
     near_duplicates: int = 0
+    mode: str = MODE
+    by_simhash: int = 0
+    """Near-duplicate decisions made by simhash alone (a side without sketch, or simhash mode)."""
+    unsketched: int = 0
+    """Verified mode: fingerprinted pages without a sketch, judged by simhash alone."""
     reasons: dict[str, int] = field(default_factory=dict)
     problems: list[ReadProblem] = field(default_factory=list)
     seconds: float = 0.0
@@ -452,6 +484,16 @@ class RunSummary:
         """0: everything read; 1: finished, but some files or records were skipped (see the report)."""
         return 1 if self.skipped_anything else 0
 
+    def decisions_line(self) -> str:
+        """How the near-duplicates were decided: how many by simhash alone (old pages without sketch)."""
+        line = (
+            f"decisions: {self.mode} mode, {self.near_duplicates - self.by_simhash} near-duplicates verified "
+            f"by sketch, {self.by_simhash} by simhash alone"
+        )
+        if self.unsketched:
+            line += f"; {self.unsketched} pages without sketch judged by simhash alone"
+        return line
+
     def lines(self) -> list[str]:
         rate = self.records / self.seconds if self.seconds else 0.0
         files = f"files: {self.files} processed, {self.files_skipped_complete} already complete"
@@ -462,6 +504,7 @@ class RunSummary:
             f"records: {self.records} read ({rate:,.0f}/s), {self.pages} HTML, "
             f"{self.fingerprinted} fingerprinted, {self.near_duplicates} near-duplicates",
         ]
+        out.append(self.decisions_line())
         if self.reasons:
             out.append("not fingerprinted: " + ", ".join(f"{k} {v}" for k, v in sorted(self.reasons.items())))
         skipped = [p for p in self.problems if p.skipped]
@@ -476,11 +519,23 @@ def count_result(summary: RunSummary, result: PageResult) -> None:
         summary.reasons[reason] = summary.reasons.get(reason, 0) + 1
     else:
         summary.fingerprinted += 1
+        if summary.mode == "verified" and result.minhash is None:
+            summary.unsketched += 1
 
 
 def record_key(result: PageResult) -> str:
     """Index key of a reprocessed record: its file and offset, the address CDX indexes use."""
     return f"{os.path.abspath(result.file)}#{result.offset}"
+
+
+def check_and_add(index: Any, result: PageResult) -> list[Any]:
+    """``index.check_and_add`` of a page, with its sketch when it has one and the index keeps sketches
+    (a :class:`~scrapy_simhash.index.verified.VerifiedIndex`); a simhash-only index gets the simhash."""
+    assert result.simhash is not None
+    key, meta = record_key(result), index_meta(result)
+    if result.minhash is not None and getattr(index, "rule", None) is not None:
+        return index.check_and_add(result.simhash, key, meta, sketch=result.minhash)
+    return index.check_and_add(result.simhash, key, meta)
 
 
 def index_meta(result: PageResult) -> dict[str, Any]:
@@ -522,6 +577,7 @@ def duplicate_from(
             distance=match.distance,
             file=meta.get("file") if relative_to is None else relative_file(meta.get("file"), relative_to),
             offset=meta.get("offset"),
+            similarity=getattr(match, "similarity", None),
         )
     return None
 

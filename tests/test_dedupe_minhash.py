@@ -358,9 +358,7 @@ def test_simhash_runs_with_an_index_give_the_clusters_of_one_run(planted: dict, 
     assert _cli([first, second], "--report", str(tmp_path / "one.jsonl")) == 0
     rows = (tmp_path / "2.jsonl").read_text()
     assert rows == (tmp_path / "one.jsonl").read_text()
-    assert len(rows.splitlines()) >= 6 and all(
-        list(json.loads(r)) == RULE_COLUMNS for r in rows.splitlines()
-    )
+    assert len(rows.splitlines()) >= 6 and all(list(json.loads(r)) == RULE_COLUMNS for r in rows.splitlines())
 
 
 def test_rule_report_columns(planted: dict, tmp_path: Path) -> None:

@@ -29,8 +29,9 @@ TAG_HELP = "write a sidecar WARC of simhash metadata records for each WARC/ARC i
 TAG_DESCRIPTION = (
     "Fingerprint every HTML response/resource record of the inputs and write "
     "<input>.simhash.warc.gz next to each (inputs are never modified). Without --index only the "
-    "fingerprints and sketches are written: nothing is detected as a near-duplicate. With --index each "
-    "page is looked up and stored, and near-duplicates of earlier pages get near-duplicate-of-* fields "
+    "fingerprints are written: nothing is detected as a near-duplicate (in verified mode each record "
+    "also carries the page's sketch). With --index each page is looked up and stored, and "
+    "near-duplicates of earlier pages get near-duplicate-of-* fields "
     "(with near-duplicate-distance and, when both pages have sketches, near-duplicate-similarity). "
     "--mode verified (the default) decides by the pages' minhash-doc/1 sketches: a shared LSH band and "
     "estimated Jaccard similarity at least --similarity; --mode simhash by Hamming distance (--distance). "

@@ -77,20 +77,8 @@ def _size(value: str) -> int:
     return number
 
 
-def add_common_arguments(parser: argparse.ArgumentParser, index_help: str) -> None:
-    parser.add_argument(
-        "inputs",
-        nargs="+",
-        metavar="INPUT",
-        help="WARC/ARC files (gzip or not), or directories (searched recursively for them)",
-    )
-    parser.add_argument("--index", help=index_help)
-    parser.add_argument(
-        "--workers",
-        type=_workers,
-        default=os.cpu_count() or 1,
-        help="fingerprinting processes (default: CPUs)",
-    )
+def add_rule_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--mode``, ``--similarity`` and ``--distance``: the decision rule (also used by ``spark dedupe``)."""
     parser.add_argument(
         "--mode",
         choices=MODES,
@@ -111,6 +99,23 @@ def add_common_arguments(parser: argparse.ArgumentParser, index_help: str) -> No
         default=DISTANCE,
         help=f"max Hamming distance in simhash mode, and for pages without a sketch ({DISTANCE})",
     )
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, index_help: str) -> None:
+    parser.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="WARC/ARC files (gzip or not), or directories (searched recursively for them)",
+    )
+    parser.add_argument("--index", help=index_help)
+    parser.add_argument(
+        "--workers",
+        type=_workers,
+        default=os.cpu_count() or 1,
+        help="fingerprinting processes (default: CPUs)",
+    )
+    add_rule_arguments(parser)
     parser.add_argument(
         "--min-tokens",
         type=int,

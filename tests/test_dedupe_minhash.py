@@ -396,3 +396,28 @@ def test_fingerprint_page_sketches_unless_told_not_to(planted: dict) -> None:
     assert simhash_with_count(text) == (plain.simhash, plain.tokens)
     short = fingerprint_page(b"<html><body><p>three words only</p></body></html>", minhash=True)
     assert (short.simhash, short.minhash, short.reason) == (None, None, "too_few_tokens")
+
+
+# -- the verified rule with an index: the same clusters as one batch run ---------------------------------
+
+
+@pytest.mark.parametrize("where", ["directory", "redis"])
+def test_verified_runs_with_an_index_give_the_clusters_of_one_run(
+    corpus: Path, tmp_path: Path, request: pytest.FixtureRequest, where: str
+) -> None:
+    """Index answers (sketches stored, verified in the index, Redis's in Lua) and the batch pairs agree,
+    similarities to stored originals included; the one-sentence edit is in both."""
+    from verified_support import edit_inputs
+
+    first, second = edit_inputs(corpus, tmp_path / "in")
+    if where == "redis":
+        index = f"{request.getfixturevalue('redis_url')}?prefix=verified-{tmp_path.name}"
+    else:
+        index = str(tmp_path / "ix")
+    assert _cli([first], "--index", index, "--report", str(tmp_path / "1.jsonl")) == 0
+    assert _cli([second], "--index", index, "--report", str(tmp_path / "2.jsonl")) == 0
+    assert _cli([first, second], "--report", str(tmp_path / "one.jsonl")) == 0
+    rows = [json.loads(line) for line in (tmp_path / "2.jsonl").read_text().splitlines()]
+    assert rows == [json.loads(line) for line in (tmp_path / "one.jsonl").read_text().splitlines()]
+    edit = next(r for r in rows if r["uri"] == "http://b/edit")
+    assert edit["method"] == "verified" and edit["distance"] > 3 and edit["similarity"] >= 0.5

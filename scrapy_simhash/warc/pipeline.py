@@ -486,6 +486,8 @@ class RunSummary:
 
     def decisions_line(self) -> str:
         """How the near-duplicates were decided: how many by simhash alone (old pages without sketch)."""
+        if self.mode == "minhash":
+            return f"decisions: minhash method, {self.near_duplicates} near-duplicates by estimated Jaccard"
         line = (
             f"decisions: {self.mode} mode, {self.near_duplicates - self.by_simhash} near-duplicates verified "
             f"by sketch, {self.by_simhash} by simhash alone"

@@ -18,7 +18,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from ..warc.pipeline import Input, Options, RunSummary, plan_inputs
+from ..warc.outcome import RunSummary
+from ..warc.pipeline import Input, Options, plan_inputs
 from ..warc.reader import ReadProblem
 from ..warc.reprocess import tag
 from .archives import local_path

@@ -24,17 +24,13 @@ from ..decision import Rule
 from ..fingerprint import to_base32
 from ..fingerprint.minhash import SCHEME as MINHASH_SCHEME
 from ..fingerprint.minhash import MinHash
+from .outcome import RunSummary, check_and_add, count_result, index_meta, record_key
 from .pipeline import (
     FileEnd,
     Input,
     Options,
     PageResult,
     Pipeline,
-    RunSummary,
-    check_and_add,
-    count_result,
-    index_meta,
-    record_key,
 )
 from .progress import Progress
 from .reader import ReadProblem

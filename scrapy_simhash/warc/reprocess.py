@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 from ..fingerprint import SCHEME
 from .dedupe import dedupe, write_report
+from .outcome import RunSummary, check_and_add, count_result, duplicate_from, record_key
 from .pipeline import (
     FileEnd,
     FileSkipped,
@@ -22,12 +23,7 @@ from .pipeline import (
     Options,
     PageResult,
     Pipeline,
-    RunSummary,
-    check_and_add,
-    count_result,
-    duplicate_from,
     plan_inputs,
-    record_key,
 )
 from .progress import Progress
 from .reader import ReadProblem

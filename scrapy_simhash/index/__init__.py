@@ -108,8 +108,8 @@ def _open_verified(location: str | Path, k: int, similarity: float | None, optio
     from .verified import VerifiedIndex, open_sketch_store
 
     rule = DEFAULT_RULE if similarity is None else dataclasses.replace(DEFAULT_RULE, similarity=similarity)
-    rule = dataclasses.replace(rule, distance=k)
     simhashes = open_index(location, k, mode="simhash", **options)
+    rule = dataclasses.replace(rule, distance=simhashes.k)  # k=None: the stored index's own k
     text = str(location).removeprefix("file://")
     names = ("read_only", "reset", "synchronous", "verify")
     if is_server_uri(text):

@@ -421,3 +421,37 @@ def test_verified_runs_with_an_index_give_the_clusters_of_one_run(
     assert rows == [json.loads(line) for line in (tmp_path / "one.jsonl").read_text().splitlines()]
     edit = next(r for r in rows if r["uri"] == "http://b/edit")
     assert edit["method"] == "verified" and edit["distance"] > 3 and edit["similarity"] >= 0.5
+
+
+def test_in_a_project_the_scrapy_command_takes_the_crawls_rule(corpus: Path, tmp_path: Path) -> None:
+    """``SIMHASH_MODE`` / ``SIMHASH_SIMILARITY`` of the project decide unless the command line does."""
+    from verified_support import edit_inputs
+
+    inputs = [str(p) for p in edit_inputs(corpus, tmp_path / "in")]
+    scrapy = Path(sys.executable).with_name("scrapy")
+
+    def edit_paired(settings: str, *extra: str) -> bool:
+        project = tmp_path / f"p{abs(hash((settings, extra)))}"
+        (project / "proj").mkdir(parents=True)
+        (project / "scrapy.cfg").write_text("[settings]\ndefault = proj.settings\n")
+        (project / "proj" / "__init__.py").write_text("")
+        (project / "proj" / "settings.py").write_text(settings)
+        report = project / "r.jsonl"
+        command = [
+            str(scrapy),
+            "simhash-dedupe",
+            *inputs,
+            "--workers",
+            "1",
+            "--no-progress",
+            "--report",
+            str(report),
+        ]
+        run = subprocess.run([*command, *extra], capture_output=True, text=True, cwd=project, timeout=120)
+        assert run.returncode == 0, run.stderr
+        return "http://b/edit" in report.read_text()
+
+    assert edit_paired("")  # no setting: verified, the default
+    assert not edit_paired("SIMHASH_MODE = 'simhash'\n")
+    assert not edit_paired("SIMHASH_SIMILARITY = 0.99\n")
+    assert edit_paired("SIMHASH_MODE = 'simhash'\n", "--mode", "verified")  # the command line wins

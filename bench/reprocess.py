@@ -5,12 +5,15 @@ under new URLs when the corpus has fewer, every other one gzip-encoded as
 crawlers store them) is written to a temporary directory and deleted at the end.
 
 (1) reading only (records -> HTML payloads, no fingerprint): warcio vs FastWARC;
-(2) ``tag`` (read, fingerprint, write the sidecar) with 1 and 2 workers.
+(2) ``tag`` (read, fingerprint, write the sidecar) with 1 and 2 workers (the default, verified mode);
+(3) ``tag`` with an index, verified mode (sketches computed, written and verified) side by side with
+    simhash mode (issue 13), 1 worker, order alternating.
 
 Run: python bench/reprocess.py [--pages 2000] [--workers 1 2] [--rounds 2] [--readers warcio fastwarc]
-Goal on 2 cores: (2) with 2 workers >= 1.8x 1 worker in records/s. "cores busy" (CPU seconds of
-this process and its workers / wall seconds) shows how much CPU the run actually got: on a shared
-machine 2 workers cannot go faster than the cores they are given.
+Goals on 2 cores: (2) with 2 workers >= 1.8x 1 worker in records/s; (3) verified mode within 10 % of
+simhash mode in records per CPU-second (the figure a shared machine's load disturbs least).
+"cores busy" (CPU seconds of this process and its workers / wall seconds) shows how much CPU the run
+actually got: on a shared machine 2 workers cannot go faster than the cores they are given.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _corpus import corpus
 
+from scrapy_simhash.index import open_index
 from scrapy_simhash.warc.payload import html_page
 from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord, fastwarc_available
 from scrapy_simhash.warc.records import http_head, response_record, warc_date
@@ -74,10 +78,16 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def full(path: Path, out: Path, workers: int, reader: str) -> tuple[int, int, float, float]:
+def full(
+    path: Path, out: Path, workers: int, reader: str, mode: str = "verified", index: Path | None = None
+) -> tuple[int, int, float, float]:
     entries = plan_inputs([path], out)
     cpu, started = _cpu_seconds(), time.perf_counter()
-    summary = tag(entries, Options(workers=workers, reader=reader))
+    if index is None:
+        summary = tag(entries, Options(workers=workers, reader=reader, mode=mode))
+    else:
+        with open_index(index, k=3, mode=mode) as opened:
+            summary = tag(entries, Options(workers=workers, reader=reader, mode=mode), opened)
     elapsed = time.perf_counter() - started
     cpu = _cpu_seconds() - cpu  # the pool is shut down when tag() returns, so its workers are counted
     if summary.exit_status:
@@ -148,7 +158,31 @@ def main() -> None:
                 f"{statistics.median(per_cpu[2]):.1f} (parallel overhead {cost:+.0%}: the speed-up 2 free "
                 f"cores allow is about {2 / (1 + cost):.2f}x)"
             )
+        modes(base, path, args)
         print(f"load average at the end: {os.getloadavg()[0]:.2f}")
+
+
+def modes(base: Path, path: Path, args: argparse.Namespace) -> None:
+    """(3): verified mode against simhash mode, each with a fresh index, 1 worker, order alternating."""
+    print(f"\n(3) tag --index, verified vs simhash mode, 1 worker, {args.rounds} round(s)")
+    wall: dict[str, list[float]] = {"verified": [], "simhash": []}
+    per_cpu: dict[str, list[float]] = {"verified": [], "simhash": []}
+    for round_ in range(args.rounds):
+        order = ["verified", "simhash"] if round_ % 2 == 0 else ["simhash", "verified"]
+        for mode in order:
+            out, index = base / f"mode-{mode}-{round_}", base / f"index-{mode}-{round_}"
+            records, _, elapsed, cpu = full(path, out, 1, args.full_reader, mode, index)
+            shutil.rmtree(out)
+            shutil.rmtree(index)
+            wall[mode].append(records / elapsed)
+            per_cpu[mode].append(records / cpu)
+            print(f"  {mode:8s}: {records / elapsed:8.1f} records/s, {records / cpu:8.1f} per CPU-second")
+    ratio = statistics.median(per_cpu["verified"]) / statistics.median(per_cpu["simhash"])
+    wall_ratio = statistics.median(wall["verified"]) / statistics.median(wall["simhash"])
+    print(
+        f"  verified / simhash: {ratio:.2f}x per CPU-second, {wall_ratio:.2f}x records/s "
+        f"(goal >= 0.90x: within 10 %)"
+    )
 
 
 if __name__ == "__main__":

@@ -462,3 +462,46 @@ def test_pywb_index_of_all_records_shadows_the_page(tmp_path: Path) -> None:
         status, body = _get(f"{base}/coll/20261231000000id_/{uri}")
     assert status == 200
     assert body.startswith(b"simhash: ") and PAGES[uri].encode() not in body
+
+
+# -- issue 13/14: the sketch in CDXJ lines ---------------------------------------------------------------
+
+
+def _sidecar_sketches(sidecar: Path) -> set[str]:
+    from warcio.archiveiterator import ArchiveIterator
+
+    from scrapy_simhash.warc.records import parse_fields
+
+    out = set()
+    with open(sidecar, "rb") as fh:
+        for rec in ArchiveIterator(fh):
+            if rec.rec_type == "metadata":
+                fields = SimhashFields.from_pairs(parse_fields(rec.content_stream().read()))
+                assert fields.minhash is not None
+                out.add(fields.minhash.to_text())
+    return out
+
+
+def test_verified_tag_sidecars_give_the_minhash_key(tagged: list[Path]) -> None:
+    status, out, err = run_cli(*map(str, tagged))
+    assert status == 0, err
+    rows = [json.loads(line.split(" ", 2)[2]) for line in out.splitlines()]
+    keyed = [row for row in rows if "simhash" in row]
+    assert len(keyed) >= 15
+    assert all(row["minhash-scheme"] == "minhash-doc/1" for row in keyed)
+    want = set().union(*(_sidecar_sketches(Path(f"{p}.simhash.warc.gz")) for p in tagged))
+    assert {row["minhash"] for row in keyed} == want
+
+
+def test_sidecars_written_before_sketches_give_the_simhash_keys_alone(
+    tagged: list[Path], tmp_path: Path
+) -> None:
+    copies = []
+    for path in tagged:
+        shutil.copyfile(path, tmp_path / path.name)
+        copies.append(tmp_path / path.name)
+    assert main(["tag", "--no-progress", "--mode", "simhash", *map(str, copies)]) == 0
+    status, out, err = run_cli(*map(str, copies))
+    assert status == 0, err
+    assert out.count('"simhash"') >= 15 and '"minhash' not in out
+    assert without_keys(out) == without_keys(run_cli(*map(str, tagged))[1])

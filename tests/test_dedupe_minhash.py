@@ -32,7 +32,19 @@ from scrapy_simhash.warc.reprocess import Options, dedupe, plan_inputs
 from scrapy_simhash.warc.writer import gzip_member
 
 HEAD = http_head("HTTP/1.1 200 OK", [("Content-Type", "text/html; charset=utf-8")])
-SIMHASH_COLUMNS = ["cluster", "role", "record_id", "uri", "date", "file", "offset", "simhash", "distance"]
+RULE_COLUMNS = [
+    "cluster",
+    "role",
+    "record_id",
+    "uri",
+    "date",
+    "file",
+    "offset",
+    "simhash",
+    "distance",
+    "similarity",
+    "method",
+]
 MINHASH_COLUMNS = ["cluster", "role", "record_id", "uri", "date", "file", "offset", "scheme", "similarity"]
 EARLY, LATE = "2024-01-01T00:00:00Z", "2024-06-01T00:00:00Z"
 
@@ -327,11 +339,13 @@ def fingerprint_without_minhash_option(
     return fingerprint_page(body, url, encoding, extractor=extractor, min_tokens=min_tokens)
 
 
-def test_simhash_runs_do_not_ask_workers_for_sketches(planted: dict) -> None:
-    options = Options(workers=2, function=fingerprint_without_minhash_option)
-    summary, rows = dedupe(plan_inputs(planted["inputs"]), options)
-    assert summary.exit_status == 0 and summary.fingerprinted == 13
-    assert rows and all(list(row) == SIMHASH_COLUMNS for row in rows)
+def test_replacement_functions_without_the_sketch_option_still_work(planted: dict) -> None:
+    for mode in ("simhash", "verified"):
+        options = Options(workers=2, function=fingerprint_without_minhash_option, mode=mode)
+        summary, rows = dedupe(plan_inputs(planted["inputs"]), options)
+        assert summary.exit_status == 0 and summary.fingerprinted == 13
+        assert rows and all(list(row) == RULE_COLUMNS for row in rows)
+        assert {row["method"] for row in rows} == {mode}
     assert frozenset({"http://a/p1", "http://b/p1-copy"}) in _clusters(rows)
 
 
@@ -344,12 +358,10 @@ def test_simhash_runs_with_an_index_give_the_clusters_of_one_run(planted: dict, 
     assert _cli([first, second], "--report", str(tmp_path / "one.jsonl")) == 0
     rows = (tmp_path / "2.jsonl").read_text()
     assert rows == (tmp_path / "one.jsonl").read_text()
-    assert len(rows.splitlines()) >= 6 and all(
-        list(json.loads(r)) == SIMHASH_COLUMNS for r in rows.splitlines()
-    )
+    assert len(rows.splitlines()) >= 6 and all(list(json.loads(r)) == RULE_COLUMNS for r in rows.splitlines())
 
 
-def test_simhash_report_columns_are_unchanged(planted: dict, tmp_path: Path) -> None:
+def test_rule_report_columns(planted: dict, tmp_path: Path) -> None:
     report = tmp_path / "s.csv"
     assert (
         main(
@@ -365,18 +377,18 @@ def test_simhash_report_columns_are_unchanged(planted: dict, tmp_path: Path) -> 
         )
         == 0
     )
-    assert report.read_text().splitlines()[0] == ",".join(SIMHASH_COLUMNS)
+    assert report.read_text().splitlines()[0] == ",".join(RULE_COLUMNS)
     fields = dedupe_module.REPORT_FIELDS
-    assert fields == ["cluster", *SIMHASH_COLUMNS[2:]]
+    assert fields == ["cluster", *RULE_COLUMNS[2:]]
 
 
 def test_the_default_threshold_is_one_value(planted: dict) -> None:
     assert commandline.DEFAULT_THRESHOLD == dedupe_module.DEFAULT_THRESHOLD == 0.8
 
 
-def test_fingerprint_page_sketches_only_when_asked(planted: dict) -> None:
+def test_fingerprint_page_sketches_unless_told_not_to(planted: dict) -> None:
     body = planted["bodies"]["http://a/p2"]
-    plain, both = fingerprint_page(body), fingerprint_page(body, minhash=True)
+    plain, both = fingerprint_page(body, minhash=False), fingerprint_page(body)
     assert plain.minhash is None and both.minhash is not None
     assert (plain.simhash, plain.tokens) == (both.simhash, both.tokens)
     text = DEFAULT_EXTRACTOR(body, None, None).text
@@ -384,3 +396,62 @@ def test_fingerprint_page_sketches_only_when_asked(planted: dict) -> None:
     assert simhash_with_count(text) == (plain.simhash, plain.tokens)
     short = fingerprint_page(b"<html><body><p>three words only</p></body></html>", minhash=True)
     assert (short.simhash, short.minhash, short.reason) == (None, None, "too_few_tokens")
+
+
+# -- the verified rule with an index: the same clusters as one batch run ---------------------------------
+
+
+@pytest.mark.parametrize("where", ["directory", "redis"])
+def test_verified_runs_with_an_index_give_the_clusters_of_one_run(
+    corpus: Path, tmp_path: Path, request: pytest.FixtureRequest, where: str
+) -> None:
+    """Index answers (sketches stored, verified in the index, Redis's in Lua) and the batch pairs agree,
+    similarities to stored originals included; the one-sentence edit is in both."""
+    from verified_support import edit_inputs
+
+    first, second = edit_inputs(corpus, tmp_path / "in")
+    if where == "redis":
+        index = f"{request.getfixturevalue('redis_url')}?prefix=verified-{tmp_path.name}"
+    else:
+        index = str(tmp_path / "ix")
+    assert _cli([first], "--index", index, "--report", str(tmp_path / "1.jsonl")) == 0
+    assert _cli([second], "--index", index, "--report", str(tmp_path / "2.jsonl")) == 0
+    assert _cli([first, second], "--report", str(tmp_path / "one.jsonl")) == 0
+    rows = [json.loads(line) for line in (tmp_path / "2.jsonl").read_text().splitlines()]
+    assert rows == [json.loads(line) for line in (tmp_path / "one.jsonl").read_text().splitlines()]
+    edit = next(r for r in rows if r["uri"] == "http://b/edit")
+    assert edit["method"] == "verified" and edit["distance"] > 3 and edit["similarity"] >= 0.5
+
+
+def test_in_a_project_the_scrapy_command_takes_the_crawls_rule(corpus: Path, tmp_path: Path) -> None:
+    """``SIMHASH_MODE`` / ``SIMHASH_SIMILARITY`` of the project decide unless the command line does."""
+    from verified_support import edit_inputs
+
+    inputs = [str(p) for p in edit_inputs(corpus, tmp_path / "in")]
+    scrapy = Path(sys.executable).with_name("scrapy")
+
+    def edit_paired(settings: str, *extra: str) -> bool:
+        project = tmp_path / f"p{abs(hash((settings, extra)))}"
+        (project / "proj").mkdir(parents=True)
+        (project / "scrapy.cfg").write_text("[settings]\ndefault = proj.settings\n")
+        (project / "proj" / "__init__.py").write_text("")
+        (project / "proj" / "settings.py").write_text(settings)
+        report = project / "r.jsonl"
+        command = [
+            str(scrapy),
+            "simhash-dedupe",
+            *inputs,
+            "--workers",
+            "1",
+            "--no-progress",
+            "--report",
+            str(report),
+        ]
+        run = subprocess.run([*command, *extra], capture_output=True, text=True, cwd=project, timeout=120)
+        assert run.returncode == 0, run.stderr
+        return "http://b/edit" in report.read_text()
+
+    assert edit_paired("")  # no setting: verified, the default
+    assert not edit_paired("SIMHASH_MODE = 'simhash'\n")
+    assert not edit_paired("SIMHASH_SIMILARITY = 0.99\n")
+    assert edit_paired("SIMHASH_MODE = 'simhash'\n", "--mode", "verified")  # the command line wins

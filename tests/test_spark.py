@@ -401,3 +401,116 @@ def test_spark_tag_help_says_no_index(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "nothing is detected as a near-duplicate" in text
     assert "tag --index" in text and "spark dedupe" in text
+
+
+# -- issue 13: verified pairs (LSH bands of the sketches, checked by the rule) -------------------------
+
+
+def planted_sketches(seed: int, bases: int, variants: int, bare: int) -> list[tuple[int, np.ndarray | None]]:
+    """(simhash, sketch) pages: random bases, variants sharing 30..100 % of a base's values (some
+    with a near simhash, some far), and ``bare`` pages without sketch near some base's simhash."""
+    rnd = random.Random(seed)
+    gen = np.random.default_rng(seed)
+    pages: list[tuple[int, np.ndarray | None]] = []
+    for _ in range(bases):
+        pages.append((rnd.getrandbits(64), gen.integers(0, 2**32, 128, dtype=np.uint32)))
+    for _ in range(variants):
+        h, s = pages[rnd.randrange(bases)]
+        assert s is not None
+        sketch = s.copy()
+        changed = gen.random(128) < rnd.choice([0.0, 0.1, 0.3, 0.5, 0.7])
+        sketch[changed] = gen.integers(0, 2**32, int(changed.sum()), dtype=np.uint32)
+        near = _flip(h, rnd.randint(0, 3), rnd) if rnd.random() < 0.5 else rnd.getrandbits(64)
+        pages.append((near, sketch))
+    for _ in range(bare):
+        h = pages[rnd.randrange(len(pages))][0]
+        pages.append((_flip(h, rnd.randint(0, 5), rnd), None))
+    rnd.shuffle(pages)
+    return pages
+
+
+def rule_brute_force(pages, rule=None) -> set[tuple[int, int, int, float | None]]:
+    from scrapy_simhash.decision import DEFAULT_RULE
+
+    rule = rule or DEFAULT_RULE
+    found = set()
+    for i, j in itertools.combinations(range(len(pages)), 2):
+        verdict = rule.compare_values(pages[i][0], pages[j][0], pages[i][1], pages[j][1])
+        if verdict.near_duplicate:
+            found.add((i, j, verdict.distance, verdict.similarity))
+    return found
+
+
+def sketch_frame(spark, pages):
+    from scrapy_simhash.fingerprint.minhash import MinHash
+
+    rows = [
+        (i, to_signed(h), None if s is None else bytearray(MinHash(s).to_bytes()))
+        for i, (h, s) in enumerate(pages)
+    ]
+    return spark.createDataFrame(rows, "id long, simhash long, minhash binary")
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32), bare=st.sampled_from([0, 15]), max_group=st.sampled_from([3, 10_000]))
+def test_verified_near_duplicates_equal_the_rule_on_every_pair(spark, seed, bare, max_group):
+    pages = planted_sketches(seed, bases=25, variants=60, bare=bare)
+    want = rule_brute_force(pages)
+    assert any(s is not None and s < 1.0 for *_, s in want)  # verified pairs that are not copies
+    rows = near_duplicates(sketch_frame(spark, pages), 3, max_group=max_group).collect()
+    got = [(r.a, r.b, r.distance, r.similarity) for r in rows]
+    assert len(got) == len(set(got)), "a pair was reported twice"
+    assert set(got) == want
+    simhash_only = near_duplicates(sketch_frame(spark, pages), 3, mode="simhash").collect()
+    assert {(r.a, r.b, r.distance) for r in simhash_only} == brute_force([h for h, _ in pages], 3)
+    assert all(r.similarity is None for r in simhash_only)
+
+
+def test_verified_band_groups_split_identical_pages(spark):
+    """150 copies of one sketch: every band's group is split into blocks, each pair still reported once."""
+    from scrapy_simhash.decision import DEFAULT_RULE
+    from scrapy_simhash.spark.bands import band_groups
+
+    gen = np.random.default_rng(3)
+    hot = gen.integers(0, 2**32, 128, dtype=np.uint32)
+    pages = [(i + 1, hot) for i in range(150)] + [(7, gen.integers(0, 2**32, 128, dtype=np.uint32))]
+    df = sketch_frame(spark, pages)
+    got = [(r.a, r.b) for r in near_duplicates(df, 3, max_group=20).collect()]
+    assert len(got) == len(set(got)) == 150 * 149 // 2
+    sizes = [
+        r.n
+        for r in band_groups(df, DEFAULT_RULE, max_group=20).select(F.size("members").alias("n")).collect()
+    ]
+    assert max(sizes) <= 3 * 20
+
+
+def test_fingerprint_archives_rows_carry_the_sketch(spark, corpus, tmp_path):
+    from verified_support import edit_inputs, planted_edit
+
+    from scrapy_simhash.fingerprint.minhash import MinHash
+    from scrapy_simhash.page import fingerprint_page
+
+    inputs = edit_inputs(corpus, tmp_path)
+    rows = {r.uri: r for r in fingerprint_archives(spark, inputs).collect()}
+    original, edited = planted_edit(corpus)
+    assert MinHash.from_bytes(bytes(rows["http://b/edit"].minhash)) == fingerprint_page(edited).minhash
+    assert MinHash.from_bytes(bytes(rows["http://a/orig"].minhash)) == fingerprint_page(original).minhash
+    assert all(r.minhash is None for r in fingerprint_archives(spark, inputs, mode="simhash").collect())
+
+
+@pytest.mark.parametrize("mode", ["verified", "simhash"])
+def test_spark_dedupe_pairs_the_one_sentence_edit_as_dedupe_does(spark, corpus, tmp_path, capsys, mode):
+    from verified_support import edit_inputs
+
+    from scrapy_simhash.cli import main
+
+    inputs = [str(p) for p in edit_inputs(corpus, tmp_path / "in")]
+    local, distributed = tmp_path / "dedupe.csv", tmp_path / "spark.csv"
+    common = ["--mode", mode, "--report"]
+    assert main(["dedupe", *inputs, "--workers", "1", "--no-progress", *common, str(local)]) == 0
+    assert main(["spark", "dedupe", *inputs, "--master", "local[2]", *common, str(distributed)]) == 0
+    want = local.read_text(encoding="utf-8")
+    assert want.splitlines()[0].endswith("simhash,distance,similarity,method")
+    assert ("http://b/edit" in want) == (mode == "verified")  # only the verified rule pairs the edit
+    assert distributed.read_text(encoding="utf-8") == want
+    assert f"decisions: {mode} mode" in capsys.readouterr().out

@@ -297,3 +297,121 @@ def test_a_worker_crash_costs_only_its_page(corpus: Path, tmp_path: Path) -> Non
     assert summary.exit_status == 1  # a page was lost: the exit status says so
     tagged = {h["WARC-Target-URI"] for h, _ in _metadata(entries[0].sidecar)}
     assert tagged == {u for u in uris if "crash-me" not in u}  # every other page, before and after
+
+
+# -- issue 13: the verified rule is the default decision ---------------------------------------------
+
+
+@pytest.fixture
+def edit_inputs(corpus: Path, tmp_path: Path) -> list[Path]:
+    from verified_support import edit_inputs
+
+    return edit_inputs(corpus, tmp_path / "in")
+
+
+def _by_uri(sidecar: Path) -> dict[str, SimhashFields]:
+    return {headers["WARC-Target-URI"]: fields for headers, fields in _metadata(sidecar)}
+
+
+def test_tag_pairs_a_one_sentence_edit_in_verified_mode_only(edit_inputs: list[Path], tmp_path: Path) -> None:
+    second = edit_inputs[1]
+    with open_index(tmp_path / "verified", k=3) as index:
+        verified = tag(plan_inputs(edit_inputs, tmp_path / "v"), Options(workers=1), index)
+    with open_index(tmp_path / "simhash", k=3, mode="simhash") as index:
+        plain = tag(plan_inputs(edit_inputs, tmp_path / "s"), Options(workers=1, mode="simhash"), index)
+    edited = _by_uri(tmp_path / "v" / (second.name + ".simhash.warc.gz"))
+    dup = edited["http://b/edit"].duplicate
+    assert dup is not None and dup.uri == "http://a/orig"
+    assert dup.distance > 3 and dup.similarity is not None and dup.similarity >= 0.5
+    copy = edited["http://b/u1-copy"].duplicate
+    assert copy is not None and (copy.distance, copy.similarity) == (0, 1.0)
+    assert verified.near_duplicates == 2 and verified.by_simhash == 0
+    assert "decisions: verified mode, 2 near-duplicates verified by sketch, 0 by simhash alone" in (
+        verified.lines()
+    )
+    assert all(f.minhash is not None for f in edited.values())  # every record carries its sketch
+    plain_fields = _by_uri(tmp_path / "s" / (second.name + ".simhash.warc.gz"))
+    assert plain_fields["http://b/edit"].duplicate is None  # k = 3 misses the edit
+    assert plain_fields["http://b/u1-copy"].duplicate is not None
+    assert all(f.minhash is None for f in plain_fields.values())  # simhash mode computes no sketch
+    assert plain.near_duplicates == 1 and plain.by_simhash == 1 and plain.mode == "simhash"
+
+
+def test_dedupe_pairs_a_one_sentence_edit_in_verified_mode_only(
+    edit_inputs: list[Path], tmp_path: Path
+) -> None:
+    _, rows = dedupe(plan_inputs(edit_inputs), Options(workers=1))
+    clusters = {frozenset(r["uri"] for r in rows if r["cluster"] == c) for c in {r["cluster"] for r in rows}}
+    assert clusters == {
+        frozenset({"http://a/orig", "http://b/edit"}),
+        frozenset({"http://a/u1", "http://b/u1-copy"}),
+    }
+    edit = next(r for r in rows if r["uri"] == "http://b/edit")
+    assert edit["role"] == "duplicate" and edit["method"] == "verified"
+    assert edit["distance"] > 3 and 0.5 <= edit["similarity"] < 1.0
+    original = next(r for r in rows if r["uri"] == "http://a/orig")
+    assert (original["role"], original["distance"], original["similarity"]) == ("original", 0, 1.0)
+    summary, plain = dedupe(plan_inputs(edit_inputs), Options(workers=1, mode="simhash"))
+    assert {r["uri"] for r in plain} == {"http://a/u1", "http://b/u1-copy"}
+    assert {(r["method"], r["similarity"]) for r in plain} == {("simhash", None)}
+    assert summary.by_simhash == summary.near_duplicates == 1
+
+
+def test_cli_mode_and_similarity(edit_inputs: list[Path], tmp_path: Path, capsys) -> None:
+    def report(*extra: str) -> list[dict]:
+        out = tmp_path / "r.jsonl"
+        assert (
+            main(
+                [
+                    "dedupe",
+                    *map(str, edit_inputs),
+                    "--workers",
+                    "1",
+                    "--no-progress",
+                    "--report",
+                    str(out),
+                    *extra,
+                ]
+            )
+            == 0
+        )
+        return [json.loads(line) for line in out.read_text().splitlines()]
+
+    edit_found = {r["uri"] for r in report()} >= {"http://b/edit"}
+    assert edit_found
+    assert "http://b/edit" not in {r["uri"] for r in report("--mode", "simhash")}
+    assert "http://b/edit" not in {r["uri"] for r in report("--method", "simhash")}  # the old spelling
+    similarity = next(r["similarity"] for r in report() if r["uri"] == "http://b/edit")
+    above = f"{min(1.0, similarity + 0.01):.4f}"
+    assert "http://b/edit" not in {r["uri"] for r in report("--similarity", above)}
+    assert "decisions: verified mode" in capsys.readouterr().out
+    for bad, message in [
+        (["--mode", "simhash", "--similarity", "0.6"], "--similarity applies to --mode verified only"),
+        (["--method", "minhash", "--mode", "verified"], "do not apply to --method minhash"),
+        (["--method", "simhash", "--mode", "verified"], "cannot be --mode verified"),
+    ]:
+        assert main(["dedupe", str(edit_inputs[0]), "--workers", "1", "--no-progress", *bad]) == 2
+        assert message in capsys.readouterr().err
+
+
+def test_an_index_written_before_sketches_is_read_and_its_pages_judged_by_simhash(
+    edit_inputs: list[Path], tmp_path: Path
+) -> None:
+    """An old (simhash-only) index: its pages match by distance alone, counted as such in the summary."""
+    first, second = edit_inputs
+    old = tmp_path / "old-index"
+    with open_index(old, k=3, mode="simhash") as index:
+        tag(plan_inputs([first], tmp_path / "1"), Options(workers=1, mode="simhash"), index)
+    with open_index(old, k=3) as index:
+        summary = tag(plan_inputs([second], tmp_path / "2"), Options(workers=1), index)
+    fields = _by_uri(tmp_path / "2" / (second.name + ".simhash.warc.gz"))
+    copy = fields["http://b/u1-copy"].duplicate
+    assert copy is not None and copy.distance == 0 and copy.similarity is None  # judged by simhash alone
+    assert fields["http://b/edit"].duplicate is None  # its original has no sketch: k = 3 decides
+    assert summary.near_duplicates == 1 and summary.by_simhash == 1
+    assert "1 by simhash alone" in summary.decisions_line()
+    # dedupe with the same old index: the copy's row says how it was judged
+    with open_index(old, k=3) as index:
+        _, rows = dedupe(plan_inputs([second]), Options(workers=1), index)
+    row = next(r for r in rows if r["uri"] == "http://b/u1-copy")
+    assert (row["method"], row["similarity"], row["distance"]) == ("simhash", None, 0)

@@ -16,6 +16,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from scrapy_simhash.cli import main
 from scrapy_simhash.index import open_index
+from scrapy_simhash.page import fingerprint_page
 from scrapy_simhash.warc.reader import fastwarc_available
 from scrapy_simhash.warc.records import (
     SimhashFields,
@@ -256,3 +257,68 @@ def test_a_file_full_of_invalid_dates_gives_a_few_notes_and_a_count(
     more = "4 more pages with an invalid or missing date, copied as they are"
     assert f"note: {warc}: {more} (7 in all; only the first 3 are listed)" in err
     assert len(_metadata(_sidecar(warc))) == 7
+
+
+# -- issue 13: sketch and similarity fields in sidecars -------------------------------------------------
+
+
+def _read_metadata_blocks(sidecar: Path, library: str) -> dict[str, list[tuple[str, str]]]:
+    """URI -> fields of each metadata record, read with ``library`` itself (digests checked)."""
+    out = {}
+    if library == "fastwarc":
+        from fastwarc.warc import ArchiveIterator as FastIterator
+        from fastwarc.warc import WarcRecordType
+
+        with open(sidecar, "rb") as fh:
+            for rec in FastIterator(fh, record_types=WarcRecordType.metadata, parse_http=False):
+                assert rec.verify_block_digest(consume=False)
+                out[rec.headers["WARC-Target-URI"]] = parse_fields(rec.reader.read())
+        return out
+    with open(sidecar, "rb") as fh:
+        for rec in ArchiveIterator(fh, check_digests=True):
+            if rec.rec_type == "metadata":
+                pairs = parse_fields(rec.content_stream().read())
+                assert rec.digest_checker.passed is not False
+                out[rec.rec_headers.get_header("WARC-Target-URI")] = pairs
+    return out
+
+
+@pytest.mark.parametrize("library", READERS)
+def test_sidecars_carry_the_sketch_and_the_similarity(corpus: Path, tmp_path: Path, library: str) -> None:
+    from verified_support import edit_inputs, planted_edit
+
+    inputs = edit_inputs(corpus, tmp_path / "in")
+    with open_index(tmp_path / "ix", k=3) as index:
+        assert tag(plan_inputs(inputs), Options(workers=1), index).exit_status == 0
+    blocks = _read_metadata_blocks(_sidecar(inputs[1]), library)
+    edit = dict(blocks["http://b/edit"])
+    assert edit["minhash-scheme"] == "minhash-doc/1"
+    assert edit["near-duplicate-of-uri"] == "http://a/orig"
+    assert int(edit["near-duplicate-distance"]) > 3
+    assert (
+        len(edit["near-duplicate-similarity"].split(".")[1]) == 4
+        and float(edit["near-duplicate-similarity"]) >= 0.5
+    )
+    fields = SimhashFields.from_pairs(blocks["http://b/edit"])
+    edited_page = fingerprint_page(planted_edit(corpus)[1])
+    assert fields.minhash == edited_page.minhash and fields.simhash == edited_page.simhash
+    assert fields.duplicate is not None and fields.duplicate.similarity == float(
+        edit["near-duplicate-similarity"]
+    )
+    originals = _read_metadata_blocks(_sidecar(inputs[0]), library)
+    assert all(
+        "minhash" in dict(p) and "near-duplicate-similarity" not in dict(p) for p in originals.values()
+    )
+
+
+def test_a_sidecar_written_before_sketches_is_still_read(corpus: Path, tmp_path: Path) -> None:
+    """Simhash mode writes the records of before sketches (no minhash field): they parse, with no sketch."""
+    from verified_support import edit_inputs
+
+    inputs = edit_inputs(corpus, tmp_path / "in")
+    assert main(["tag", *map(str, inputs), "--mode", "simhash", "--workers", "1", "--no-progress"]) == 0
+    for path in inputs:
+        for _, fields in _metadata(_sidecar(path)):
+            assert fields.minhash is None and fields.simhash
+    # the next run (verified, the default) skips the complete old sidecars instead of failing on them
+    assert main(["tag", *map(str, inputs), "--workers", "1", "--no-progress"]) == 0

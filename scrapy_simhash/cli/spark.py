@@ -7,12 +7,15 @@ import argparse
 import sys
 from typing import Any
 
-from ..defaults import DISTANCE, MIN_TOKENS
+from ..defaults import MIN_TOKENS, MODE, MODES, SIMILARITY
+from ..warc.commandline import add_rule_arguments, run_mode
 
 HELP = "run on Apache Spark (spark dedupe, spark tag)"
 DEDUPE_DESCRIPTION = (
-    "Near-duplicate clusters across WARC/ARC files, computed on Spark: one task per file, Manku's "
-    "tables as a distributed join, connected components. Writes the same report as `dedupe`. "
+    "Near-duplicate clusters across WARC/ARC files, computed on Spark: one task per file; in verified mode "
+    "(the default) the sketches' LSH bands as a distributed join, each candidate checked by the rule "
+    "(pages without sketch by Manku's tables at --distance); in simhash mode Manku's tables; then "
+    "connected components. Writes the same report as `dedupe`. "
     "Run it directly (--master) or under spark-submit (the session spark-submit configures is used)."
 )
 
@@ -48,9 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--format", choices=["jsonl", "csv"], help="report format (default: from FILE, else jsonl)"
     )
     dedupe.add_argument("--master", help="Spark master URL (default: spark-submit's, else local[*])")
-    dedupe.add_argument(
-        "--distance", "-k", type=int, default=DISTANCE, help=f"max Hamming distance ({DISTANCE})"
-    )
+    add_rule_arguments(dedupe)
     dedupe.add_argument(
         "--min-tokens", type=int, default=MIN_TOKENS, help=f"fewer tokens: no fingerprint ({MIN_TOKENS})"
     )
@@ -73,6 +74,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--min-tokens", type=int, default=MIN_TOKENS, help=f"fewer tokens: no fingerprint ({MIN_TOKENS})"
     )
     tag.add_argument("--reader", choices=["auto", "warcio", "fastwarc"], default="auto", help="WARC reader")
+    tag.add_argument(
+        "--mode",
+        choices=MODES,
+        default=MODE,
+        help=f"verified ({MODE}): records also carry the page's minhash-doc/1 sketch; "
+        "simhash: fingerprints only",
+    )
     tag.set_defaults(func=run_tag)
 
 
@@ -89,18 +97,33 @@ def _session(name: str, master: str | None) -> Any:
 
 def run_dedupe(args: argparse.Namespace) -> int:
     """Writes the report; exit status 1 when data was skipped (as ``dedupe``), 2 on a bad argument."""
+    mode = run_mode(args)  # a usage error before Spark starts
+    similarity = SIMILARITY if args.similarity is None else args.similarity
     spark = _session("scrapy-simhash spark dedupe", args.master)
     from ..spark.dedupe import dedupe_rows
     from ..warc.dedupe import write_report
 
     rows, problems = dedupe_rows(
-        spark, args.inputs, args.distance, min_tokens=args.min_tokens, reader=args.reader
+        spark,
+        args.inputs,
+        args.distance,
+        mode=mode,
+        similarity=similarity,
+        min_tokens=args.min_tokens,
+        reader=args.reader,
     )
     write_report(rows, args.report, args.format)
     out = sys.stdout if args.report not in (None, "-") else sys.stderr
     for problem in problems:
         where = problem.file if problem.offset is None else f"{problem.file} @ {problem.offset}"
         print(f"{'skipped' if problem.skipped else 'note'}: {where}: {problem.problem}", file=out)
+    duplicates = [row for row in rows if row["role"] == "duplicate"]
+    by_simhash = sum(1 for row in duplicates if row["method"] == "simhash")
+    print(
+        f"decisions: {mode} mode, {len(duplicates) - by_simhash} near-duplicates verified by sketch, "
+        f"{by_simhash} by simhash alone",
+        file=out,
+    )
     clusters = len({row["cluster"] for row in rows})
     print(f"clusters: {clusters} covering {len(rows)} records ({len(rows) - clusters} redundant)", file=out)
     return 1 if any(p.skipped for p in problems) else 0
@@ -112,7 +135,13 @@ def run_tag(args: argparse.Namespace) -> int:
     from ..spark.tag import tag_archives
 
     summary, lines = tag_archives(
-        spark, args.inputs, args.out, workers=args.workers, reader=args.reader, min_tokens=args.min_tokens
+        spark,
+        args.inputs,
+        args.out,
+        workers=args.workers,
+        reader=args.reader,
+        min_tokens=args.min_tokens,
+        mode=args.mode,
     )
     for line in lines:
         print(line, file=sys.stderr)

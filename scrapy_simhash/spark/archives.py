@@ -35,9 +35,12 @@ COLUMNS = [
     ("reason", "string"),
     ("problem", "string"),
     ("skipped", "boolean"),
+    ("minhash", "binary"),
 ]
 """``input``: position of the file in the expanded input list; (input, offset) is the order
-``dedupe`` calls "earlier". ``simhash`` is the signed LongType reading of the 64 bits."""
+``dedupe`` calls "earlier". ``simhash`` is the signed LongType reading of the 64 bits. ``minhash``
+is the page's minhash-doc/1 sketch in its byte form (``MinHash.to_bytes()``), null in simhash mode
+(``mode="simhash"``) and for rows without a fingerprint."""
 
 
 def local_path(path: str | os.PathLike[str]) -> str:
@@ -55,8 +58,9 @@ def fingerprint_archives(spark: Any, paths: Iterable[str | os.PathLike[str]], **
     """DataFrame of one row per HTML record (and one per reading problem) of the archives in ``paths``.
 
     ``options`` are those of :class:`scrapy_simhash.warc.pipeline.Options` (``reader``,
-    ``extractor``, ``min_tokens``, ``max_body_size``, ``function``); ``workers`` and
-    ``progress`` do not apply. Inputs are read one Spark task per file.
+    ``extractor``, ``min_tokens``, ``max_body_size``, ``function``, ``mode``: sketches are computed
+    in verified mode, the default); ``workers`` and ``progress`` do not apply. Inputs are read one
+    Spark task per file.
     """
     from pyspark.sql.types import StructType
 
@@ -91,7 +95,7 @@ def _read(position: int, path: str, options: Options) -> Iterator[tuple[Any, ...
         if task is None:
             continue
         for result in fingerprint_tasks(
-            path, [task], options.extractor, options.min_tokens, options.function
+            path, [task], options.extractor, options.min_tokens, options.function, options.sketches
         ):
             yield (
                 position,
@@ -105,6 +109,7 @@ def _read(position: int, path: str, options: Options) -> Iterator[tuple[Any, ...
                 result.reason,
                 None,
                 None,
+                None if result.minhash is None else result.minhash.to_bytes(),
             )
 
 
@@ -121,4 +126,5 @@ def _problem_row(position: int, problem: ReadProblem) -> tuple[Any, ...]:
         None,
         problem.reason,
         problem.skipped,
+        None,
     )

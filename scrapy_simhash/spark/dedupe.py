@@ -1,8 +1,10 @@
 """``spark dedupe``: the same clusters and report rows as ``scrapy-simhash dedupe``, computed on Spark.
 
-fingerprint_archives -> near_duplicates -> clusters. Records are numbered ``input << 40 | offset``
-so that "smallest id" is "earliest record" in the order ``dedupe`` reads (input order, then
-offset): every cluster keeps the same original. Only the clustered records reach the driver.
+fingerprint_archives -> near_duplicates (by the decision rule: verified by default, LSH bands of the
+sketches checked by the rule, simhash for pages without sketch) -> clusters. Records are numbered
+``input << 40 | offset`` so that "smallest id" is "earliest record" in the order ``dedupe`` reads
+(input order, then offset): every cluster keeps the same original.
+Only the clustered records reach the driver.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from ..defaults import DISTANCE
-from ..warc.dedupe import _row
+from ..decision import Rule
+from ..defaults import DISTANCE, MODE, SIMILARITY
+from ..fingerprint.minhash import MinHash
+from ..warc.dedupe import rule_row
 from .archives import fingerprint_archives
 from .components import clusters
 from .convert import to_unsigned
@@ -35,20 +39,24 @@ def dedupe_rows(
     k: int = DISTANCE,
     *,
     max_group: int = MAX_GROUP,
+    mode: str = MODE,
+    similarity: float = SIMILARITY,
     **options: Any,
 ) -> tuple[list[dict[str, Any]], list[Any]]:
     """(report rows as ``dedupe`` writes them, problem rows of the read). ``options`` as for
-    :func:`~scrapy_simhash.spark.fingerprint_archives`."""
+    :func:`~scrapy_simhash.spark.fingerprint_archives`; ``mode`` and ``similarity`` as for ``dedupe``."""
     from pyspark.sql import functions as F
 
-    read = fingerprint_archives(spark, paths, **options).cache()
+    rule = Rule(mode=mode, distance=k, similarity=similarity)
+    read = fingerprint_archives(spark, paths, mode=mode, similarity=similarity, **options).cache()
     try:
         problems = read.where(F.col("problem").isNotNull()).collect()
         too_far = read.where(F.col("offset") >= (1 << OFFSET_BITS)).limit(1).count()
         if too_far:
             raise ValueError(f"a record offset is beyond {1 << OFFSET_BITS} bytes: not supported")
         pages = record_ids(read.where(F.col("simhash").isNotNull() & F.col("problem").isNull()))
-        members = clusters(near_duplicates(pages, k, max_group=max_group)).join(pages, "id").collect()
+        pairs = near_duplicates(pages, k, max_group=max_group, mode=mode, similarity=similarity)
+        members = clusters(pairs.select("a", "b")).join(pages, "id").collect()
     finally:
         read.unpersist()
     groups: dict[int, list[Any]] = {}
@@ -57,9 +65,8 @@ def dedupe_rows(
     rows: list[dict[str, Any]] = []
     for number, cluster in enumerate(sorted(groups)):
         group = sorted(groups[cluster], key=lambda r: r.id)
-        first = to_unsigned(group[0].simhash)
+        first = _page(group[0])
         for i, member in enumerate(group):
-            value = to_unsigned(member.simhash)
             meta = {
                 "url": member.uri,
                 "date": member.date,
@@ -68,5 +75,11 @@ def dedupe_rows(
                 "offset": member.offset,
             }
             role = "original" if i == 0 else "duplicate"
-            rows.append(_row(number, meta, value, (value ^ first).bit_count(), role))
+            rows.append(rule_row(number, meta, _page(member), first, role, rule))
     return rows, problems
+
+
+def _page(row: Any) -> tuple[int, MinHash | None]:
+    """(unsigned simhash, sketch or None) of a page row, as :func:`.warc.dedupe.rule_row` takes it."""
+    sketch = None if row.minhash is None else MinHash.from_bytes(bytes(row.minhash))
+    return to_unsigned(row.simhash), sketch

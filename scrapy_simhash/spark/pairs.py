@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from ..decision import Rule
+from ..defaults import MODE, SIMILARITY
 from ..index.batch import popcount64
 from ..index.layouts import Layout, resolve
 
@@ -42,8 +44,19 @@ def near_duplicates(
     layout: str | Layout | None = None,
     max_group: int = MAX_GROUP,
     new_col: str | None = None,
+    sketch_col: str | None = "minhash",
+    mode: str = MODE,
+    similarity: float = SIMILARITY,
 ) -> Any:
-    """DataFrame[a, b, distance]: every pair of distinct rows within Hamming distance ``k``, ``a < b``.
+    """DataFrame[a, b, distance, similarity]: every pair of distinct rows the decision rule pairs, ``a < b``.
+
+    ``mode="verified"`` (the default) with a ``sketch_col`` in ``df`` (BinaryType, the byte form
+    ``MinHash.to_bytes()``, null for a page without sketch): the rule of
+    :class:`~scrapy_simhash.decision.Rule` (``similarity``, bands and rows as shipped, ``k`` for pages
+    without sketch). Pairs of sketched pages come from their shared LSH bands, each checked by the
+    rule (:mod:`.bands`); pairs with a sketchless page from the permuted tables at ``k``, with
+    ``similarity`` null (decided by simhash alone). ``mode="simhash"`` or no sketch column: every
+    pair within Hamming distance ``k`` (similarity null), as below.
 
     ``simhash_col`` holds LongType fingerprints (the signed reading of the 64 bits, see
     :func:`~scrapy_simhash.spark.to_signed`); rows where it is null are left out. ``id_col``
@@ -53,6 +66,44 @@ def near_duplicates(
     ``new_col`` (boolean): deduplicate new records against a stored collection (e.g. last
     year's fingerprints read from Parquet, unioned with this year's): only pairs with at least
     one new row are reported, and keys without a new row are dropped before the exact check.
+    """
+    from pyspark.sql import functions as F
+
+    rule = Rule(mode=mode, distance=k, similarity=similarity)
+    common = {"id_col": id_col, "simhash_col": simhash_col, "max_group": max_group, "new_col": new_col}
+    if not (rule.verified and sketch_col is not None and sketch_col in df.columns):
+        return simhash_pairs(df, k, layout=layout, **common).withColumn(
+            "similarity", F.lit(None).cast("double")
+        )
+    from .bands import verified_pairs
+
+    found = verified_pairs(df, rule, sketch_col=sketch_col, **common)
+    bare = df.where(F.col(simhash_col).isNotNull() & F.col(sketch_col).isNull())
+    if not bare.limit(1).count():
+        return found
+    # pages without sketch: judged by simhash alone, against every page
+    flags = df.select(F.col(id_col).alias("_id"), F.col(sketch_col).isNull().alias("_bare"))
+    close = simhash_pairs(df, k, layout=layout, **common)
+    close = close.join(flags.withColumnRenamed("_bare", "_a"), close["a"] == F.col("_id")).drop("_id")
+    close = close.join(flags.withColumnRenamed("_bare", "_b"), close["b"] == F.col("_id")).drop("_id")
+    close = close.where(F.col("_a") | F.col("_b")).select("a", "b", "distance")
+    return found.unionByName(close.withColumn("similarity", F.lit(None).cast("double")))
+
+
+def simhash_pairs(
+    df: Any,
+    k: int = 3,
+    *,
+    id_col: str = "id",
+    simhash_col: str = "simhash",
+    layout: str | Layout | None = None,
+    max_group: int = MAX_GROUP,
+    new_col: str | None = None,
+) -> Any:
+    """DataFrame[a, b, distance]: every pair of distinct rows within Hamming distance ``k``, ``a < b``.
+
+    Manku's permuted tables as a distributed join (the simhash rule, and the fallback of the
+    verified rule for pages without sketch); arguments as for :func:`near_duplicates`.
     """
     from pyspark.sql.types import IntegerType, StructField, StructType
 
@@ -103,6 +154,19 @@ def candidate_groups(
     keyed = rows.select(
         "id", "h", "new", F.posexplode(F.array(*_key_columns(table_layout, h))).alias("table", "key")
     )
+    return shared_groups(keyed, ["id", "h"], max_group)
+
+
+def shared_groups(keyed: Any, fields: list[str], max_group: int) -> Any:
+    """DataFrame[table, key, first, second, members] from ``keyed`` rows (``table``, ``key``, ``id``,
+    ``new`` and ``fields``): members are structs of ``fields``, ``block`` and ``new``.
+
+    Shared by the simhash tables and the sketch bands (:mod:`.bands`): keys of one record only, or
+    without a new record, are dropped in the JVM; a key shared by more than ``max_group`` records is
+    split into block pairs.
+    """
+    from pyspark.sql import functions as F
+
     counts = (
         keyed.groupBy("table", "key")
         .agg(F.count(F.lit(1)).alias("count"), F.max(F.col("new").cast("int")).alias("has_new"))
@@ -119,7 +183,7 @@ def candidate_groups(
         "key",
         F.least("block", "other").alias("first"),
         F.greatest("block", "other").alias("second"),
-        F.struct("id", "h", "block", "new").alias("member"),
+        F.struct(*fields, "block", "new").alias("member"),
     )
     groups = shared.groupBy("table", "key", "first", "second").agg(F.collect_list("member").alias("members"))
     return groups

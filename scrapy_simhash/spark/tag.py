@@ -18,7 +18,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from ..warc.pipeline import Input, Options, RunSummary, plan_inputs
+from ..warc.outcome import RunSummary
+from ..warc.pipeline import Input, Options, plan_inputs
 from ..warc.reader import ReadProblem
 from ..warc.reprocess import tag
 from .archives import local_path
@@ -70,6 +71,9 @@ def merge(summaries: Iterable[RunSummary]) -> RunSummary:
     """One summary of several tasks' summaries (counts added, problems in order)."""
     total = RunSummary()
     for part in summaries:
+        total.mode = part.mode
+        total.by_simhash += part.by_simhash
+        total.unsketched += part.unsketched
         total.files += part.files
         total.files_skipped_complete += part.files_skipped_complete
         total.sidecars_not_read += part.sidecars_not_read

@@ -173,6 +173,9 @@ def compute_fingerprints(
                 if result.simhash is None:
                     continue
                 keys = {SIMHASH: to_base32(result.simhash), SIMHASH_SCHEME: SCHEME, TEXT_EXTRACTOR: extractor}
+                if result.minhash is not None:  # as tag writes it in verified mode (the default)
+                    keys[MINHASH] = result.minhash.to_text()
+                    keys[MINHASH_SCHEME] = result.minhash.scheme
                 if result.record_id:
                     current.by_id[result.record_id] = keys
                 current.by_offset[result.offset] = keys

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ..defaults import DISTANCE, MIN_TOKENS
+from ..defaults import DISTANCE, MIN_TOKENS, MODE, MODES, SIMILARITY
 from ..extract import DEFAULT_EXTRACTOR, DEFAULT_MAX_BYTES
 
 T = TypeVar("T")
@@ -29,15 +29,23 @@ TAG_HELP = "write a sidecar WARC of simhash metadata records for each WARC/ARC i
 TAG_DESCRIPTION = (
     "Fingerprint every HTML response/resource record of the inputs and write "
     "<input>.simhash.warc.gz next to each (inputs are never modified). Without --index only the "
-    "fingerprints are written: nothing is detected as a near-duplicate. With --index each page is "
-    "looked up and stored, and near-duplicates of earlier pages get near-duplicate-of-* fields. "
+    "fingerprints are written: nothing is detected as a near-duplicate (in verified mode each record "
+    "also carries the page's sketch). With --index each page is looked up and stored, and "
+    "near-duplicates of earlier pages get near-duplicate-of-* fields "
+    "(with near-duplicate-distance and, when both pages have sketches, near-duplicate-similarity). "
+    "--mode verified (the default) decides by the pages' minhash-doc/1 sketches: a shared LSH band and "
+    "estimated Jaccard similarity at least --similarity; --mode simhash by Hamming distance (--distance). "
+    "Pages stored without a sketch (indexes written before sketches) are judged by simhash alone. "
     "Inputs whose sidecar is complete are skipped, so an interrupted run resumes; sidecars given "
     "as inputs (a glob such as *.warc.gz matches them) are not read, with a note."
 )
 DEDUPE_HELP = "near-duplicate clusters across WARC/ARC files"
 DEDUPE_DESCRIPTION = (
     "Fingerprint every HTML record of the inputs and report clusters of near-duplicates "
-    "(record id, URI, date, file, offset, distance) as JSON Lines or CSV. With --method minhash, "
+    "(record id, URI, date, file, offset, distance, similarity and method) as JSON Lines or CSV. "
+    "--mode verified (the default) pairs pages whose minhash-doc/1 sketches share an LSH band and "
+    "estimate Jaccard similarity at least --similarity; --mode simhash pairs pages within --distance "
+    "bits; pages without a sketch are judged by simhash alone. With --method minhash, "
     "pages are compared by MinHash sketches (minhash-doc/1) and paired when their estimated Jaccard "
     "similarity is at least --threshold; the report then gives each record's similarity to its "
     "cluster's original instead of the distance."
@@ -69,6 +77,30 @@ def _size(value: str) -> int:
     return number
 
 
+def add_rule_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--mode``, ``--similarity`` and ``--distance``: the decision rule (also used by ``spark dedupe``)."""
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        help=f"how a near-duplicate is decided ({MODE}): verified = the sketches share an LSH band and "
+        "their estimated Jaccard similarity is at least --similarity; simhash = within --distance bits "
+        "(the earlier rule, no sketches computed)",
+    )
+    parser.add_argument(
+        "--similarity",
+        type=_threshold,
+        metavar="J",
+        help=f"verified mode: the least estimated Jaccard similarity of a near-duplicate ({SIMILARITY})",
+    )
+    parser.add_argument(
+        "--distance",
+        "-k",
+        type=int,
+        default=DISTANCE,
+        help=f"max Hamming distance in simhash mode, and for pages without a sketch ({DISTANCE})",
+    )
+
+
 def add_common_arguments(parser: argparse.ArgumentParser, index_help: str) -> None:
     parser.add_argument(
         "inputs",
@@ -83,9 +115,7 @@ def add_common_arguments(parser: argparse.ArgumentParser, index_help: str) -> No
         default=os.cpu_count() or 1,
         help="fingerprinting processes (default: CPUs)",
     )
-    parser.add_argument(
-        "--distance", "-k", type=int, default=DISTANCE, help=f"max Hamming distance ({DISTANCE})"
-    )
+    add_rule_arguments(parser)
     parser.add_argument(
         "--min-tokens",
         type=int,
@@ -142,10 +172,9 @@ def add_dedupe_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--method",
         choices=["simhash", "minhash"],
-        default="simhash",
-        help="simhash: within --distance bits (default); minhash: estimated Jaccard similarity of "
-        "word-shingle sets at least --threshold (more exact on edited pages; --index is then a MinHash "
-        "index directory)",
+        help="default: the --mode rule; simhash: the same as --mode simhash; minhash: the MinHash-only "
+        "method, estimated Jaccard similarity of word-shingle sets at least --threshold, no band rule "
+        "(--index is then a MinHash index)",
     )
     parser.add_argument(
         "--threshold",
@@ -156,15 +185,42 @@ def add_dedupe_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def run_mode(args: argparse.Namespace) -> str:
+    """The decision mode of a run: ``--mode``, ``simhash`` for ``--method simhash``, else the default.
+
+    ValueError (status 2) for options that would otherwise be silently ignored or contradict
+    each other: ``--similarity`` in simhash mode, ``--mode`` with ``--method minhash``,
+    ``--method simhash --mode verified``."""
+    method, mode = getattr(args, "method", None), getattr(args, "mode", None)
+    similarity = getattr(args, "similarity", None)
+    if method == "minhash":
+        if mode is not None or similarity is not None:
+            raise ValueError("--mode and --similarity do not apply to --method minhash; it uses --threshold")
+        return "minhash"
+    if method == "simhash":
+        if mode == "verified":
+            raise ValueError("--method simhash is --mode simhash: it cannot be --mode verified")
+        mode = "simhash"
+    mode = mode or MODE
+    if mode == "simhash" and similarity is not None:
+        raise ValueError("--similarity applies to --mode verified only; simhash mode uses --distance")
+    return mode
+
+
 def dedupe_method(args: argparse.Namespace) -> tuple[str, float]:
-    """``(method, threshold)`` from parsed arguments; ValueError (status 2) for ``--threshold``
-    without ``--method minhash``, which would otherwise be silently ignored."""
-    method = getattr(args, "method", "simhash")
+    """``(method, threshold)`` from parsed arguments: ``rule`` (the ``--mode`` rule) or ``minhash``;
+    ValueError (status 2) for ``--threshold`` without ``--method minhash``, which would otherwise be
+    silently ignored."""
+    run_mode(args)
+    method = getattr(args, "method", None)
     threshold = getattr(args, "threshold", None)
     if method != "minhash":
         if threshold is not None:
-            raise ValueError("--threshold applies to --method minhash only; simhash uses --distance")
-        return method, DEFAULT_THRESHOLD
+            raise ValueError(
+                "--threshold applies to --method minhash only; verified mode uses --similarity, "
+                "simhash uses --distance"
+            )
+        return "rule", DEFAULT_THRESHOLD
     return method, DEFAULT_THRESHOLD if threshold is None else threshold
 
 
@@ -177,7 +233,11 @@ def options_from(args: argparse.Namespace) -> Any:
     if args.distance < 0 or args.distance > 64:
         raise ValueError(f"--distance must be between 0 and 64, not {args.distance}")
     max_body = getattr(args, "max_body_size", DEFAULT_MAX_BYTES)
+    mode = run_mode(args)
+    similarity = getattr(args, "similarity", None)
     return Options(
+        mode="simhash" if mode == "minhash" else mode,
+        similarity=SIMILARITY if similarity is None else similarity,
         workers=args.workers,
         reader=args.reader,
         extractor=dataclasses.replace(DEFAULT_EXTRACTOR, max_bytes=max_body),
@@ -194,9 +254,12 @@ def _open_index(args: argparse.Namespace) -> Any:
     from ..index import SimhashIndexError, open_index
 
     try:
-        if getattr(args, "method", "simhash") == "minhash":  # a new one gets the threshold, 0.8 by default
+        mode = run_mode(args)
+        if mode == "minhash":  # a new one gets the threshold, 0.8 by default
             return open_index(args.index, kind="minhash", threshold=args.threshold)
-        return open_index(args.index, k=args.distance)
+        return open_index(
+            args.index, k=args.distance, mode=mode, similarity=getattr(args, "similarity", None)
+        )
     except SimhashIndexError as exc:  # locked, corrupt, unreachable: a usage/environment error (status 2)
         raise ValueError(f"cannot open the index {args.index}: {exc}") from exc
 

@@ -3,7 +3,7 @@
 Registered through the ``scrapy.commands`` entry point. Same options, output
 and exit status as ``scrapy-simhash tag`` / ``dedupe`` (both call
 :mod:`.commandline`); inside a project, ``--index`` defaults to the project's
-``SIMHASH_INDEX``.
+``SIMHASH_INDEX``, ``--mode`` and ``--similarity`` to its ``SIMHASH_MODE`` and ``SIMHASH_SIMILARITY``.
 """
 
 from __future__ import annotations
@@ -27,9 +27,15 @@ class _ReprocessCommand(ScrapyCommand):
         return "[options] INPUT..."
 
     def _finish(self, opts: argparse.Namespace) -> argparse.Namespace:
-        # SIMHASH_INDEX holds simhashes: the default for simhash runs, not for dedupe --method minhash
-        if not opts.index and self.settings is not None and getattr(opts, "method", "simhash") == "simhash":
+        # SIMHASH_INDEX is the crawl's index: the default for rule runs, not for dedupe --method minhash
+        if not opts.index and self.settings is not None and getattr(opts, "method", None) != "minhash":
             opts.index = self.settings.get("SIMHASH_INDEX") or None
+        # the crawl's rule (SIMHASH_MODE, SIMHASH_SIMILARITY) unless the command line chose one
+        if self.settings is not None and getattr(opts, "method", None) is None:
+            if opts.mode is None:
+                opts.mode = self.settings.get("SIMHASH_MODE") or None
+            if opts.similarity is None and opts.mode != "simhash":
+                opts.similarity = self.settings.getfloat("SIMHASH_SIMILARITY") or None
         return opts
 
     def _run(self, function, opts: argparse.Namespace) -> None:  # type: ignore[no-untyped-def]

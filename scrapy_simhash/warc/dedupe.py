@@ -1,8 +1,12 @@
 """``dedupe``: near-duplicate clusters across archives, as JSON Lines or CSV rows.
 
-Two methods: ``simhash`` (within Hamming distance k of a 64-bit fingerprint) and ``minhash``
-(estimated Jaccard similarity of word-shingle sets at or above a threshold, minhash-doc/1
-sketches computed by the workers). Either way a cluster's original is its earliest record.
+The default method applies the run's decision rule (:attr:`Options.rule`): in ``verified`` mode
+(the default) two pages are near-duplicates when their minhash-doc/1 sketches share an LSH band
+and their estimated Jaccard similarity is at least the threshold, in ``simhash`` mode when their
+fingerprints are within Hamming distance k; a page without sketch is judged by simhash alone.
+Each row gives ``distance`` and ``similarity`` to its cluster's original and the ``method`` of that
+comparison. ``minhash`` is the earlier MinHash-only method (``--method minhash --threshold J``, its
+own index kind). Either way clusters are connected components and the original is the earliest record.
 """
 
 from __future__ import annotations
@@ -11,22 +15,22 @@ import csv
 import dataclasses
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-from ..fingerprint import hamming, to_base32
+import numpy as np
+
+from ..decision import Rule
+from ..fingerprint import to_base32
 from ..fingerprint.minhash import SCHEME as MINHASH_SCHEME
 from ..fingerprint.minhash import MinHash
+from .outcome import RunSummary, check_and_add, count_result, index_meta, record_key
 from .pipeline import (
     FileEnd,
     Input,
     Options,
     PageResult,
     Pipeline,
-    RunSummary,
-    count_result,
-    index_meta,
-    record_key,
 )
 from .progress import Progress
 from .reader import ReadProblem
@@ -34,11 +38,26 @@ from .reader import ReadProblem
 # -- dedupe ------------------------------------------------------------------------------------------
 
 
-REPORT_FIELDS = ["cluster", "record_id", "uri", "date", "file", "offset", "simhash", "distance"]
+REPORT_FIELDS = [
+    "cluster",
+    "record_id",
+    "uri",
+    "date",
+    "file",
+    "offset",
+    "simhash",
+    "distance",
+    "similarity",
+    "method",
+]
+"""Rows of the rule (both modes): ``distance`` (bits) and ``similarity`` (estimated Jaccard, None when a
+side has no sketch) to the cluster's original, ``method`` how that pair is judged (verified or simhash)."""
 MINHASH_REPORT_FIELDS = ["cluster", "record_id", "uri", "date", "file", "offset", "scheme", "similarity"]
 """``--method minhash`` rows: ``similarity`` is the estimated Jaccard to the cluster's original."""
 
-METHODS = ("simhash", "minhash")
+METHODS = ("rule", "simhash", "minhash")
+"""``rule``: the run's mode (:attr:`Options.mode`); ``simhash``: simhash mode whatever the options say;
+``minhash``: the MinHash-only method."""
 DEFAULT_THRESHOLD = 0.8
 """Estimated Jaccard similarity at or above which ``--method minhash`` pairs two pages."""
 
@@ -49,11 +68,14 @@ def dedupe(
     index: Any = None,
     stream: TextIO | None = None,
     *,
-    method: str = "simhash",
+    method: str = "rule",
     threshold: float = DEFAULT_THRESHOLD,
 ) -> tuple[RunSummary, list[dict[str, Any]]]:
     """Near-duplicate clusters across all inputs; rows ordered by cluster, the first row its original.
 
+    By default pages are paired by :attr:`Options.rule`; with an ``index`` (from
+    :func:`~scrapy_simhash.index.open_index`, verified or simhash) by its answers, and pages it stored
+    in earlier runs join the clusters.
     ``method="minhash"`` has the workers sketch each page too and pairs pages whose estimated
     Jaccard similarity is at least ``threshold``; with an ``index`` (a
     :class:`~scrapy_simhash.index.minhash_store.MinHashIndex`) the index's own threshold decides,
@@ -65,8 +87,10 @@ def dedupe(
         if not 0.0 < threshold <= 1.0:
             raise ValueError(f"--threshold must be in (0, 1], not {threshold}")
         options = dataclasses.replace(options, minhash=True)
+    elif method == "simhash":
+        options = dataclasses.replace(options, mode="simhash")
     progress = Progress(len(inputs), enabled=options.progress, stream=stream)
-    summary = RunSummary()
+    summary = RunSummary(mode=options.mode if method != "minhash" else "minhash")
     results: list[PageResult] = []
     try:
         for event in Pipeline(options, progress).run(inputs):
@@ -92,19 +116,28 @@ def dedupe(
         )
         summary.near_duplicates = sum(1 for row in rows if row["role"] == "duplicate")
     else:
+        rule = options.rule
         rows = (
-            _clusters_with_index(results, index)
+            _clusters_with_index(results, index, rule)
             if index is not None
-            else _clusters_batch(results, options.distance)
+            else _clusters_batch(results, rule)
         )
-        summary.near_duplicates = sum(
-            1 for row in rows if row["distance"] is not None and row["role"] == "duplicate"
-        )
+        duplicates = [row for row in rows if row["role"] == "duplicate"]
+        summary.near_duplicates = len(duplicates)
+        summary.by_simhash = sum(1 for row in duplicates if row["method"] == "simhash")
     summary.seconds = progress.elapsed
     return summary, rows
 
 
-def _row(cluster: int, meta: dict[str, Any], simhash: int, distance: int | None, role: str) -> dict[str, Any]:
+def _row(
+    cluster: int,
+    meta: dict[str, Any],
+    simhash: int,
+    distance: int | None,
+    role: str,
+    similarity: float | None = None,
+    method: str = "simhash",
+) -> dict[str, Any]:
     return {
         "cluster": cluster,
         "role": role,
@@ -115,24 +148,81 @@ def _row(cluster: int, meta: dict[str, Any], simhash: int, distance: int | None,
         "offset": meta.get("offset"),
         "simhash": to_base32(simhash),
         "distance": distance,
+        "similarity": similarity,
+        "method": method,
     }
 
 
-def _clusters_batch(results: list[PageResult], k: int) -> list[dict[str, Any]]:
+Page = tuple[int, Any]
+"""A page as the rule sees it: (simhash, sketch or None)."""
+
+
+def rule_row(
+    cluster: int, meta: dict[str, Any], page: Page, first: Page, role: str, rule: Rule
+) -> dict[str, Any]:
+    """A report row: the page and its verdict against its cluster's original ``first``.
+
+    ``similarity`` is rounded to 4 decimals, as in sidecars (``near-duplicate-similarity``)."""
+    verdict = rule.compare_values(page[0], first[0], page[1], first[1])
+    similarity = None if verdict.similarity is None else round(verdict.similarity, 4)
+    return _row(cluster, meta, page[0], verdict.distance, role, similarity, verdict.method)
+
+
+def rule_pairs(hashes: Sequence[int], sketches: Sequence[Any], rule: Rule) -> np.ndarray:
+    """Every pair ``(i, j)``, ``i < j``, the rule judges near-duplicate: int64 array ``(pairs, 2)``.
+
+    Verified mode: candidates are pairs sharing an LSH band of their sketches
+    (:func:`~scrapy_simhash.index.minhash_pairs` with the rule's bands and rows), each checked by
+    :meth:`Rule.compare_values`; a page without sketch is paired by simhash alone (pairs within the
+    rule's distance, from :func:`~scrapy_simhash.index.find_all`). Simhash mode: pairs within distance.
+    """
+    from ..index.batch import find_all
+    from ..index.minhash_batch import minhash_pairs
+
+    n = len(hashes)
+    found: list[np.ndarray] = []
+    sketched = [i for i in range(n) if sketches[i] is not None] if rule.verified else []
+    if len(sketched) >= 2:
+        values = np.stack([np.asarray(getattr(sketches[i], "values", sketches[i])) for i in sketched])
+        candidates = minhash_pairs(values, rule.similarity, rule.bands, rule.rows)
+        where = np.asarray(sketched, dtype=np.int64)
+        kept = [
+            (int(where[a]), int(where[b]))
+            for a, b in zip(candidates["i"].tolist(), candidates["j"].tolist(), strict=True)
+            if rule.compare_values(
+                hashes[where[a]], hashes[where[b]], sketches[where[a]], sketches[where[b]]
+            ).near_duplicate
+        ]
+        found.append(np.asarray(kept, dtype=np.int64).reshape(-1, 2))
+    if len(sketched) < n:  # simhash mode, or pages without sketch: within the distance
+        close = find_all(hashes, rule.distance)
+        if len(sketched):
+            has_sketch = np.zeros(n, dtype=bool)
+            has_sketch[sketched] = True
+            close = close[~(has_sketch[close[:, 0]] & has_sketch[close[:, 1]])]
+        found.append(close)
+    if not found:
+        return np.zeros((0, 2), dtype=np.int64)
+    return np.concatenate(found)
+
+
+def _clusters_batch(results: list[PageResult], rule: Rule) -> list[dict[str, Any]]:
+    """Connected components of the rule's pairs over all pages, the earliest record first."""
     from ..index.batch import cluster_groups, clusters
 
     if len(results) < 2:
         return []
-    labels = clusters([r.simhash for r in results], k)
+    pages: list[Page] = [(int(r.simhash or 0), r.minhash) for r in results]
+    pairs = rule_pairs([h for h, _ in pages], [s for _, s in pages], rule)
+    labels = clusters(pairs=pairs, n=len(pages))
     rows: list[dict[str, Any]] = []
     for number, group in enumerate(cluster_groups(labels)):
-        first = results[int(group[0])]
+        first = pages[int(group[0])]
         for position in group:
-            member = results[int(position)]
-            assert member.simhash is not None and first.simhash is not None
-            distance = hamming(member.simhash, first.simhash)
             role = "original" if position == group[0] else "duplicate"
-            rows.append(_row(number, index_meta(member), member.simhash, distance, role))
+            rows.append(
+                rule_row(number, index_meta(results[int(position)]), pages[int(position)], first, role, rule)
+            )
     return rows
 
 
@@ -163,17 +253,25 @@ def _clusters_minhash(results: list[PageResult], threshold: float) -> list[dict[
     return rows
 
 
-def _clusters_with_index(results: list[PageResult], index: Any) -> list[dict[str, Any]]:
-    """Clusters of the "within k" graph built from the index's answers (earlier runs' records included)."""
+def _clusters_with_index(results: list[PageResult], index: Any, rule: Rule) -> list[dict[str, Any]]:
+    """Clusters of the graph built from the index's answers (earlier runs' records included).
+
+    Rows compare each member with its original by ``rule``; a stored page's sketch comes from the
+    index (``index.sketch(key)``; None for pages stored without one, judged by simhash alone)."""
+    stored_sketch = getattr(index, "sketch", None)
 
     def matches(result: PageResult, key: str) -> list[tuple[str, dict[str, Any], Any]]:
-        assert result.simhash is not None
-        found = index.check_and_add(result.simhash, key, index_meta(result))
-        return [(m.key, dict(m.meta or {}), m.simhash) for m in found]
+        found = check_and_add(index, result)
+        return [
+            (m.key, dict(m.meta or {}), (m.simhash, stored_sketch(m.key) if stored_sketch else None))
+            for m in found
+        ]
 
     return [
-        _row(number, meta, value, hamming(value, first), role)
-        for number, meta, value, first, role in _index_components(results, lambda r: r.simhash, matches)
+        rule_row(number, meta, value, first, role, rule)
+        for number, meta, value, first, role in _index_components(
+            results, lambda r: (r.simhash, r.minhash if rule.verified else None), matches
+        )
     ]
 
 
@@ -259,16 +357,21 @@ def _index_components(
     return out
 
 
+def report_fields(method: str = "rule") -> list[str]:
+    """The report's columns for ``method`` (``minhash``, or the rule's), ``role`` second."""
+    chosen = MINHASH_REPORT_FIELDS if method == "minhash" else REPORT_FIELDS
+    return ["cluster", "role", *chosen[1:]]
+
+
 def write_report(
-    rows: list[dict[str, Any]], path: str | None, fmt: str | None = None, method: str = "simhash"
+    rows: list[dict[str, Any]], path: str | None, fmt: str | None = None, method: str = "rule"
 ) -> None:
     """JSON Lines (default) or CSV (``fmt="csv"`` or a ``.csv`` file name); ``-`` or None is stdout.
 
     The columns are the method's (:data:`REPORT_FIELDS` or :data:`MINHASH_REPORT_FIELDS`).
     """
     fmt = fmt or ("csv" if path and path.lower().endswith(".csv") else "jsonl")
-    chosen = MINHASH_REPORT_FIELDS if method == "minhash" else REPORT_FIELDS
-    fields = ["cluster", "role", *chosen[1:]]
+    fields = report_fields(method)
     out: TextIO
     if path in (None, "-"):
         out = sys.stdout

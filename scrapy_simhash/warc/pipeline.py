@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..defaults import DISTANCE, MIN_TOKENS
+from ..decision import Rule
+from ..defaults import DISTANCE, MIN_TOKENS, MODE, MODES, SIMILARITY
 from ..extract import DEFAULT_EXTRACTOR, DEFAULT_MAX_BYTES, Extractor
 from ..fingerprint.minhash import MinHash
 from ..page import PageFingerprint, fingerprint_page
@@ -28,7 +29,7 @@ from ..workers import exit_with_parent
 from .payload import html_page
 from .progress import Progress
 from .reader import ArchiveReader, ArchiveRecord, ReadProblem
-from .records import Duplicate, valid_date
+from .records import valid_date
 from .writer import OPEN_SUFFIX
 
 SIDECAR_SUFFIX = ".simhash.warc.gz"
@@ -146,7 +147,7 @@ class PageResult:
     tokens: int
     reason: str | None
     minhash: MinHash | None = None
-    """The page's sketch, only in runs that ask for it (:attr:`Options.minhash`)."""
+    """The page's sketch, in runs that use one (:attr:`Options.sketches`); None in simhash mode."""
 
 
 FingerprintFunction = Callable[..., PageFingerprint]
@@ -160,9 +161,14 @@ def fingerprint_tasks(
     function: FingerprintFunction = fingerprint_page,
     minhash: bool = False,
 ) -> list[PageResult]:
+    """Fingerprint a batch; ``minhash`` keeps each page's sketch (verified mode, ``--method minhash``).
+
+    ``fingerprint_page`` is told whether to sketch, so simhash-mode runs pay nothing for sketches;
+    a replacement function is never passed the option, so functions written before sketches keep
+    working (their pages have the sketch the function gives, or none: then judged by simhash).
+    """
     results = []
-    # passed only when asked, so replacement functions without the option keep working
-    extra = {"minhash": True} if minhash else {}
+    extra = {"minhash": minhash} if function is fingerprint_page else {}
     for task in tasks:
         if task.reason is not None:
             results.append(
@@ -211,7 +217,7 @@ class _CrashTolerantPool:
     def _fingerprint(self, file: str, tasks: list[PageTask]) -> Future[list[PageResult]]:
         opts = self.options
         return self.pool.submit(
-            fingerprint_tasks, file, tasks, opts.extractor, opts.min_tokens, opts.function, opts.minhash
+            fingerprint_tasks, file, tasks, opts.extractor, opts.min_tokens, opts.function, opts.sketches
         )
 
     def submit(self, file: str, tasks: list[PageTask]) -> _Batch:
@@ -296,7 +302,28 @@ class Options:
     max_body_size: int = DEFAULT_MAX_BYTES
     """Bodies larger than this once decoded are ``too_large``; decoding stops there (gzip bombs)."""
     minhash: bool = False
-    """Workers also compute each page's minhash-doc/1 sketch (``dedupe --method minhash``)."""
+    """Workers compute each page's minhash-doc/1 sketch even in simhash mode (``dedupe --method minhash``)."""
+    mode: str = MODE
+    """``verified`` (the default: workers sketch every page, decisions by
+    :data:`~scrapy_simhash.decision.DEFAULT_RULE`) or ``simhash`` (distance <= ``distance``, no sketches)."""
+    similarity: float = SIMILARITY
+    """Verified mode: the least estimated Jaccard similarity of a near-duplicate pair."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if not 0.0 < float(self.similarity) <= 1.0:
+            raise ValueError(f"similarity must be greater than 0 and at most 1, not {self.similarity}")
+
+    @property
+    def sketches(self) -> bool:
+        """Whether the workers compute sketches (verified mode, or ``--method minhash``)."""
+        return self.minhash or self.mode == "verified"
+
+    @property
+    def rule(self) -> Rule:
+        """The decision rule of this run (the shipped rule with this run's mode, distance, similarity)."""
+        return Rule(mode=self.mode, distance=self.distance, similarity=self.similarity)
 
 
 class Pipeline:
@@ -371,7 +398,7 @@ class Pipeline:
             for event in self._produce(inputs, skip):
                 if isinstance(event, tuple):
                     yield fingerprint_tasks(
-                        event[0], event[1], opts.extractor, opts.min_tokens, opts.function, opts.minhash
+                        event[0], event[1], opts.extractor, opts.min_tokens, opts.function, opts.sketches
                     )
                 else:
                     yield event
@@ -412,120 +439,3 @@ def _date_note(record: ArchiveRecord) -> ReadProblem:
     name = "date" if record.archive_format == "arc" else "WARC-Date"
     what = f"invalid {name} {record.date!r}" if record.date else f"no {name}"
     return ReadProblem(record.file, record.offset, f"{what}; copied as it is", skipped=False)
-
-
-# -- shared reporting --------------------------------------------------------------------------------
-
-
-@dataclass
-class RunSummary:
-    files: int = 0
-    files_skipped_complete: int = 0
-    sidecars_not_read: int = 0
-    records: int = 0
-    pages: int = 0
-    fingerprinted: int = 0
-    near_duplicates: int = 0
-    reasons: dict[str, int] = field(default_factory=dict)
-    problems: list[ReadProblem] = field(default_factory=list)
-    seconds: float = 0.0
-
-    def add_problem(self, problem: ReadProblem, progress: Progress) -> None:
-        """Keep a reading problem for the summary and show it at once."""
-        if isinstance(problem, InputProblem) and problem.kind == "sidecar":
-            self.sidecars_not_read += 1
-        self.problems.append(problem)
-        report_problem(progress, problem)
-
-    def add_file(self, stats: FileStats) -> None:
-        """Count a file read to its end."""
-        self.files += 1
-        self.records += stats.records
-        self.pages += stats.pages
-
-    @property
-    def skipped_anything(self) -> bool:
-        return any(p.skipped for p in self.problems) or "worker_crash" in self.reasons
-
-    @property
-    def exit_status(self) -> int:
-        """0: everything read; 1: finished, but some files or records were skipped (see the report)."""
-        return 1 if self.skipped_anything else 0
-
-    def lines(self) -> list[str]:
-        rate = self.records / self.seconds if self.seconds else 0.0
-        files = f"files: {self.files} processed, {self.files_skipped_complete} already complete"
-        if self.sidecars_not_read:
-            files += f", {self.sidecars_not_read} sidecars given as input not read"
-        out = [
-            files,
-            f"records: {self.records} read ({rate:,.0f}/s), {self.pages} HTML, "
-            f"{self.fingerprinted} fingerprinted, {self.near_duplicates} near-duplicates",
-        ]
-        if self.reasons:
-            out.append("not fingerprinted: " + ", ".join(f"{k} {v}" for k, v in sorted(self.reasons.items())))
-        skipped = [p for p in self.problems if p.skipped]
-        notes = [p for p in self.problems if not p.skipped]
-        out.append(f"problems: {len(skipped)} skipped data, {len(notes)} notices")
-        return out
-
-
-def count_result(summary: RunSummary, result: PageResult) -> None:
-    if result.simhash is None:
-        reason = result.reason or "unknown"
-        summary.reasons[reason] = summary.reasons.get(reason, 0) + 1
-    else:
-        summary.fingerprinted += 1
-
-
-def record_key(result: PageResult) -> str:
-    """Index key of a reprocessed record: its file and offset, the address CDX indexes use."""
-    return f"{os.path.abspath(result.file)}#{result.offset}"
-
-
-def index_meta(result: PageResult) -> dict[str, Any]:
-    return {
-        "url": result.uri,
-        "date": result.date,
-        "record_id": result.record_id,
-        "file": os.path.abspath(result.file),
-        "offset": result.offset,
-    }
-
-
-def relative_file(file: str | None, directory: str | os.PathLike[str]) -> str | None:
-    """``file`` relative to ``directory`` (``../`` as needed), so links survive moving a collection.
-
-    Absolute only when no relative path exists (another drive on Windows).
-    """
-    if not file:
-        return file
-    try:
-        return os.path.relpath(os.path.abspath(file), os.path.abspath(directory))
-    except ValueError:
-        return file
-
-
-def duplicate_from(
-    matches: list[Any], key: str, relative_to: str | os.PathLike[str] | None = None
-) -> tuple[Any, Duplicate] | None:
-    """The first match that is not ``key`` itself, as a :class:`Duplicate`; with ``relative_to``
-    (the directory of the sidecar being written) its file is given relative to that directory."""
-    for match in matches:
-        if match.key == key:
-            continue  # this very record, stored by an earlier interrupted run
-        meta = match.meta or {}
-        return match, Duplicate(
-            record_id=meta.get("record_id"),
-            uri=meta.get("url"),
-            date=meta.get("date"),
-            distance=match.distance,
-            file=meta.get("file") if relative_to is None else relative_file(meta.get("file"), relative_to),
-            offset=meta.get("offset"),
-        )
-    return None
-
-
-def report_problem(progress: Progress, problem: ReadProblem) -> None:
-    label = "skipped" if problem.skipped else "note"
-    progress.message(f"{label}: {problem}")

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 from ..fingerprint import SCHEME
 from .dedupe import dedupe, write_report
+from .outcome import RunSummary, check_and_add, count_result, duplicate_from, record_key
 from .pipeline import (
     FileEnd,
     FileSkipped,
@@ -22,12 +23,7 @@ from .pipeline import (
     Options,
     PageResult,
     Pipeline,
-    RunSummary,
-    count_result,
-    duplicate_from,
-    index_meta,
     plan_inputs,
-    record_key,
 )
 from .progress import Progress
 from .reader import ReadProblem
@@ -46,7 +42,7 @@ def sidecar_complete(entry: Input) -> str | None:
 def tag(inputs: list[Input], options: Options, index: Any = None, stream: TextIO | None = None) -> RunSummary:
     """Write a sidecar metadata WARC per input; with ``index``, near-duplicate fields too."""
     progress = Progress(len(inputs), enabled=options.progress, stream=stream)
-    summary = RunSummary()
+    summary = RunSummary(mode=options.mode)
     writer: WarcFileWriter | None = None
     current: Input | None = None
     extractor_name = options.extractor.description
@@ -77,13 +73,13 @@ def tag(inputs: list[Input], options: Options, index: Any = None, stream: TextIO
                     if index is not None:
                         key = record_key(result)
                         found = duplicate_from(
-                            index.check_and_add(result.simhash, key, index_meta(result)),
-                            key,
-                            relative_to=current.sidecar.parent,
+                            check_and_add(index, result), key, relative_to=current.sidecar.parent
                         )
                         if found is not None:
                             duplicate = found[1]
                             summary.near_duplicates += 1
+                            if duplicate.similarity is None:
+                                summary.by_simhash += 1
                     writer.write(_sidecar_record(current, result, extractor_name, duplicate))
     finally:
         if writer is not None:
@@ -143,6 +139,7 @@ def _sidecar_record(
         duplicate=duplicate,
         source_file=os.path.relpath(entry.path, entry.sidecar.parent),
         source_offset=result.offset,
+        minhash=result.minhash,
     )
     if result.record_id:
         return metadata_record(result.uri, fields, refers_to=result.record_id)

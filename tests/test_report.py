@@ -36,6 +36,11 @@ def aut_rows(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def payload_of(page: str) -> dict:
+    """The clusters and diffs the page's script renders."""
+    return json.loads(re.search(r'id="report-data">(.*?)</script>', page, re.S).group(1))
+
+
 def rows_of(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
@@ -65,7 +70,7 @@ def test_the_page_holds_the_counts_and_the_re_extracted_texts(aut_rows: Path, tm
     page = out.read_text()
     rows = rows_of(aut_rows)
     assert f'data-count="{len({r["cluster"] for r in rows})}"' in page
-    payload = json.loads(re.search(r'id="report-data">(.*?)</script>', page, re.S).group(1))
+    payload = payload_of(page)
     assert payload["diffs"] and all(d["reason"] is None for d in payload["diffs"])
     assert all(len(d["left"]) > 100 and len(d["right"]) > 100 for d in payload["diffs"])
     # self-contained: nothing is fetched from anywhere
@@ -141,7 +146,7 @@ def test_a_large_report_lists_the_top_clusters_only(tmp_path: Path) -> None:
     from scrapy_simhash.report import write_report
 
     page = write_report(data, tmp_path / "r.html", diffs=0).path.read_text()
-    payload = json.loads(re.search(r'id="report-data">(.*?)</script>', page, re.S).group(1))
+    payload = payload_of(page)
     assert len(payload["clusters"]) == TOP_CLUSTERS
     assert payload["clusters"][0]["size"] == 6
     assert f'data-count="{TOP_CLUSTERS + 50}"' in page
@@ -158,3 +163,21 @@ def test_the_diff_runs_give_back_both_texts(a: str, b: str) -> None:
     assert "".join(t for _, t in right) == b
     assert [t for tag, t in left if tag == "same"] == [t for tag, t in right if tag == "same"]
     assert all(tag in ("same", "del") for tag, _ in left) and all(tag in ("same", "ins") for tag, _ in right)
+
+
+def test_tag_sidecars_give_the_clusters_dedupe_found(corpus: Path, aut_rows: Path, tmp_path: Path) -> None:
+    warc = corpus / "warcs/aut/warc/example.warc.gz"
+    assert main(["tag", "--workers", "1", "--no-progress", "--out", str(tmp_path), str(warc)]) == 0
+    sidecar = tmp_path / "example.warc.gz.simhash.warc.gz"
+    rows = rows_of(aut_rows)
+    from_sidecar = load([str(sidecar)])
+    assert from_sidecar.totals.pages is None  # a sidecar holds no responses
+    assert from_sidecar.totals.clusters == len({r["cluster"] for r in rows})
+    assert from_sidecar.totals.near_duplicates == sum(r["role"] == "duplicate" for r in rows)
+    members = {(m.file, m.offset) for c in from_sidecar.clusters for m in c.members}
+    assert members == {(r["file"], r["offset"]) for r in rows}
+    with_responses = load([str(sidecar), str(warc)])
+    assert with_responses.totals.pages == with_responses.totals.fingerprinted + 2  # no_text, too_few_tokens
+    written = report([str(sidecar)], tmp_path / "r.html")
+    diffs = payload_of(written.path.read_text())["diffs"]
+    assert diffs and all(d["reason"] is None and d["left"] for d in diffs)  # texts found via source-file

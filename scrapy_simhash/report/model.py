@@ -7,14 +7,14 @@ fingerprinted. Whatever an input does not know stays ``None`` and the report say
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 
 import numpy as np
 
 
-@dataclass
+@dataclass(slots=True)
 class Page:
     """One fingerprinted page (or a report row): where it is and how it compares."""
 
@@ -33,10 +33,7 @@ class Page:
 
     @property
     def host(self) -> str:
-        try:
-            return (urlsplit(self.uri).hostname or "(no host)") if self.uri else "(no URI)"
-        except ValueError:
-            return "(bad URI)"
+        return host_of(self.uri)
 
     @property
     def locator(self) -> str:
@@ -85,9 +82,9 @@ class ReportData:
     pair_distances: np.ndarray
     """Each near-duplicate's distance to its cluster's original (the decisions made)."""
     nearest_distances: np.ndarray
-    """Each page's distance to its nearest other page, for pages with one within ``k``."""
+    """Each clustered page's distance to its nearest other page (a sample at scale)."""
     no_neighbour: int | None
-    """Pages without any other page within ``k`` (None when the input cannot tell)."""
+    """Fingerprinted pages with no other page within ``k`` (None when the input cannot tell)."""
     pair_similarities: np.ndarray
     k: int | None
     threshold: float | None
@@ -116,7 +113,13 @@ def build(
     duplicates = [m for c in clusters for m in c.members[1:]]
     distances = np.array([m.distance for m in duplicates if m.distance is not None], dtype=np.int64)
     similarities = np.array([m.similarity for m in duplicates if m.similarity is not None], dtype=float)
-    nearest, no_neighbour = nearest_neighbours(pages, k)
+    nearest, looked_at = nearest_neighbours(clusters)
+    notes = list(notes or [])
+    if looked_at < near + len(clusters):
+        notes.append(
+            f"nearest neighbours: a sample of {looked_at:,} of the {near + len(clusters):,} pages in clusters"
+        )
+    no_neighbour = None if fingerprinted is None else fingerprinted - sum(c.size for c in clusters)
     per_host: Counter[str] = Counter(p.host for p in pages)
     near_host: Counter[str] = Counter(m.host for m in duplicates)
     hosts = sorted(((h, n, near_host[h]) for h, n in per_host.items()), key=lambda t: (-t[2], -t[1], t[0]))
@@ -140,29 +143,62 @@ def build(
         k=k,
         threshold=threshold,
         hosts=hosts,
-        notes=list(notes or []),
+        notes=notes,
     )
 
 
-def nearest_neighbours(pages: list[Page], k: int | None) -> tuple[np.ndarray, int | None]:
-    """Each page's distance to its nearest other page within ``k`` (exact, all pairs by
-    :func:`~scrapy_simhash.index.find_all`), and how many pages have none."""
-    from ..index import find_all
+NEAREST_SAMPLE = 20_000
+"""Pages whose nearest neighbour is computed (a seeded sample beyond this): exact for each, against
+every member of its cluster, so the cost stays bounded however large the clusters are."""
 
-    hashed = [p.simhash for p in pages if p.simhash is not None]
-    if k is None or len(hashed) < 2:
-        return np.zeros(0, dtype=np.int64), None
-    values = np.array(hashed, dtype=np.uint64)
-    pairs = find_all(values, k)
-    best = np.full(values.shape[0], 65, dtype=np.int64)
-    if pairs.size:
-        from ..index.batch import popcount64
 
-        d = popcount64(values[pairs[:, 0]] ^ values[pairs[:, 1]]).astype(np.int64)
-        np.minimum.at(best, pairs[:, 0], d)
-        np.minimum.at(best, pairs[:, 1], d)
-    found = best <= 64
-    return best[found], int((~found).sum())
+def nearest_neighbours(
+    clusters: list[Cluster], sample: int = NEAREST_SAMPLE, seed: int = 0
+) -> tuple[np.ndarray, int]:
+    """Each (sampled) clustered page's distance to its nearest other page, and how many were looked at.
+
+    Clusters are the components of the "within k" graph, so every page's neighbours within ``k``
+    are members of its own cluster.
+    """
+    from ..index.batch import popcount64
+
+    sizes = np.array([sum(m.simhash is not None for m in c.members) for c in clusters], dtype=np.int64)
+    total = int(sizes[sizes > 1].sum()) if sizes.size else 0
+    if total == 0:
+        return np.zeros(0, dtype=np.int64), 0
+    chosen: np.ndarray | None = None
+    if total > sample:
+        chosen = np.sort(np.random.default_rng(seed).choice(total, size=sample, replace=False))
+    out: list[np.ndarray] = []
+    start = 0
+    for cluster, size in zip(clusters, sizes, strict=True):
+        if size < 2:
+            continue
+        values = np.array([m.simhash for m in cluster.members if m.simhash is not None], dtype=np.uint64)
+        if chosen is None:
+            rows = np.arange(size)
+        else:
+            lo, hi = np.searchsorted(chosen, [start, start + size])
+            rows = chosen[lo:hi] - start
+        start += int(size)
+        for block in range(0, rows.size, 256):
+            part = rows[block : block + 256]
+            d = popcount64(values[part][:, None] ^ values[None, :]).astype(np.int64)
+            d[np.arange(part.size), part] = 65  # not itself
+            out.append(d.min(axis=1))
+    nearest = np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+    return nearest, int(nearest.size)
+
+
+_HOST = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?(\[[^\]]*\]|[^/?#:]*)")
+
+
+def host_of(uri: str | None) -> str:
+    """The host of ``uri``, lowercased (a regex: urlsplit costs seconds over a million pages)."""
+    if not uri:
+        return "(no URI)"
+    match = _HOST.match(uri)
+    return (match.group(1).lower() or "(no host)") if match else "(no host)"
 
 
 def group_clusters(pages: list[Page], k: int) -> list[Cluster]:

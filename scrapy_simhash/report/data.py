@@ -60,6 +60,31 @@ def load(
     return load_warcs(inputs, k=k, threshold=threshold, backend=backend)
 
 
+def load_pages(inputs: list[str], *, backend: str = "auto") -> tuple[list[Page], int | None, list[str]]:
+    """Every page the inputs know, oldest first, the index's own ``k`` (None for other inputs), and notes."""
+    if not inputs:
+        raise ValueError("no input given")
+    kinds = {input_kind(i) for i in inputs}
+    if len(kinds) > 1 or ("index" in kinds and len(inputs) > 1):
+        raise ValueError("give inputs of one kind: dedupe reports, WARCs, or one index")
+    kind = kinds.pop()
+    if kind == "index":
+        index = open_for_reading(inputs[0])
+        try:
+            return pages_of_index(index), int(index.k), []
+        finally:
+            close = getattr(index, "close", None)
+            if close:
+                close()
+    if kind == "rows":
+        data = load_rows(inputs)
+        return [m for c in data.clusters for m in c.members], None, data.notes
+    from .warcs import read_pages
+
+    pages, _html, notes = read_pages(inputs, backend=backend)
+    return pages, None, notes
+
+
 # -- dedupe --report rows ----------------------------------------------------------------------------
 
 

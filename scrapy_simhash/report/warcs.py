@@ -29,11 +29,9 @@ def _archives(inputs: list[str]) -> list[str]:
     return files
 
 
-def load_warcs(
-    inputs: list[str], *, k: int | None = None, threshold: float | None = None, backend: str = "auto"
-) -> ReportData:
-    """Pages from the simhash metadata records; clusters recomputed within ``k`` over all of them."""
-    k = DEFAULT_K if k is None else k
+def read_pages(inputs: list[str], *, backend: str = "auto") -> tuple[list[Page], int, list[str]]:
+    """The pages of the simhash metadata records (earliest capture first), the HTML responses seen,
+    and notes on what was passed over."""
     reader = ArchiveReader(backend)
     pages: list[Page] = []
     notes: list[str] = []
@@ -56,11 +54,21 @@ def load_warcs(
                     pages.append(page)
     if problems:
         notes.append(f"{problems} read problem(s) in the inputs (records passed over)")
+    # the earliest capture is a cluster's original; without dates, the first in the files, as dedupe
+    pages.sort(key=lambda p: (p.date or "", p.file or "", p.offset or 0))
+    return pages, html, notes
+
+
+def load_warcs(
+    inputs: list[str], *, k: int | None = None, threshold: float | None = None, backend: str = "auto"
+) -> ReportData:
+    """Pages from the simhash metadata records; clusters recomputed within ``k`` over all of them."""
+    k = DEFAULT_K if k is None else k
+    pages, html, notes = read_pages(inputs, backend=backend)
     seen = html if html else None
     skipped = {"no fingerprint record": max(0, html - len(pages))} if html else None
     if not html:
         notes.append("the inputs hold no HTML responses (sidecars?): pages seen and skipped are unknown")
-    pages.sort(key=lambda p: (p.date or "", p.key))  # the earliest capture is a cluster's original
     return build(
         "WARC",
         inputs,
@@ -80,16 +88,18 @@ def _page_of_metadata(record: ArchiveRecord, last_response: dict[str | None, int
         fields = SimhashFields.from_pairs(parse_fields(record.block))
     except (KeyError, ValueError):
         return None  # another tool's metadata record
+    date = record.date
     if fields.source_file is not None:  # a sidecar: the record is in another file
         file = str(Path(record.file).parent / fields.source_file)
         offset = fields.source_offset
+        date = None  # the sidecar record's date is when `tag` ran, not when the page was captured
     else:  # written by the crawl next to its response
         file, offset = record.file, last_response.get(record.target_uri)
     file = os.path.abspath(file)
     return Page(
         key=f"{file}#{offset}",
         uri=record.target_uri,
-        date=record.date,
+        date=date,
         file=file,
         offset=offset,
         simhash=fields.simhash,
@@ -107,14 +117,13 @@ class Text:
     reason: str | None = None
 
 
-def fetch_texts(
-    locators: list[tuple[str | None, int | None]], *, backend: str = "auto"
-) -> dict[tuple[str | None, int | None], Text]:
-    """Main texts of the records at (file, offset), extracted as the fingerprint was; each file is
-    read once, up to the last record wanted from it."""
-    from ..extract import DEFAULT_EXTRACTOR
+Locator = tuple[str | None, int | None]
 
-    out: dict[tuple[str | None, int | None], Text] = {}
+
+def fetch_records(locators: list[Locator], *, backend: str = "auto") -> dict[Locator, ArchiveRecord | Text]:
+    """The records at (file, offset), or a :class:`Text` saying why not; each file is read once, up
+    to the last record wanted from it."""
+    out: dict[Locator, ArchiveRecord | Text] = {}
     by_file: dict[str, set[int]] = defaultdict(set)
     for file, offset in locators:
         if not file or offset is None:
@@ -128,12 +137,11 @@ def fetch_texts(
         left = set(offsets)
         try:
             for item in reader.read(file):
-                if not isinstance(item, ArchiveRecord) or item.offset not in left:
-                    continue
-                left.discard(item.offset)
-                out[(file, item.offset)] = _text_of(item, DEFAULT_EXTRACTOR)
-                if not left:
-                    break
+                if isinstance(item, ArchiveRecord) and item.offset in left:
+                    left.discard(item.offset)
+                    out[(file, item.offset)] = item
+                    if not left:
+                        break
         except OSError as exc:
             for offset in left:
                 out[(file, offset)] = Text(None, f"cannot read {file}: {exc}")
@@ -143,7 +151,17 @@ def fetch_texts(
     return out
 
 
-def _text_of(record: ArchiveRecord, extractor: object) -> Text:
+def fetch_texts(locators: list[Locator], *, backend: str = "auto") -> dict[Locator, Text]:
+    """Main texts of the records at (file, offset), extracted as the fingerprint was."""
+    from ..extract import DEFAULT_EXTRACTOR
+
+    return {
+        where: found if isinstance(found, Text) else text_of(found, DEFAULT_EXTRACTOR)
+        for where, found in fetch_records(locators, backend=backend).items()
+    }
+
+
+def text_of(record: ArchiveRecord, extractor: object) -> Text:
     page = html_page(record)
     if page is None:
         return Text(None, f"the record is not an HTML page ({record.record_type})")

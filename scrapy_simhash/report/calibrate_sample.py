@@ -1,0 +1,142 @@
+"""Pairs for a person to judge: sampled across bands of Hamming distance, equal counts per band, seeded.
+
+Near bands (distance <= :data:`NEAR`) come from every pair within it (:func:`find_all` over the
+pages); far bands from every pair of a seeded sample of :data:`FAR_SAMPLE` pages (pairs that far
+apart are too many to list). Each pair carries the weight it stands for (pairs in its band / pairs
+sampled from the band), so the scores estimate precision and recall over all pairs, not over the
+sample. Texts and similarity come from the WARC records: the main text as the fingerprint saw it,
+and the estimated Jaccard of the two pages' MinHash sketches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .model import Page
+from .textdiff import side_by_side
+from .warcs import Text, fetch_records, text_of
+
+BANDS: tuple[tuple[int, int], ...] = ((0, 0), (1, 2), (3, 4), (5, 6), (7, 9), (10, 14), (15, 24))
+NEAR = 6
+"""Bands up to here are sampled from all pairs (find_all within NEAR); beyond, from a page sample."""
+FAR_SAMPLE = 4000
+POOL = 200_000
+"""Pages the pairs are drawn from (a seeded sample beyond this, so find_all stays cheap)."""
+
+
+@dataclass
+class JudgePair:
+    number: int
+    a: Page
+    b: Page
+    distance: int
+    band: str
+    weight: float
+    similarity: float | None = None
+    left: str | None = None
+    right: str | None = None
+    reason: str | None = None
+
+
+def band_name(band: tuple[int, int]) -> str:
+    return str(band[0]) if band[0] == band[1] else f"{band[0]}-{band[1]}"
+
+
+def _distances(values: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    from ..index.batch import popcount64
+
+    return popcount64(values[pairs[:, 0]] ^ values[pairs[:, 1]]).astype(np.int64)
+
+
+def _far_pairs(values: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, float]:
+    """Every pair of a page sample (as positions in ``values``), and how many pairs each stands for."""
+    from ..index.batch import popcount64
+
+    n = values.shape[0]
+    chosen = np.sort(rng.choice(n, size=min(n, FAR_SAMPLE), replace=False))
+    m = chosen.size
+    blocks = []
+    for start in range(0, m, 512):
+        rows = np.arange(start, min(m, start + 512))
+        d = popcount64(values[chosen[rows]][:, None] ^ values[chosen][None, :])
+        i, j = np.nonzero((d > NEAR) & (d <= BANDS[-1][1]))
+        keep = rows[i] < j
+        blocks.append(np.stack([chosen[rows[i][keep]], chosen[j[keep]]], axis=1))
+    pairs = np.concatenate(blocks) if blocks else np.zeros((0, 2), dtype=np.int64)
+    scale = (n * (n - 1)) / max(1, m * (m - 1))
+    return pairs, scale
+
+
+def sample_pairs(pages: list[Page], count: int, *, seed: int = 0) -> tuple[list[JudgePair], list[str]]:
+    """``count`` pairs, as equal a share per band as the pages allow; notes say where a band ran short."""
+    from ..index import find_all
+
+    notes: list[str] = []
+    usable = [p for p in pages if p.simhash is not None and p.file and p.offset is not None]
+    if len(usable) < 2:
+        raise ValueError(
+            "calibrate needs the pages' WARC records (file and offset) to show their texts, and this "
+            "input gives fewer than two: use WARCs, a dedupe report, or an index written by "
+            "`tag/dedupe --index`"
+        )
+    rng = np.random.default_rng(seed)
+    if len(usable) > POOL:
+        notes.append(f"pairs drawn from a sample of {POOL:,} of the {len(usable):,} pages")
+        usable = [usable[i] for i in np.sort(rng.choice(len(usable), size=POOL, replace=False))]
+    values = np.array([p.simhash for p in usable], dtype=np.uint64)
+    near = find_all(values, NEAR)
+    near_d = _distances(values, near)
+    far, scale = _far_pairs(values, rng)
+    far_d = _distances(values, far)
+    share, extra = divmod(count, len(BANDS))
+    out: list[JudgePair] = []
+    for index, band in enumerate(BANDS):
+        pairs, dist, weight_scale = (near, near_d, 1.0) if band[1] <= NEAR else (far, far_d, scale)
+        in_band = np.flatnonzero((dist >= band[0]) & (dist <= band[1]))
+        want = share + (1 if index < extra else 0)
+        take = rng.choice(in_band, size=min(want, in_band.size), replace=False) if in_band.size else in_band
+        if take.size < want:
+            notes.append(f"distance {band_name(band)}: {take.size} pair(s) found, {want} wanted")
+        weight = in_band.size * weight_scale / take.size if take.size else 0.0
+        for position in take:
+            i, j = (int(x) for x in pairs[position])
+            a, b = (usable[i], usable[j]) if i < j else (usable[j], usable[i])
+            out.append(JudgePair(0, a, b, int(dist[position]), band_name(band), weight))
+    order = rng.permutation(len(out))  # judged in a random order: no anchoring on the distance
+    shuffled = [out[i] for i in order]
+    for number, pair in enumerate(shuffled):
+        pair.number = number
+    return shuffled, notes
+
+
+def add_texts(pairs: list[JudgePair], *, backend: str = "auto") -> None:
+    """Each pair's two main texts (diffed) and MinHash similarity, from the WARC records."""
+    from ..extract import DEFAULT_EXTRACTOR
+    from ..page import fingerprint_page
+    from ..warc.payload import html_page
+
+    records = fetch_records([(p.file, p.offset) for pair in pairs for p in (pair.a, pair.b)], backend=backend)
+    sketches: dict[tuple[str | None, int | None], object] = {}
+    texts: dict[tuple[str | None, int | None], Text] = {}
+    for where, found in records.items():
+        if isinstance(found, Text):
+            texts[where] = found
+            continue
+        texts[where] = text_of(found, DEFAULT_EXTRACTOR)
+        page = html_page(found)
+        if page is not None and not page.too_large:
+            sketches[where] = fingerprint_page(page.body, page.url, page.encoding, minhash=True).minhash
+    for pair in pairs:
+        wa, wb = (pair.a.file, pair.a.offset), (pair.b.file, pair.b.offset)
+        ta, tb = texts[wa], texts[wb]
+        sa, sb = sketches.get(wa), sketches.get(wb)
+        if sa is not None and sb is not None:
+            pair.similarity = round(float(sa.jaccard(sb)), 4)  # type: ignore[attr-defined]
+        if ta.text is None or tb.text is None:
+            pair.reason = "; ".join(
+                f"{p.uri or p.key}: {t.reason}" for t, p in ((ta, pair.a), (tb, pair.b)) if t.text is None
+            )
+        else:
+            pair.left, pair.right = side_by_side(ta.text, tb.text)

@@ -204,3 +204,26 @@ def test_a_bad_simhash_is_refused_as_from_base32_does() -> None:
     for bad in (last_bit_set, "short", "a" * 12 + "1"):
         with pytest.raises(ValueError):
             parse_simhash(bad)
+
+
+def test_similarity_is_drawn_whenever_rows_carry_it(tmp_path: Path) -> None:
+    minhash_rows = [
+        {"cluster": 0, "role": "original", "uri": "http://a/1", "file": None, "offset": None,
+         "scheme": "minhash-doc/1", "similarity": 1.0},
+        {"cluster": 0, "role": "duplicate", "uri": "http://a/2", "file": None, "offset": None,
+         "scheme": "minhash-doc/1", "similarity": 0.83},
+        {"cluster": 0, "role": "duplicate", "uri": "http://b/3", "file": None, "offset": None,
+         "scheme": "minhash-doc/1", "similarity": 0.91},
+    ]  # fmt: skip
+    path = tmp_path / "minhash.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in minhash_rows))
+    data = load([str(path)])
+    assert sorted(data.pair_similarities.tolist()) == [0.83, 0.91]
+    assert data.k is None and data.threshold == 0.8
+    page = report([str(path)], tmp_path / "r.html").path.read_text()
+    assert 'id="hist-similarity"' in page and 'id="hist-pairs"' not in page
+    assert "nearest-neighbour similarity needs every page" in page
+    both = [dict(r, simhash=to_base32(1 + i), distance=i) for i, r in enumerate(minhash_rows)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in both))
+    page = report([str(path)], tmp_path / "r.html").path.read_text()
+    assert 'id="hist-similarity"' in page and 'id="hist-pairs"' in page and 'id="hist-nearest"' in page

@@ -113,11 +113,15 @@ def build(
     duplicates = [m for c in clusters for m in c.members[1:]]
     distances = np.array([m.distance for m in duplicates if m.distance is not None], dtype=np.int64)
     similarities = np.array([m.similarity for m in duplicates if m.similarity is not None], dtype=float)
-    nearest, looked_at = nearest_neighbours(clusters)
+    nearest = nearest_neighbours(clusters)
     notes = list(notes or [])
-    if looked_at < near + len(clusters):
+    hashed = sum(1 for c in clusters for m in c.members if m.simhash is not None)
+    if 0 < nearest.size < hashed:
+        notes.append(f"nearest neighbours: a sample of {nearest.size:,} of the {hashed:,} pages in clusters")
+    if similarities.size and not hashed:
         notes.append(
-            f"nearest neighbours: a sample of {looked_at:,} of the {near + len(clusters):,} pages in clusters"
+            "each page's nearest-neighbour similarity needs every page's sketch, which the input does "
+            "not hold: only each near-duplicate's similarity to its original is drawn"
         )
     no_neighbour = None if fingerprinted is None else fingerprinted - sum(c.size for c in clusters)
     per_host: Counter[str] = Counter(p.host for p in pages)
@@ -152,10 +156,8 @@ NEAREST_SAMPLE = 20_000
 every member of its cluster, so the cost stays bounded however large the clusters are."""
 
 
-def nearest_neighbours(
-    clusters: list[Cluster], sample: int = NEAREST_SAMPLE, seed: int = 0
-) -> tuple[np.ndarray, int]:
-    """Each (sampled) clustered page's distance to its nearest other page, and how many were looked at.
+def nearest_neighbours(clusters: list[Cluster], sample: int = NEAREST_SAMPLE, seed: int = 0) -> np.ndarray:
+    """Each (sampled) clustered page's distance to its nearest other page.
 
     Clusters are the components of the "within k" graph, so every page's neighbours within ``k``
     are members of its own cluster.
@@ -165,7 +167,7 @@ def nearest_neighbours(
     sizes = np.array([sum(m.simhash is not None for m in c.members) for c in clusters], dtype=np.int64)
     total = int(sizes[sizes > 1].sum()) if sizes.size else 0
     if total == 0:
-        return np.zeros(0, dtype=np.int64), 0
+        return np.zeros(0, dtype=np.int64)
     chosen: np.ndarray | None = None
     if total > sample:
         chosen = np.sort(np.random.default_rng(seed).choice(total, size=sample, replace=False))
@@ -187,7 +189,7 @@ def nearest_neighbours(
             d[np.arange(part.size), part] = 65  # not itself
             out.append(d.min(axis=1))
     nearest = np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
-    return nearest, int(nearest.size)
+    return nearest
 
 
 _HOST = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?(\[[^\]]*\]|[^/?#:]*)")

@@ -115,13 +115,47 @@ def test_bad_rows_are_counted_and_passed_over(aut_rows: Path, tmp_path: Path, ca
     assert data.totals.in_clusters == len(lines)
 
 
-def test_an_index_gives_the_clusters_of_its_fingerprints(tmp_path: Path) -> None:
+def index_values() -> list[int]:
+    """40 pages, 10 of them with a copy 2 bits away and one a third member 1 bit from the first."""
     rng = np.random.default_rng(7)
     base = rng.integers(0, 2**63, size=40, dtype=np.uint64)
-    values = [int(v) for v in base] + [int(v) ^ 0b101 for v in base[:10]] + [int(base[0]) ^ (1 << 40)]
+    return [int(v) for v in base] + [int(v) ^ 0b101 for v in base[:10]] + [int(base[0]) ^ (1 << 40)]
+
+
+def fill(index, values: list[int]) -> None:
+    index.add_many((v, f"http://h{i % 3}.example/{i}", {"url": f"http://h{i % 3}.example/{i}"})
+                   for i, v in enumerate(values))  # fmt: skip
+
+
+def test_a_redis_index_gives_the_same_report(tmp_path: Path) -> None:
+    import uuid
+
+    from redis_server import RedisServer
+
+    values = index_values()
     with open_index(tmp_path / "idx", k=3) as index:
-        index.add_many((v, f"http://h{i % 3}.example/{i}", {"url": f"http://h{i % 3}.example/{i}"})
-                       for i, v in enumerate(values))  # fmt: skip
+        fill(index, values)
+    server = RedisServer(tmp_path / "redis").start()
+    try:
+        uri = f"{server.url}?prefix=report-{uuid.uuid4().hex[:8]}"
+        index = open_index(uri, k=3)
+        fill(index, values)
+        index.close()
+        out = tmp_path / "redis.html"
+        assert main(["report", uri, "-o", str(out), "--diffs", "0"]) == 0
+        from_redis, embedded = load([uri]), load([str(tmp_path / "idx")])
+    finally:
+        server.stop()
+    assert from_redis.totals == embedded.totals
+    keys = [[m.key for m in c.members] for c in from_redis.clusters]
+    assert keys == [[m.key for m in c.members] for c in embedded.clusters]
+    assert f'data-count="{embedded.totals.clusters}"' in out.read_text()
+
+
+def test_an_index_gives_the_clusters_of_its_fingerprints(tmp_path: Path) -> None:
+    values = index_values()
+    with open_index(tmp_path / "idx", k=3) as index:
+        fill(index, values)
     data = load([str(tmp_path / "idx")])
     expected = cluster_groups(clusters(np.array(values, dtype=np.uint64), 3))
     assert data.totals.clusters == len(expected) == 10
@@ -227,3 +261,11 @@ def test_similarity_is_drawn_whenever_rows_carry_it(tmp_path: Path) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in both))
     page = report([str(path)], tmp_path / "r.html").path.read_text()
     assert 'id="hist-similarity"' in page and 'id="hist-pairs"' in page and 'id="hist-nearest"' in page
+
+
+def test_a_minhash_index_is_refused_by_name(tmp_path: Path) -> None:
+    index = open_index(tmp_path / "mh", kind="minhash")
+    index.close()
+    assert main(["report", str(tmp_path / "mh"), "-o", str(tmp_path / "r.html")]) == 2
+    with pytest.raises(ValueError, match="is a MinHash index"):
+        load([str(tmp_path / "mh")])

@@ -8,6 +8,8 @@ import re
 import pytest
 from crawl_support import demo_site, run_crawl
 
+from scrapy_simhash.cli import main
+
 ARTICLES = 6
 CLUSTERS = [c for c in demo_site.expected_clusters(ARTICLES) if len(c) > 1]
 NEAR_DUPLICATES = sum(len(c) - 1 for c in CLUSTERS)
@@ -53,3 +55,23 @@ def test_without_the_setting_no_report_and_a_bad_path_does_not_fail_the_crawl(si
     assert result.stats["finish_reason"] == "finished"
     assert result.stat("simhash/error/report") == 1
     assert "could not be written" in result.log
+
+
+def test_the_crawl_s_own_warcs_give_the_same_clusters_with_their_texts(site, tmp_path):
+    warcs = tmp_path / "warcs"
+    settings = {
+        "SIMHASH_INDEX": str(tmp_path / "index"),
+        "SIMHASH_WORKERS": 1,
+        "LOG_LEVEL": "INFO",
+        "SIMHASH_WARC_ENABLED": True,
+        "SIMHASH_WARC_DIR": str(warcs),
+    }
+    run_crawl(site + "/", tmp_path / "run", settings)
+    out = tmp_path / "from-warcs.html"
+    assert main(["report", str(warcs), "-o", str(out)]) == 0
+    page = out.read_text()
+    payload = json.loads(re.search(r'id="report-data">(.*?)</script>', page, re.S).group(1))
+    clusters = {frozenset(m[0][len(site) :] for m in c["members"]) for c in payload["clusters"]}
+    assert clusters == {frozenset(c) for c in CLUSTERS}
+    assert payload["diffs"] and all(d["reason"] is None and d["left"] for d in payload["diffs"])
+    assert 'id="total-pages" data-value=""' not in page  # the crawl's responses are in its WARCs

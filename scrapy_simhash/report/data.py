@@ -24,10 +24,18 @@ MAX_NOTES = 20
 
 
 def input_kind(location: str) -> str:
-    """``index`` (a directory or server URI), ``rows`` (a dedupe report: .jsonl/.json/.csv or a file
-    starting with ``{``) or ``warc`` (anything else)."""
-    if is_server_uri(location) or os.path.isdir(location):
+    """``index`` (a server URI, or a directory holding an index's database), ``rows`` (a dedupe
+    report: .jsonl/.json/.csv or a file starting with ``{``) or ``warc`` (anything else, directories
+    of archives included)."""
+    if is_server_uri(location):
         return "index"
+    if os.path.isdir(location):
+        from ..index.embedded import DATABASE
+        from ..index.minhash_store import DATABASE as MINHASH_DATABASE
+
+        if os.path.exists(os.path.join(location, MINHASH_DATABASE)):
+            raise ValueError(f"{location} is a MinHash index: the report reads simhash indexes only")
+        return "index" if os.path.exists(os.path.join(location, DATABASE)) else "warc"
     lower = location.lower()
     if lower.endswith((".jsonl", ".ndjson", ".json", ".csv")):
         return "rows"

@@ -153,3 +153,42 @@ def test_recall_never_falls_as_k_grows(rows: list[tuple[bool, int, float]]) -> N
     if any(dup for dup, _, _ in rows):
         assert all(a <= b + 1e-12 for a, b in itertools.pairwise(recalls))
         assert recalls[-1] == pytest.approx(1.0) or max(d for _, d, _ in rows) > len(recalls) - 1
+
+
+def test_by_similarity_equal_counts_per_band_and_weights_scaled() -> None:
+    from scrapy_simhash.report.calibrate_sample import (
+        SIMILARITY_BANDS,
+        JudgePair,
+        restratify,
+        similarity_band,
+    )
+
+    rng = np.random.default_rng(0)
+    candidates = []
+    for n in range(300):
+        a, b = Page(f"a{n}", file="/f", offset=2 * n), Page(f"b{n}", file="/f", offset=2 * n + 1)
+        pair = JudgePair(n, a, b, distance=n % 25, band="x", weight=float(1 + n % 4))
+        pair.similarity = float(rng.random()) if n % 10 else None  # some without a sketch
+        candidates.append(pair)
+    before = {id(p): p.weight for p in candidates}
+    in_band = Counter(similarity_band(p.similarity) for p in candidates if p.similarity is not None)
+    chosen, notes = restratify(candidates, 7 * 4, np.random.default_rng(1))
+    assert Counter(similarity_band(p.similarity) for p in chosen) == {
+        i: 4 for i in range(len(SIMILARITY_BANDS))
+    }
+    assert "30 candidate pair(s) without a similarity (no sketch) left out" in notes
+    for p in chosen:  # a candidate picked 4 out of N stands for N/4 times as many pairs
+        assert p.weight == pytest.approx(before[id(p)] * in_band[similarity_band(p.similarity)] / 4)
+    assert sorted(p.number for p in chosen) == list(range(len(chosen)))
+    assert similarity_band(1.0) == len(SIMILARITY_BANDS) - 1 and similarity_band(0.2) == 1
+
+
+def test_sample_by_similarity_from_real_records(corpus: Path, tmp_path: Path) -> None:
+    warc = corpus / "warcs/aut/warc/example.warc.gz"
+    rows = tmp_path / "rows.jsonl"
+    assert main(["dedupe", "--workers", "1", "--no-progress", "--report", str(rows), str(warc)]) == 0
+    out = tmp_path / "judge.html"
+    assert main(["calibrate", "sample", str(rows), "-o", str(out), "--pairs", "7", "--by", "similarity"]) == 0
+    payload = json.loads(re.search(r'id="judge-data">(.*?)</script>', out.read_text(), re.S).group(1))
+    assert payload["pairs"] and all(p["similarity"] is not None and p["left"] for p in payload["pairs"])
+    assert all("/ similarity " in p["band"] for p in payload["pairs"])

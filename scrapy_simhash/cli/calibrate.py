@@ -29,6 +29,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sample.add_argument("-o", "--output", required=True, help="the HTML page to write (judge.html)")
     sample.add_argument("--pairs", type=int, default=140, help="pairs to sample (default 140)")
     sample.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    sample.add_argument(
+        "--by",
+        choices=("distance", "similarity"),
+        default="distance",
+        help="bands to draw equal counts from: Hamming distance (default), or MinHash similarity "
+        "(the similarity of 4x as many distance-sampled pairs is computed first: slower)",
+    )
     sample.add_argument("--reader", default="auto", help="WARC reader: auto, warcio or fastwarc")
     sample.set_defaults(func=run_sample)
     score = commands.add_parser(
@@ -44,14 +51,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_sample(args: argparse.Namespace) -> int:
     from ..report.calibrate_page import render_judge
-    from ..report.calibrate_sample import add_texts, sample_pairs
+    from ..report.calibrate_sample import add_texts, sample_by_similarity, sample_pairs
     from ..report.data import load_pages
 
     if args.pairs < 1:
         raise ValueError(f"--pairs must be at least 1, not {args.pairs}")
     pages, _k, notes = load_pages(args.inputs, backend=args.reader)
-    pairs, sample_notes = sample_pairs(pages, args.pairs, seed=args.seed)
-    add_texts(pairs, backend=args.reader)
+    if args.by == "similarity":
+        pairs, sample_notes = sample_by_similarity(pages, args.pairs, seed=args.seed, backend=args.reader)
+    else:
+        pairs, sample_notes = sample_pairs(pages, args.pairs, seed=args.seed)
+        add_texts(pairs, backend=args.reader)
     page = render_judge(pairs, sources=args.inputs, seed=args.seed, notes=notes + sample_notes)
     partial = args.output + ".partial"
     with open(partial, "w", encoding="utf-8") as fh:

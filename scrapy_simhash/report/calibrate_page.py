@@ -15,14 +15,14 @@ def _page(p: Page) -> dict[str, Any]:
     return {"uri": p.uri or p.key, "date": p.date, "locator": p.locator}
 
 
-def page_id(sources: list[str], seed: int, count: int) -> str:
-    """Names the page's judgements in localStorage: another sample does not mix with them."""
-    return hashlib.sha1(repr((sorted(sources), seed, count)).encode()).hexdigest()[:16]
+def page_id(pairs: list[JudgePair]) -> str:
+    """Names the page's judgements in localStorage: another sample (other pairs) does not mix with them."""
+    return hashlib.sha1(repr([(p.a.locator, p.b.locator) for p in pairs]).encode()).hexdigest()[:16]
 
 
 def render_judge(pairs: list[JudgePair], *, sources: list[str], seed: int, notes: list[str]) -> str:
     payload = {
-        "id": page_id(sources, seed, len(pairs)),
+        "id": page_id(pairs),
         "pairs": [
             {
                 "number": p.number,

@@ -111,15 +111,18 @@ def sample_pairs(pages: list[Page], count: int, *, seed: int = 0) -> tuple[list[
     return shuffled, notes
 
 
-def add_texts(pairs: list[JudgePair], *, backend: str = "auto") -> None:
-    """Each pair's two main texts (diffed) and MinHash similarity, from the WARC records."""
+Where = tuple[str | None, int | None]
+
+
+def read_pair_pages(pairs: list[JudgePair], *, backend: str = "auto") -> tuple[dict[Where, Text], dict]:
+    """The main text and the minhash-doc/1 sketch of every page of ``pairs``, from its WARC record."""
     from ..extract import DEFAULT_EXTRACTOR
     from ..page import fingerprint_page
     from ..warc.payload import html_page
 
     records = fetch_records([(p.file, p.offset) for pair in pairs for p in (pair.a, pair.b)], backend=backend)
-    sketches: dict[tuple[str | None, int | None], object] = {}
-    texts: dict[tuple[str | None, int | None], Text] = {}
+    sketches: dict[Where, object] = {}
+    texts: dict[Where, Text] = {}
     for where, found in records.items():
         if isinstance(found, Text):
             texts[where] = found
@@ -127,16 +130,96 @@ def add_texts(pairs: list[JudgePair], *, backend: str = "auto") -> None:
         texts[where] = text_of(found, DEFAULT_EXTRACTOR)
         page = html_page(found)
         if page is not None and not page.too_large:
-            sketches[where] = fingerprint_page(page.body, page.url, page.encoding, minhash=True).minhash
+            sketch = fingerprint_page(page.body, page.url, page.encoding, minhash=True).minhash
+            if sketch is not None:
+                sketches[where] = sketch
+    return texts, sketches
+
+
+def add_similarity(pairs: list[JudgePair], sketches: dict) -> None:
+    """Each pair's estimated Jaccard similarity (``MinHash.jaccard``), where both pages have a sketch."""
     for pair in pairs:
-        wa, wb = (pair.a.file, pair.a.offset), (pair.b.file, pair.b.offset)
-        ta, tb = texts[wa], texts[wb]
-        sa, sb = sketches.get(wa), sketches.get(wb)
+        sa, sb = sketches.get((pair.a.file, pair.a.offset)), sketches.get((pair.b.file, pair.b.offset))
         if sa is not None and sb is not None:
-            pair.similarity = round(float(sa.jaccard(sb)), 4)  # type: ignore[attr-defined]
+            pair.similarity = round(float(sa.jaccard(sb)), 4)
+
+
+def add_texts(pairs: list[JudgePair], *, backend: str = "auto", read: tuple | None = None) -> None:
+    """Each pair's two main texts (diffed) and MinHash similarity, from the WARC records."""
+    texts, sketches = read or read_pair_pages(pairs, backend=backend)
+    add_similarity(pairs, sketches)
+    for pair in pairs:
+        ta, tb = texts[(pair.a.file, pair.a.offset)], texts[(pair.b.file, pair.b.offset)]
         if ta.text is None or tb.text is None:
             pair.reason = "; ".join(
                 f"{p.uri or p.key}: {t.reason}" for t, p in ((ta, pair.a), (tb, pair.b)) if t.text is None
             )
         else:
             pair.left, pair.right = side_by_side(ta.text, tb.text)
+
+
+# -- by similarity -----------------------------------------------------------------------------------
+
+SIMILARITY_BANDS: tuple[tuple[float, float], ...] = (
+    (0.0, 0.2), (0.2, 0.4), (0.4, 0.6), (0.6, 0.7), (0.7, 0.8), (0.8, 0.9), (0.9, 1.0),
+)  # fmt: skip
+CANDIDATES_PER_PAIR = 4
+"""``--by similarity`` sketches this many distance-sampled candidates per pair wanted."""
+
+
+def similarity_band(value: float) -> int:
+    """The band of ``value``: [low, high), the last band closed (1.0 is in it)."""
+    for index, (_low, high) in enumerate(SIMILARITY_BANDS[:-1]):
+        if value < high:
+            return index
+    return len(SIMILARITY_BANDS) - 1
+
+
+def restratify(
+    candidates: list[JudgePair], count: int, rng: np.random.Generator
+) -> tuple[list[JudgePair], list[str]]:
+    """Equal counts per similarity band from distance-sampled candidates (two-phase sampling).
+
+    A candidate chosen with probability n/N within its similarity band stands for N/n times what it
+    stood for, so each weight stays an unbiased count of the collection's pairs.
+    """
+    notes: list[str] = []
+    by_band: dict[int, list[JudgePair]] = {}
+    unsketched = 0
+    for pair in candidates:
+        if pair.similarity is None:
+            unsketched += 1
+            continue
+        by_band.setdefault(similarity_band(pair.similarity), []).append(pair)
+    if unsketched:
+        notes.append(f"{unsketched} candidate pair(s) without a similarity (no sketch) left out")
+    share, extra = divmod(count, len(SIMILARITY_BANDS))
+    out: list[JudgePair] = []
+    for index, (low, high) in enumerate(SIMILARITY_BANDS):
+        found = by_band.get(index, [])
+        want = share + (1 if index < extra else 0)
+        take = [found[i] for i in sorted(rng.choice(len(found), size=min(want, len(found)), replace=False))]
+        name = f"similarity {low:.1f}-{high:.1f}"
+        if len(take) < want:
+            notes.append(f"{name}: {len(take)} pair(s) found, {want} wanted")
+        for pair in take:
+            pair.weight *= len(found) / len(take)
+            pair.band = f"{pair.band} / {name}"
+            out.append(pair)
+    order = rng.permutation(len(out))
+    shuffled = [out[i] for i in order]
+    for number, pair in enumerate(shuffled):
+        pair.number = number
+    return shuffled, notes
+
+
+def sample_by_similarity(
+    pages: list[Page], count: int, *, seed: int = 0, backend: str = "auto"
+) -> tuple[list[JudgePair], list[str]]:
+    """``count`` pairs, equal counts per similarity band, with their texts and similarity."""
+    candidates, notes = sample_pairs(pages, count * CANDIDATES_PER_PAIR, seed=seed)
+    texts, sketches = read_pair_pages(candidates, backend=backend)
+    add_similarity(candidates, sketches)
+    pairs, more = restratify(candidates, count, np.random.default_rng(seed + 1))
+    add_texts(pairs, read=(texts, sketches))
+    return pairs, notes + more

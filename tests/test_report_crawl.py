@@ -75,3 +75,16 @@ def test_the_crawl_s_own_warcs_give_the_same_clusters_with_their_texts(site, tmp
     assert clusters == {frozenset(c) for c in CLUSTERS}
     assert payload["diffs"] and all(d["reason"] is None and d["left"] for d in payload["diffs"])
     assert 'id="total-pages" data-value=""' not in page  # the crawl's responses are in its WARCs
+
+
+def test_a_second_run_s_report_says_the_index_holds_earlier_pages(site, tmp_path):
+    settings = {"SIMHASH_INDEX": str(tmp_path / "index"), "SIMHASH_WORKERS": 1, "LOG_LEVEL": "INFO"}
+    first = run_crawl(site + "/", tmp_path / "first", settings)
+    out = tmp_path / "second.html"
+    second = run_crawl(site + "/", tmp_path / "second", {**settings, "SIMHASH_REPORT": str(out)})
+    page = out.read_text()
+    stored = first.stat("simhash/index/size")
+    assert second.stat("simhash/revisit") == stored  # every page was stored by the first run
+    assert f"also hold {stored:,} page(s) stored by earlier runs ({stored:,} seen again)" in page
+    assert f'id="total-fingerprinted" data-value="{stored}"' in page
+    assert f'data-count="{len(CLUSTERS)}"' in page

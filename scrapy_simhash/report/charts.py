@@ -16,6 +16,13 @@ def _esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
+def _marker_text(x: float, label: str) -> str:
+    """The marker's label beside its line, on the left of it near the right edge (not clipped)."""
+    if x > WIDTH - RIGHT - 90:
+        return f'<text x="{x - 3:.1f}" y="{TOP + 6}" text-anchor="end" class="mt">{_esc(label)}</text>'
+    return f'<text x="{x + 3:.1f}" y="{TOP + 6}" class="mt">{_esc(label)}</text>'
+
+
 def distance_bars(values: np.ndarray, k: int | None, beyond: int | None = None) -> list[tuple[str, int]]:
     """One bar per distance 0..max(k, largest value); ``beyond`` (pages with nothing within k) as ``>k``."""
     top = int(values.max()) if values.size else 0
@@ -75,7 +82,7 @@ def bar_chart(
         mx = LEFT + marker * slot
         parts.append(
             f'<line class="marker" x1="{mx:.1f}" y1="{TOP - 4}" x2="{mx:.1f}" y2="{TOP + plot_h}"/>'
-            f'<text x="{mx + 3:.1f}" y="{TOP + 6}" class="mt">{_esc(marker_label)}</text>'
+            f"{_marker_text(mx, marker_label)}"
         )
     parts.append(
         f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 6}" text-anchor="middle" class="tick">'
@@ -133,14 +140,14 @@ def line_chart(
                 f"<title>{_esc(name)} at {x:g}: {y:.3f}</title></circle>"
             )
         parts.append(
-            f'<text x="{LEFT + 8 + i * 110}" y="{HEIGHT - 4}" fill="{colour}" class="tick">'
+            f'<text x="{LEFT + 8 + i * 110}" y="{HEIGHT - 4}" style="fill:{colour}" class="tick">'
             f"{_esc(name)}</text>"
         )
     if marker is not None:
         mx = px(marker)
         parts.append(
             f'<line class="marker" x1="{mx:.1f}" y1="{TOP - 4}" x2="{mx:.1f}" y2="{py(0)}"/>'
-            f'<text x="{mx + 3:.1f}" y="{TOP + 6}" class="mt">{_esc(marker_label)}</text>'
+            f"{_marker_text(mx, marker_label)}"
         )
     parts.append("</svg>")
     return "".join(parts)

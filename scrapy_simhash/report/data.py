@@ -259,7 +259,15 @@ def load_index(
             for name, value in stats.items()
             if name.startswith("simhash/skipped/")
         }
-        seen = len(pages) + sum(skipped.values())
+        computed = int(stats.get("simhash/computed", len(pages)))
+        seen = computed + sum(skipped.values())
+        again = int(stats.get("simhash/revisit", 0))  # fingerprinted again, stored by an earlier run
+        earlier = len(pages) - (computed - again)
+        if earlier > 0:
+            notes.append(
+                f"pages seen and skipped are this run's; the index, and so the fingerprinted pages and "
+                f"clusters, also hold {earlier:,} page(s) stored by earlier runs ({again:,} seen again)"
+            )
     else:
         notes.append("an index holds only the fingerprinted pages: pages skipped are not in it")
     return build(

@@ -72,9 +72,12 @@ def _totals(data: ReportData) -> str:
     t = data.totals
 
     def cell(ident: str, label: str, value: int | None) -> str:
-        shown = "not in the input" if value is None else f"{value:,}"
-        raw = "" if value is None else value
-        return f'<div><b id="total-{ident}" data-value="{raw}">{shown}</b>{label}</div>'
+        if value is None:
+            return (
+                f'<div title="not in the input"><b id="total-{ident}" data-value="">&ndash;</b>{label} '
+                '<span class="muted">(not in the input)</span></div>'
+            )
+        return f'<div><b id="total-{ident}" data-value="{value}">{value:,}</b>{label}</div>'
 
     cells = [
         cell("pages", "pages seen", t.pages),

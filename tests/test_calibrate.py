@@ -185,10 +185,15 @@ def test_by_similarity_equal_counts_per_band_and_weights_scaled() -> None:
 
 def test_sample_by_similarity_from_real_records(corpus: Path, tmp_path: Path) -> None:
     warc = corpus / "warcs/aut/warc/example.warc.gz"
-    rows = tmp_path / "rows.jsonl"
-    assert main(["dedupe", "--workers", "1", "--no-progress", "--report", str(rows), str(warc)]) == 0
+    rows, index = tmp_path / "rows.jsonl", tmp_path / "index"
+    command = ["dedupe", "--workers", "1", "--no-progress", "--report", str(rows), "--index", str(index)]
+    assert main([*command, str(warc)]) == 0
     out = tmp_path / "judge.html"
     assert main(["calibrate", "sample", str(rows), "-o", str(out), "--pairs", "7", "--by", "similarity"]) == 0
     payload = json.loads(re.search(r'id="judge-data">(.*?)</script>', out.read_text(), re.S).group(1))
     assert payload["pairs"] and all(p["similarity"] is not None and p["left"] for p in payload["pairs"])
     assert all("/ similarity " in p["band"] for p in payload["pairs"])
+    # an index written by dedupe --index knows each page's record: its pairs have texts too
+    assert main(["calibrate", "sample", str(index), "-o", str(out), "--pairs", "7"]) == 0
+    payload = json.loads(re.search(r'id="judge-data">(.*?)</script>', out.read_text(), re.S).group(1))
+    assert payload["pairs"] and all(p["left"] and p["reason"] is None for p in payload["pairs"])

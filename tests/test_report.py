@@ -269,3 +269,21 @@ def test_a_minhash_index_is_refused_by_name(tmp_path: Path) -> None:
     assert main(["report", str(tmp_path / "mh"), "-o", str(tmp_path / "r.html")]) == 2
     with pytest.raises(ValueError, match="is a MinHash index"):
         load([str(tmp_path / "mh")])
+
+
+def test_odd_rows_one_original_per_cluster_and_unhashable_cluster_ids(tmp_path: Path) -> None:
+    rows = [
+        {"cluster": 0, "role": "duplicate", "uri": "http://a/2", "simhash": to_base32(3), "distance": 1},
+        {"cluster": 0, "role": "original", "uri": "http://a/1", "simhash": to_base32(1), "distance": 0},
+        {"cluster": 0, "role": "original", "uri": "http://a/3", "simhash": to_base32(7), "distance": 2},
+        {"cluster": [1], "role": "original", "uri": "http://a/4", "simhash": to_base32(7), "distance": 0},
+    ]
+    path = tmp_path / "odd.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = load([str(path)])
+    (cluster,) = data.clusters
+    assert cluster.members[0].uri == "http://a/1"
+    assert [m.original for m in cluster.members] == [True, False, False]
+    assert any("line 4: bad row" in n for n in data.notes)
+    assert data.k == 3 and any("the threshold drawn is the default k = 3" in n for n in data.notes)
+    assert load([str(path)], k=5).k == 5

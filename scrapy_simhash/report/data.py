@@ -164,26 +164,23 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
     bad: Counter[str] = Counter()
     clusters: dict[tuple[int, Any], Cluster] = {}
     pages: list[Page] = []
-    largest = 0
     for index, path in enumerate(paths):
         for number, row in _rows(path, notes, bad):
             try:
                 page = page_from_row(row)
-                cluster_id = row["cluster"]
+                cluster = clusters.setdefault((index, row["cluster"]), Cluster(len(clusters), []))
             except (KeyError, ValueError, TypeError) as exc:
                 bad[path] += 1
                 if len(notes) < MAX_NOTES:
                     notes.append(f"{path} line {number}: bad row ({type(exc).__name__}: {exc})")
                 continue
             pages.append(page)
-            cluster = clusters.setdefault((index, cluster_id), Cluster(len(clusters), []))
             cluster.members.append(page)
-            if page.distance is not None:
-                largest = max(largest, page.distance)
     for cluster in clusters.values():
-        originals = [m for m in cluster.members if m.original] or cluster.members[:1]
-        cluster.members = originals[:1] + [m for m in cluster.members if m is not originals[0]]
-        cluster.members[0].original = True
+        first = next((m for m in cluster.members if m.original), cluster.members[0])
+        cluster.members = [first] + [m for m in cluster.members if m is not first]
+        for member in cluster.members:
+            member.original = member is first
     for path, count in bad.items():
         notes.append(f"{path}: {count} row(s) passed over")
     notes.append(
@@ -191,12 +188,19 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
         "unique are not in it"
     )
     has_similarity = any(p.similarity is not None for p in pages)
+    has_simhash = any(p.simhash is not None for p in pages)
+    if k is None and has_simhash:
+        k = DEFAULT_K
+        notes.append(
+            f"the threshold drawn is the default k = {k} (a report does not say which k made it: "
+            "give --distance); in a chain a~b~c a member can be farther than k from its original"
+        )
     return build(
         "dedupe report",
         paths,
         pages,
         list(clusters.values()),
-        k=k if k is not None else (max(largest, DEFAULT_K) if any(p.simhash for p in pages) else None),
+        k=k,
         threshold=threshold if threshold is not None else (0.8 if has_similarity else None),
         notes=notes,
     )

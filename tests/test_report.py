@@ -214,6 +214,8 @@ def test_tag_sidecars_give_the_clusters_dedupe_found(corpus: Path, aut_rows: Pat
     assert originals == {(r["file"], r["offset"]) for r in rows if r["role"] == "original"}
     # the sidecar record's date is when tag ran: not shown as the capture's date
     assert all(m.date is None for c in from_sidecar.clusters for m in c.members)
+    twice = load([str(sidecar), str(sidecar)])  # one record described twice is one page
+    assert twice.totals == from_sidecar.totals
     with_responses = load([str(sidecar), str(warc)])
     assert with_responses.totals.pages == with_responses.totals.fingerprinted + 2  # no_text, too_few_tokens
     written = report([str(sidecar)], tmp_path / "r.html")

@@ -36,6 +36,7 @@ def read_pages(inputs: list[str], *, backend: str = "auto") -> tuple[list[Page],
     pages: list[Page] = []
     notes: list[str] = []
     problems = html = 0
+    known: set[str] = set()
     for path in _archives(inputs):
         last_response: dict[str | None, int] = {}
         for item in reader.read(path):
@@ -50,7 +51,8 @@ def read_pages(inputs: list[str], *, backend: str = "auto") -> tuple[list[Page],
                     html += 1
             elif item.record_type == "metadata" and (item.content_type or "").startswith(WARC_FIELDS):
                 page = _page_of_metadata(item, last_response)
-                if page is not None:
+                if page is not None and page.key not in known:  # a record described twice counts once
+                    known.add(page.key)
                     pages.append(page)
     if problems:
         notes.append(f"{problems} read problem(s) in the inputs (records passed over)")

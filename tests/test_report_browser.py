@@ -102,3 +102,16 @@ def test_pressing_d_records_a_judgement_that_the_export_holds(
     only_the_file(shown, curve)
     assert shown.evaluate("document.querySelectorAll('#curve-k polyline').length") >= 1
     shown.screenshot(ARTIFACTS / "curve.png")
+
+
+def test_the_helper_sees_requests_and_errors(browser: Browser, tmp_path: Path) -> None:
+    """The checks above mean something: a page that fetches or fails is caught."""
+    bad = tmp_path / "bad.html"
+    bad.write_text(
+        '<html><body><img src="http://127.0.0.1:9/pixel.png">'
+        "<script>console.error('boom'); undefinedFunction();</script></body></html>"
+    )
+    page = browser.open(bad)
+    assert "http://127.0.0.1:9/pixel.png" in page.requests
+    assert any("boom" in e for e in page.errors)
+    assert any("undefinedFunction" in e for e in page.errors)

@@ -115,3 +115,37 @@ def test_the_helper_sees_requests_and_errors(browser: Browser, tmp_path: Path) -
     assert "http://127.0.0.1:9/pixel.png" in page.requests
     assert any("boom" in e for e in page.errors)
     assert any("undefinedFunction" in e for e in page.errors)
+
+
+def test_the_cluster_list_pages_through_a_large_report(browser: Browser, tmp_path: Path) -> None:
+    from scrapy_simhash.report import write_report
+    from scrapy_simhash.report.model import Cluster, Page, build
+
+    pages, groups = [], []
+    for n in range(45):
+        members = [Page(f"k{n}-{i}", uri=f"http://h{n % 4}.example/{n}/{i}", simhash=(n << 8) + i,
+                        distance=i, original=i == 0) for i in range(2 + (44 - n) // 10)]  # fmt: skip
+        pages.extend(members)
+        groups.append(Cluster(n, members))
+    out = write_report(build("dedupe report", ["synthetic"], pages, groups, k=3, threshold=None),
+                       tmp_path / "large.html", diffs=0).path  # fmt: skip
+    page = browser.open(out)
+    assert page.errors == []
+    only_the_file(page, out)
+
+    def shown() -> list[int]:
+        return page.evaluate("[...document.querySelectorAll('.cluster')].map(c => +c.dataset.size)")
+
+    first = shown()
+    assert len(first) == 20 and first == sorted(first, reverse=True) and first[0] == 6
+    assert page.evaluate("document.getElementById('cluster-page').textContent") == "page 1 of 3"
+    page.evaluate("document.getElementById('next').click()")
+    page.evaluate("document.getElementById('next').click()")
+    assert (
+        len(shown()) == 5
+        and page.evaluate("document.getElementById('cluster-page').textContent") == "page 3 of 3"
+    )
+    page.evaluate("document.getElementById('next').click()")  # past the end: stays
+    assert len(shown()) == 5
+    assert page.evaluate("document.getElementById('pair').hidden") is True  # no pair: no empty selector
+    assert page.errors == []

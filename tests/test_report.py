@@ -289,3 +289,12 @@ def test_odd_rows_one_original_per_cluster_and_unhashable_cluster_ids(tmp_path: 
     assert any("line 4: bad row" in n for n in data.notes)
     assert data.k == 3 and any("the threshold drawn is the default k = 3" in n for n in data.notes)
     assert load([str(path)], k=5).k == 5
+
+
+def test_records_that_are_not_pages_are_said(corpus: Path, tmp_path: Path) -> None:
+    from scrapy_simhash.report.warcs import fetch_texts
+
+    warc = str(corpus / "warcs/aut/warc/example.warc.gz")
+    texts = fetch_texts([(warc, 0), (warc, 1)])
+    assert texts[(warc, 0)].reason == "the record is not an HTML page (warcinfo)"
+    assert texts[(warc, 1)].reason == f"no record starts at offset 1 of {warc}"

@@ -9,7 +9,7 @@ crawl's stats for the pages skipped by reason. A report that cannot be written i
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 
     from scrapy import Spider
     from scrapy.crawler import Crawler
+    from twisted.internet.defer import Deferred
+
+    from .report import Written
 
 logger = logging.getLogger(__name__)
 
@@ -43,25 +46,40 @@ class SimhashReportExtension:
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         return extension
 
-    def spider_closed(self, spider: Spider, reason: str) -> None:
+    def spider_closed(self, spider: Spider, reason: str) -> Deferred[None]:
+        """Write once every other ``spider_closed`` handler has run (the middleware has then closed
+        the index, its last write committed), in a thread: the reactor is not blocked meanwhile."""
+        from twisted.internet import reactor
+        from twisted.internet.task import deferLater
+        from twisted.internet.threads import deferToThread
+
+        location = self.index or default_location(spider.name)
+        stats = dict(self.crawler.stats.get_stats()) if self.crawler.stats else {}
+        later = deferLater(reactor, 0, lambda: None)
+        later.addCallback(lambda _: deferToThread(self._write, location, stats))
+        later.addCallback(self._written)
+        return later
+
+    def _write(self, location: str, stats: dict[str, Any]) -> Written | Exception:
         from .report import write_report
         from .report.data import load_index
 
-        location = self.index or default_location(spider.name)
-        stats = self.crawler.stats.get_stats() if self.crawler.stats else {}
         try:
-            data = load_index(location, k=self.k, stats=stats)
-            written = write_report(data, self.path)
+            return write_report(load_index(location, k=self.k, stats=stats), self.path)
         except Exception as exc:  # a report is a by-product: it never fails the crawl
+            return exc
+
+    def _written(self, result: Written | Exception) -> None:
+        if isinstance(result, Exception):
             if self.crawler.stats:
                 self.crawler.stats.inc_value("simhash/error/report")
-            logger.error("simhash: the report %s could not be written: %s", self.path, exc)
+            logger.error("simhash: the report %s could not be written: %s", self.path, result)
             return
-        t = data.totals
+        t = result.data.totals
         logger.info(
             "simhash: report written to %s (%d clusters, %d near-duplicates, %d bytes)",
-            written.path,
+            result.path,
             t.clusters,
             t.near_duplicates,
-            written.bytes,
+            result.bytes,
         )

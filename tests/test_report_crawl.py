@@ -32,6 +32,8 @@ def test_the_crawl_writes_the_report_and_names_it(site, tmp_path):
     result = run_crawl(site + "/", tmp_path / "run", settings)
     assert result.stat("simhash/near_duplicate") == NEAR_DUPLICATES
     assert f"simhash: report written to {out}" in result.log
+    # written after the middleware closed the index (its closing line comes first)
+    assert result.log.index("pages fingerprinted") < result.log.index("simhash: report written")
     page = out.read_text()
     assert f'data-count="{len(CLUSTERS)}"' in page
     assert f'id="total-near-duplicates" data-value="{NEAR_DUPLICATES}"' in page

@@ -3,7 +3,8 @@
 It installs the downloader middleware (543), the item-stamping spider
 middleware, the item pipeline and, when ``SIMHASH_WARC_ENABLED`` is true, the
 WARC writer, and sets the ``SIMHASH_*`` defaults at add-on priority, so
-project settings still win.
+project settings still win. The report extension is always installed; it is
+not configured unless ``SIMHASH_REPORT`` names a file.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ DOWNLOADER_MIDDLEWARE = "scrapy_simhash.middleware.SimhashMiddleware"
 SPIDER_MIDDLEWARE = "scrapy_simhash.spidermiddleware.SimhashItemMiddleware"
 PIPELINE = "scrapy_simhash.pipeline.SimhashPipeline"
 WARC_EXTENSION = "scrapy_simhash.warc.crawl.WarcWriterExtension"
+REPORT_EXTENSION = "scrapy_simhash.report_extension.SimhashReportExtension"
 
 
 class Addon:
@@ -32,3 +34,4 @@ class Addon:
         settings["ITEM_PIPELINES"][PIPELINE] = 300
         if settings.getbool("SIMHASH_WARC_ENABLED"):
             settings["EXTENSIONS"][WARC_EXTENSION] = 500
+        settings["EXTENSIONS"][REPORT_EXTENSION] = 510

@@ -42,6 +42,7 @@ DEFAULTS: dict[str, object] = {
     "SIMHASH_INDEX_RETRY_AFTER": 5.0,
     "SIMHASH_ITEM_FIELD": None,
     "SIMHASH_ITEM_ACTION": "tag",
+    "SIMHASH_REPORT": None,
 }
 
 _ACTIONS = ("tag", "drop")

@@ -1,0 +1,60 @@
+"""The HTML report of a run's near-duplicates, and the threshold calibration pages.
+
+Data flows one way: inputs (``dedupe --report`` rows, an index, WARCs) are loaded into one model
+(:mod:`.data`, :mod:`.warcs`, :mod:`.model`), pairs of texts are re-extracted and diffed
+(:mod:`.diffs`, :mod:`.textdiff`) and the page is rendered (:mod:`.charts`, :mod:`.html`). Nothing
+outside this package imports it except the command line and the crawl's report extension.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .model import ReportData
+
+DEFAULT_DIFFS = 20
+"""Pairs of texts re-extracted and diffed (the largest clusters' original and farthest member)."""
+
+
+@dataclass(frozen=True)
+class Written:
+    path: Path
+    bytes: int
+    seconds: float
+    data: ReportData
+
+
+def write_report(
+    data: ReportData, output: str | os.PathLike[str], *, diffs: int = DEFAULT_DIFFS, backend: str = "auto"
+) -> Written:
+    """Render ``data`` to ``output`` (written to a temporary name, then renamed into place)."""
+    from .diffs import pair_diffs
+    from .html import render
+
+    start = time.monotonic()
+    pairs = pair_diffs(data.clusters, diffs, backend=backend) if diffs > 0 else []
+    text = render(data, pairs)
+    path = Path(output)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
+    return Written(path, path.stat().st_size, time.monotonic() - start, data)
+
+
+def report(inputs: list[str], output: str | os.PathLike[str], **options: Any) -> Written:
+    """Load ``inputs`` (see :func:`.data.load`) and write the report; returns where and how big."""
+    from .data import load
+
+    diffs = options.pop("diffs", DEFAULT_DIFFS)
+    backend = options.get("backend", "auto")
+    start = time.monotonic()
+    data = load(inputs, **options)
+    written = write_report(data, output, diffs=diffs, backend=backend)
+    return Written(written.path, written.bytes, time.monotonic() - start, data)
+
+
+__all__ = ["DEFAULT_DIFFS", "ReportData", "Written", "report", "write_report"]

@@ -1,0 +1,149 @@
+"""``calibrate score``: precision, recall and F1 of each threshold setting against a person's judgements.
+
+Each judged pair counts with its ``weight`` (the pairs of its distance band it stands for, written
+by ``calibrate sample``), so the figures estimate the whole collection, not the stratified sample.
+Skipped pairs do not count. A setting predicts "duplicate" for distance <= k, or similarity >= t.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from .charts import line_chart
+from .html import asset, esc
+
+JUDGEMENTS = ("duplicate", "not", "skip")
+K_RANGE = range(0, 25)
+SIMILARITY_STEPS = [round(0.05 * i, 2) for i in range(1, 21)]
+
+
+@dataclass(frozen=True)
+class Judged:
+    duplicate: bool
+    distance: int | None
+    similarity: float | None
+    weight: float
+
+
+@dataclass(frozen=True)
+class Score:
+    setting: str
+    """``k`` or ``similarity``."""
+    value: float
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    predicted: float
+    """Weighted pairs predicted duplicate."""
+
+
+def read_judgements(path: str | Path) -> tuple[list[Judged], list[str]]:
+    """The judged pairs (skips left out); bad lines are named and passed over."""
+    out: list[Judged] = []
+    problems: list[str] = []
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                judgement = row["judgement"]
+                if judgement not in JUDGEMENTS:
+                    raise ValueError(f"judgement {judgement!r} is not one of {', '.join(JUDGEMENTS)}")
+                if judgement == "skip":
+                    continue
+                distance = None if row.get("distance") is None else int(row["distance"])
+                similarity = None if row.get("similarity") is None else float(row["similarity"])
+                weight = float(row.get("weight") or 1.0)
+            except (ValueError, KeyError, TypeError) as exc:
+                problems.append(f"{path} line {number}: {type(exc).__name__}: {exc}")
+                continue
+            out.append(Judged(judgement == "duplicate", distance, similarity, weight))
+    return out, problems
+
+
+def _score(setting: str, value: float, rows: list[tuple[bool, bool, float]]) -> Score:
+    tp = sum(w for truth, said, w in rows if truth and said)
+    fp = sum(w for truth, said, w in rows if not truth and said)
+    fn = sum(w for truth, said, w in rows if truth and not said)
+    precision = tp / (tp + fp) if tp + fp else None
+    recall = tp / (tp + fn) if tp + fn else None
+    f1 = 2 * precision * recall / (precision + recall) if precision and recall else None
+    return Score(setting, value, precision, recall, f1, tp + fp)
+
+
+def scores(judged: list[Judged]) -> list[Score]:
+    """One score per k (pairs with a distance) and per similarity threshold (pairs with a similarity)."""
+    out = []
+    by_distance = [(j.duplicate, j.distance, j.weight) for j in judged if j.distance is not None]
+    if by_distance:
+        top = min(max(max(d for _, d, _ in by_distance), 8), K_RANGE.stop - 1)
+        for k in range(top + 1):
+            out.append(_score("k", k, [(truth, d <= k, w) for truth, d, w in by_distance]))
+    by_similarity = [(j.duplicate, j.similarity, j.weight) for j in judged if j.similarity is not None]
+    for t in SIMILARITY_STEPS if by_similarity else []:
+        out.append(_score("similarity", t, [(truth, s >= t, w) for truth, s, w in by_similarity]))
+    return out
+
+
+def best(found: list[Score], setting: str) -> Score | None:
+    """Highest F1; ties go to the higher precision, then to the strictest setting (smallest k,
+    highest similarity): a false duplicate loses a page, a missed one only costs storage."""
+    candidates = [s for s in found if s.setting == setting and s.f1 is not None]
+    strict = -1.0 if setting == "k" else 1.0
+    return max(candidates, key=lambda s: (s.f1, s.precision or 0.0, strict * s.value), default=None)
+
+
+def table(found: list[Score]) -> str:
+    """The plain-text table ``calibrate score`` prints."""
+
+    def pct(x: float | None) -> str:
+        return "     -" if x is None else f"{100 * x:5.1f}%"
+
+    lines = ["setting             precision  recall      F1"]
+    for s in found:
+        name = f"k <= {int(s.value)}" if s.setting == "k" else f"similarity >= {s.value:.2f}"
+        lines.append(f"{name:<20}{pct(s.precision):>9} {pct(s.recall):>7} {pct(s.f1):>7}")
+    return "\n".join(lines)
+
+
+def render_curve(found: list[Score], judged: int, duplicates: int) -> str:
+    """An HTML page with the precision/recall/F1 curves (SVG), the recommendation marked."""
+    charts = []
+    for setting, label in (("k", "k (max Hamming distance)"), ("similarity", "similarity threshold")):
+        part = [s for s in found if s.setting == setting]
+        if not part:
+            continue
+        series = {
+            name: [(s.value, getattr(s, name)) for s in part if getattr(s, name) is not None]
+            for name in ("precision", "recall", "f1")
+        }
+        chosen = best(found, setting)
+        charts.append(
+            line_chart(
+                series,
+                title=f"precision, recall and F1 by {label}",
+                x_label=label,
+                marker=None if chosen is None else chosen.value,
+                marker_label=f"best {chosen.value:g}" if chosen else "",
+                chart_id=f"curve-{setting}",
+            )
+        )
+    recommended = [s for s in (best(found, "k"), best(found, "similarity")) if s is not None]
+    items = "".join(
+        f"<li>{esc(s.setting)} {s.value:g}: precision {100 * (s.precision or 0):.1f}%, recall "
+        f"{100 * (s.recall or 0):.1f}%, F1 {100 * (s.f1 or 0):.1f}%</li>"
+        for s in recommended
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>scrapy-simhash: calibration</title>
+<style>{asset("page.css")}</style></head><body>
+<h1>Threshold calibration</h1>
+<p>{judged} pairs judged ({duplicates} duplicates), each weighted by the pairs of its band it stands for.</p>
+<h2>Recommended</h2><ul id="recommended">{items or "<li>no setting found a duplicate</li>"}</ul>
+<div id="charts">{"".join(charts)}</div>
+<h2>Every setting</h2><pre>{esc(table(found))}</pre>
+</body></html>
+"""

@@ -1,0 +1,225 @@
+"""The one model every report input is loaded into, and what is derived from it (pairs, hosts, totals).
+
+Inputs differ in what they know: a ``dedupe --report`` file holds only the pages that are in a
+cluster, an index holds every fingerprinted page, WARCs also hold the pages that were not
+fingerprinted. Whatever an input does not know stays ``None`` and the report says so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(slots=True)
+class Page:
+    """One fingerprinted page (or a report row): where it is and how it compares."""
+
+    key: str
+    uri: str | None = None
+    date: str | None = None
+    file: str | None = None
+    offset: int | None = None
+    record_id: str | None = None
+    simhash: int | None = None
+    distance: int | None = None
+    """Hamming distance to its cluster's original (None when unknown, or for MinHash rows)."""
+    similarity: float | None = None
+    """Estimated Jaccard similarity to its cluster's original, when the input carries it."""
+    original: bool = False
+
+    @property
+    def host(self) -> str:
+        return host_of(self.uri)
+
+    @property
+    def locator(self) -> str:
+        """file@offset when the page's record is known, else its key (a crawl's URL)."""
+        if self.file is not None and self.offset is not None:
+            return f"{self.file}@{self.offset}"
+        return self.key
+
+
+@dataclass
+class Cluster:
+    number: int
+    members: list[Page]
+    """The original first."""
+
+    @property
+    def size(self) -> int:
+        return len(self.members)
+
+
+@dataclass
+class Totals:
+    pages: int | None
+    """Pages (HTML responses) seen, when the input knows (WARCs, a crawl's stats)."""
+    fingerprinted: int | None
+    skipped: dict[str, int] | None
+    near_duplicates: int
+    clusters: int
+    in_clusters: int
+
+    @property
+    def unique(self) -> int | None:
+        return None if self.fingerprinted is None else self.fingerprinted - self.near_duplicates
+
+
+@dataclass
+class ReportData:
+    """Everything the HTML page shows, input-independent."""
+
+    kind: str
+    """``dedupe report``, ``index`` or ``WARC``."""
+    sources: list[str]
+    totals: Totals
+    clusters: list[Cluster]
+    """Largest first (ties: first seen first)."""
+    pair_distances: np.ndarray
+    """Each near-duplicate's distance to its cluster's original (the decisions made)."""
+    nearest_distances: np.ndarray
+    """Each clustered page's distance to its nearest other page (a sample at scale)."""
+    no_neighbour: int | None
+    """Fingerprinted pages with no other page within ``k`` (None when the input cannot tell)."""
+    pair_similarities: np.ndarray
+    k: int | None
+    threshold: float | None
+    hosts: list[tuple[str, int, int]]
+    """(host, pages, near-duplicates), most near-duplicates first."""
+    notes: list[str] = field(default_factory=list)
+    """What the input could not tell, and records passed over (each said once)."""
+
+
+def build(
+    kind: str,
+    sources: list[str],
+    pages: list[Page],
+    clusters: list[Cluster],
+    *,
+    k: int | None,
+    threshold: float | None,
+    seen: int | None = None,
+    skipped: dict[str, int] | None = None,
+    fingerprinted: int | None = None,
+    notes: list[str] | None = None,
+) -> ReportData:
+    """Derive the histograms, hosts and totals from ``pages`` (every page the input knows) and clusters."""
+    clusters = sorted(clusters, key=lambda c: -c.size)
+    near = sum(c.size - 1 for c in clusters)
+    duplicates = [m for c in clusters for m in c.members[1:]]
+    distances = np.array([m.distance for m in duplicates if m.distance is not None], dtype=np.int64)
+    similarities = np.array([m.similarity for m in duplicates if m.similarity is not None], dtype=float)
+    nearest = nearest_neighbours(clusters)
+    notes = list(notes or [])
+    hashed = sum(1 for c in clusters for m in c.members if m.simhash is not None)
+    if 0 < nearest.size < hashed:
+        notes.append(f"nearest neighbours: a sample of {nearest.size:,} of the {hashed:,} pages in clusters")
+    if similarities.size and not hashed:
+        notes.append(
+            "each page's nearest-neighbour similarity needs every page's sketch, which the input does "
+            "not hold: only each near-duplicate's similarity to its original is drawn"
+        )
+    no_neighbour = None if fingerprinted is None else fingerprinted - sum(c.size for c in clusters)
+    per_host: Counter[str] = Counter(p.host for p in pages)
+    near_host: Counter[str] = Counter(m.host for m in duplicates)
+    hosts = sorted(((h, n, near_host[h]) for h, n in per_host.items()), key=lambda t: (-t[2], -t[1], t[0]))
+    totals = Totals(
+        pages=seen,
+        fingerprinted=fingerprinted,
+        skipped=skipped,
+        near_duplicates=near,
+        clusters=len(clusters),
+        in_clusters=sum(c.size for c in clusters),
+    )
+    return ReportData(
+        kind=kind,
+        sources=sources,
+        totals=totals,
+        clusters=clusters,
+        pair_distances=distances,
+        nearest_distances=nearest,
+        no_neighbour=no_neighbour,
+        pair_similarities=similarities,
+        k=k,
+        threshold=threshold,
+        hosts=hosts,
+        notes=notes,
+    )
+
+
+NEAREST_SAMPLE = 20_000
+"""Pages whose nearest neighbour is computed (a seeded sample beyond this): exact for each, against
+every member of its cluster, so the cost stays bounded however large the clusters are."""
+
+
+def nearest_neighbours(clusters: list[Cluster], sample: int = NEAREST_SAMPLE, seed: int = 0) -> np.ndarray:
+    """Each (sampled) clustered page's distance to its nearest other page.
+
+    Clusters are the components of the "within k" graph, so every page's neighbours within ``k``
+    are members of its own cluster.
+    """
+    from ..index.batch import popcount64
+
+    sizes = np.array([sum(m.simhash is not None for m in c.members) for c in clusters], dtype=np.int64)
+    total = int(sizes[sizes > 1].sum()) if sizes.size else 0
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    chosen: np.ndarray | None = None
+    if total > sample:
+        chosen = np.sort(np.random.default_rng(seed).choice(total, size=sample, replace=False))
+    out: list[np.ndarray] = []
+    start = 0
+    for cluster, size in zip(clusters, sizes, strict=True):
+        if size < 2:
+            continue
+        values = np.array([m.simhash for m in cluster.members if m.simhash is not None], dtype=np.uint64)
+        if chosen is None:
+            rows = np.arange(size)
+        else:
+            lo, hi = np.searchsorted(chosen, [start, start + size])
+            rows = chosen[lo:hi] - start
+        start += int(size)
+        for block in range(0, rows.size, 256):
+            part = rows[block : block + 256]
+            d = popcount64(values[part][:, None] ^ values[None, :]).astype(np.int64)
+            d[np.arange(part.size), part] = 65  # not itself
+            out.append(d.min(axis=1))
+    nearest = np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+    return nearest
+
+
+_HOST = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?(\[[^\]]*\]|[^/?#:]*)")
+
+
+def host_of(uri: str | None) -> str:
+    """The host of ``uri``, lowercased (a regex: urlsplit costs seconds over a million pages)."""
+    if not uri:
+        return "(no URI)"
+    match = _HOST.match(uri)
+    return (match.group(1).lower() or "(no host)") if match else "(no host)"
+
+
+def group_clusters(pages: list[Page], k: int) -> list[Cluster]:
+    """Connected components of the "within k" graph over ``pages`` (in age order: the first is the
+    original), with each member's distance to its original filled in."""
+    from ..index.batch import cluster_groups, clusters
+
+    hashed = [p for p in pages if p.simhash is not None]
+    if len(hashed) < 2:
+        return []
+    values = np.array([p.simhash for p in hashed], dtype=np.uint64)
+    out = []
+    for number, group in enumerate(cluster_groups(clusters(values, k))):
+        members = [hashed[int(i)] for i in group]
+        first = members[0].simhash
+        assert first is not None
+        for i, member in enumerate(members):
+            assert member.simhash is not None
+            member.distance = (member.simhash ^ first).bit_count()
+            member.original = i == 0
+        out.append(Cluster(number, members))
+    return out

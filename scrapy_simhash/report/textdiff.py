@@ -1,0 +1,61 @@
+"""Two texts side by side with the words that differ marked (difflib on words, whitespace kept)."""
+
+from __future__ import annotations
+
+import difflib
+import html
+import re
+
+_TOKENS = re.compile(r"\s+|[^\s]+")
+
+MAX_WORDS = 6000
+"""Words of each side compared; difflib is quadratic in the worst case, the rest is shown unmarked."""
+
+
+def words(text: str) -> list[str]:
+    """Words and the whitespace between them, so that joining the list gives the text back."""
+    return _TOKENS.findall(text)
+
+
+def diff_words(a: str, b: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The two sides as (tag, text) runs: ``same``, ``del`` (only in ``a``), ``ins`` (only in ``b``)."""
+    wa, wb = words(a), words(b)
+    head_a, tail_a = wa[: MAX_WORDS * 2], "".join(wa[MAX_WORDS * 2 :])
+    head_b, tail_b = wb[: MAX_WORDS * 2], "".join(wb[MAX_WORDS * 2 :])
+    left: list[tuple[str, str]] = []
+    right: list[tuple[str, str]] = []
+    matcher = difflib.SequenceMatcher(None, head_a, head_b, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            left.append(("same", "".join(head_a[i1:i2])))
+            right.append(("same", "".join(head_b[j1:j2])))
+            continue
+        if i2 > i1:
+            left.append(("del", "".join(head_a[i1:i2])))
+        if j2 > j1:
+            right.append(("ins", "".join(head_b[j1:j2])))
+    if tail_a:
+        left.append(("same", tail_a))
+    if tail_b:
+        right.append(("same", tail_b))
+    return left, right
+
+
+def ratio(a: str, b: str) -> float:
+    """Share of words the two texts have in common, in order (difflib's ratio on words)."""
+    return difflib.SequenceMatcher(None, words(a)[: MAX_WORDS * 2], words(b)[: MAX_WORDS * 2]).ratio()
+
+
+def runs_html(runs: list[tuple[str, str]]) -> str:
+    """Escaped HTML: changed runs in ``<del>``/``<ins>``, which the pages' CSS colours."""
+    out = []
+    for tag, text in runs:
+        escaped = html.escape(text)
+        out.append(escaped if tag == "same" else f"<{tag}>{escaped}</{tag}>")
+    return "".join(out)
+
+
+def side_by_side(a: str, b: str) -> tuple[str, str]:
+    """The left and right HTML of the diff of ``a`` and ``b``."""
+    left, right = diff_words(a, b)
+    return runs_html(left), runs_html(right)

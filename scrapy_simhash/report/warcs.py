@@ -1,0 +1,175 @@
+"""WARCs as report input (the simhash metadata records of a crawl or of ``tag``'s sidecars), and the
+main texts of chosen records, re-extracted from their files for the side-by-side diffs."""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..warc.payload import html_page
+from ..warc.reader import ArchiveReader, ArchiveRecord, ReadProblem
+from ..warc.records import WARC_FIELDS, SimhashFields, parse_fields
+from .data import DEFAULT_K, MAX_NOTES
+from .model import Page, ReportData, build, group_clusters
+
+MAX_TEXT = 20_000
+"""Characters of each main text kept for a diff: a report stays small, the start shows the change."""
+
+
+def _archives(inputs: list[str]) -> list[str]:
+    files: list[str] = []
+    for location in inputs:
+        if os.path.isdir(location):
+            for root, _dirs, names in sorted(os.walk(location)):
+                files.extend(os.path.join(root, n) for n in sorted(names) if ".warc" in n or ".arc" in n)
+        else:
+            files.append(location)
+    return files
+
+
+def read_pages(inputs: list[str], *, backend: str = "auto") -> tuple[list[Page], int, list[str]]:
+    """The pages of the simhash metadata records (earliest capture first), the HTML responses seen,
+    and notes on what was passed over."""
+    reader = ArchiveReader(backend)
+    pages: list[Page] = []
+    notes: list[str] = []
+    problems = html = 0
+    known: set[str] = set()
+    for path in _archives(inputs):
+        last_response: dict[str | None, int] = {}
+        for item in reader.read(path):
+            if isinstance(item, ReadProblem):
+                problems += 1
+                if len(notes) < MAX_NOTES:
+                    notes.append(str(item))
+                continue
+            if item.record_type in ("response", "resource"):
+                last_response[item.target_uri] = item.offset
+                if html_page(item) is not None:
+                    html += 1
+            elif item.record_type == "metadata" and (item.content_type or "").startswith(WARC_FIELDS):
+                page = _page_of_metadata(item, last_response)
+                if page is not None and page.key not in known:  # a record described twice counts once
+                    known.add(page.key)
+                    pages.append(page)
+    if problems:
+        notes.append(f"{problems} read problem(s) in the inputs (records passed over)")
+    # the earliest capture is a cluster's original; without dates, the first in the files, as dedupe
+    pages.sort(key=lambda p: (p.date or "", p.file or "", p.offset or 0))
+    return pages, html, notes
+
+
+def load_warcs(
+    inputs: list[str], *, k: int | None = None, threshold: float | None = None, backend: str = "auto"
+) -> ReportData:
+    """Pages from the simhash metadata records; clusters recomputed within ``k`` over all of them."""
+    k = DEFAULT_K if k is None else k
+    pages, html, notes = read_pages(inputs, backend=backend)
+    seen = html if html else None
+    skipped = {"no fingerprint record": max(0, html - len(pages))} if html else None
+    if not html:
+        notes.append("the inputs hold no HTML responses (sidecars?): pages seen and skipped are unknown")
+    return build(
+        "WARC",
+        inputs,
+        pages,
+        group_clusters(pages, k),
+        k=k,
+        threshold=threshold,
+        seen=seen,
+        skipped=skipped,
+        fingerprinted=len(pages),
+        notes=notes,
+    )
+
+
+def _page_of_metadata(record: ArchiveRecord, last_response: dict[str | None, int]) -> Page | None:
+    try:
+        fields = SimhashFields.from_pairs(parse_fields(record.block))
+    except (KeyError, ValueError):
+        return None  # another tool's metadata record
+    date = record.date
+    if fields.source_file is not None:  # a sidecar: the record is in another file
+        file = str(Path(record.file).parent / fields.source_file)
+        offset = fields.source_offset
+        date = None  # the sidecar record's date is when `tag` ran, not when the page was captured
+    else:  # written by the crawl next to its response
+        file, offset = record.file, last_response.get(record.target_uri)
+    file = os.path.abspath(file)
+    return Page(
+        key=f"{file}#{offset}",
+        uri=record.target_uri,
+        date=date,
+        file=file,
+        offset=offset,
+        simhash=fields.simhash,
+    )
+
+
+# -- texts ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Text:
+    """A record's main text, or why the report cannot show it."""
+
+    text: str | None
+    reason: str | None = None
+
+
+Locator = tuple[str | None, int | None]
+
+
+def fetch_records(locators: list[Locator], *, backend: str = "auto") -> dict[Locator, ArchiveRecord | Text]:
+    """The records at (file, offset), or a :class:`Text` saying why not; each file is read once, up
+    to the last record wanted from it."""
+    out: dict[Locator, ArchiveRecord | Text] = {}
+    by_file: dict[str, set[int]] = defaultdict(set)
+    for file, offset in locators:
+        if not file or offset is None:
+            out[(file, offset)] = Text(None, "the input does not say which WARC record holds this page")
+        elif not os.path.exists(file):
+            out[(file, offset)] = Text(None, f"file missing: {file}")
+        else:
+            by_file[file].add(offset)
+    reader = ArchiveReader(backend)
+    for file, offsets in by_file.items():
+        left = set(offsets)
+        try:
+            for item in reader.read(file):
+                if isinstance(item, ArchiveRecord) and item.offset in left:
+                    left.discard(item.offset)
+                    out[(file, item.offset)] = item
+                    if not left:
+                        break
+        except OSError as exc:
+            for offset in left:
+                out[(file, offset)] = Text(None, f"cannot read {file}: {exc}")
+            left = set()
+        for offset in left:
+            out[(file, offset)] = Text(None, f"no record starts at offset {offset} of {file}")
+    return out
+
+
+def fetch_texts(locators: list[Locator], *, backend: str = "auto") -> dict[Locator, Text]:
+    """Main texts of the records at (file, offset), extracted as the fingerprint was."""
+    from ..extract import DEFAULT_EXTRACTOR
+
+    return {
+        where: found if isinstance(found, Text) else text_of(found, DEFAULT_EXTRACTOR)
+        for where, found in fetch_records(locators, backend=backend).items()
+    }
+
+
+def text_of(record: ArchiveRecord, extractor: object) -> Text:
+    page = html_page(record)
+    if page is None:
+        return Text(None, f"the record is not an HTML page ({record.record_type})")
+    if page.too_large:
+        return Text(None, "the page is over the size limit")
+    extraction = extractor(page.body, page.url, page.encoding)  # type: ignore[operator]
+    if extraction.text is None:
+        return Text(None, f"no main text ({extraction.reason})")
+    return Text(extraction.text[:MAX_TEXT])

@@ -1,0 +1,85 @@
+"""``SIMHASH_REPORT = "path.html"``: the crawl writes the HTML report of its index when the spider closes.
+
+A small Scrapy extension (the add-on installs it); without the setting it is not configured. The
+report is read from the index as stored (read-only: the middleware may still hold it open), with the
+crawl's stats for the pages skipped by reason. A report that cannot be written is logged and counted
+(``simhash/error/report``); it never fails the crawl.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+
+from .crawl_index import default_location
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+    from twisted.internet.defer import Deferred
+
+    from .report import Written
+
+logger = logging.getLogger(__name__)
+
+
+class SimhashReportExtension:
+    """Writes ``SIMHASH_REPORT`` from the crawl's index on ``spider_closed``."""
+
+    def __init__(self, crawler: Crawler, path: str) -> None:
+        self.crawler = crawler
+        self.path = path
+        self.index = crawler.settings.get("SIMHASH_INDEX") or None
+        self.k = crawler.settings.getint("SIMHASH_DISTANCE", 3)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        path = crawler.settings.get("SIMHASH_REPORT")
+        if not path or not crawler.settings.getbool("SIMHASH_ENABLED", True):
+            raise NotConfigured("SIMHASH_REPORT is not set")
+        extension = cls(crawler, str(path))
+        crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        return extension
+
+    def spider_closed(self, spider: Spider, reason: str) -> Deferred[None]:
+        """Write once every other ``spider_closed`` handler has run (the middleware has then closed
+        the index, its last write committed), in a thread: the reactor is not blocked meanwhile."""
+        from twisted.internet import reactor
+        from twisted.internet.task import deferLater
+        from twisted.internet.threads import deferToThread
+
+        location = self.index or default_location(spider.name)
+        stats = dict(self.crawler.stats.get_stats()) if self.crawler.stats else {}
+        later = deferLater(reactor, 0, lambda: None)
+        later.addCallback(lambda _: deferToThread(self._write, location, stats))
+        later.addCallback(self._written)
+        return later
+
+    def _write(self, location: str, stats: dict[str, Any]) -> Written | Exception:
+        from .report import write_report
+        from .report.data import load_index
+
+        try:
+            return write_report(load_index(location, k=self.k, stats=stats), self.path)
+        except Exception as exc:  # a report is a by-product: it never fails the crawl
+            return exc
+
+    def _written(self, result: Written | Exception) -> None:
+        if isinstance(result, Exception):
+            if self.crawler.stats:
+                self.crawler.stats.inc_value("simhash/error/report")
+            logger.error("simhash: the report %s could not be written: %s", self.path, result)
+            return
+        t = result.data.totals
+        logger.info(
+            "simhash: report written to %s (%d clusters, %d near-duplicates, %d bytes)",
+            result.path,
+            t.clusters,
+            t.near_duplicates,
+            result.bytes,
+        )

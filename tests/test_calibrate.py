@@ -1,0 +1,199 @@
+"""``scrapy-simhash calibrate``: stratified seeded sampling, the texts and similarity of real records,
+and the scores (precision/recall/F1 per setting, weighted) of judgements."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_simhash.cli import main
+from scrapy_simhash.page import fingerprint_page
+from scrapy_simhash.report.calibrate_sample import BANDS, band_name, sample_pairs
+from scrapy_simhash.report.calibrate_score import Judged, best, read_judgements, scores
+from scrapy_simhash.report.model import Page
+from scrapy_simhash.warc.payload import html_page
+from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord
+
+
+def synthetic_pages(per_distance: int = 30, seed: int = 3) -> list[Page]:
+    """Pairs (original, copy) at every distance 0..24, far from every other pair."""
+    rng = np.random.default_rng(seed)
+    pages = []
+    for d in range(25):
+        for n in range(per_distance):
+            base = int(rng.integers(1, 2**63))
+            flips = rng.choice(64, size=d, replace=False)
+            copy = base
+            for bit in flips:
+                copy ^= 1 << int(bit)
+            for i, value in enumerate((base, copy)):
+                pages.append(Page(f"p{d}-{n}-{i}", uri=f"http://x/{d}/{n}/{i}", file="/f.warc.gz",
+                                  offset=len(pages), simhash=value))  # fmt: skip
+    return pages
+
+
+def test_equal_counts_per_band_seeded_and_weighted() -> None:
+    pages = synthetic_pages()
+    pairs, notes = sample_pairs(pages, 7 * 10, seed=5)
+    assert Counter(p.band for p in pairs) == {band_name(b): 10 for b in BANDS}
+    assert notes == []
+    for p in pairs:
+        low, high = next(b for b in BANDS if band_name(b) == p.band)
+        assert low <= p.distance <= high and (p.a.simhash ^ p.b.simhash).bit_count() == p.distance
+    # every pair of a band is known here (fewer pages than FAR_SAMPLE), so each weight is exact:
+    # the pairs of its band, by brute force, over the pairs sampled from it
+    values = np.array([p.simhash for p in pages], dtype=np.uint64)
+    i, j = np.triu_indices(len(pages), 1)
+    all_d = np.array([bin(int(x)).count("1") for x in values[i] ^ values[j]])
+    for low, high in BANDS:
+        population = int(((all_d >= low) & (all_d <= high)).sum())
+        assert {p.weight for p in pairs if p.band == band_name((low, high))} == {population / 10}
+    again, _ = sample_pairs(pages, 70, seed=5)
+    assert [(p.a.key, p.b.key) for p in again] == [(p.a.key, p.b.key) for p in pairs]
+    other, _ = sample_pairs(pages, 70, seed=6)
+    assert [(p.a.key, p.b.key) for p in other] != [(p.a.key, p.b.key) for p in pairs]
+
+
+def test_a_band_that_runs_short_is_said() -> None:
+    pages = [p for p in synthetic_pages(per_distance=2) if not p.key.startswith(("p1-", "p2-"))]
+    pairs, notes = sample_pairs(pages, 70, seed=0)
+    assert "distance 1-2: 0 pair(s) found, 10 wanted" in notes
+    assert all(p.band != "1-2" for p in pairs)
+
+
+def test_pages_without_records_are_refused_clearly() -> None:
+    pages = [Page(f"http://x/{i}", uri=f"http://x/{i}", simhash=i + 1) for i in range(5)]
+    with pytest.raises(ValueError, match="needs the pages' WARC records"):
+        sample_pairs(pages, 10)
+
+
+def _record(file: Path, offset: int) -> ArchiveRecord:
+    for item in ArchiveReader().read(file):
+        if isinstance(item, ArchiveRecord) and item.offset == offset:
+            return item
+    raise AssertionError(f"no record at {offset}")
+
+
+def test_sample_from_real_records_has_their_texts_and_minhash_similarity(
+    corpus: Path, tmp_path: Path
+) -> None:
+    warc = corpus / "warcs/aut/warc/example.warc.gz"
+    assert main(["tag", "--workers", "1", "--no-progress", "--out", str(tmp_path), str(warc)]) == 0
+    out = tmp_path / "judge.html"
+    sidecar = tmp_path / "example.warc.gz.simhash.warc.gz"
+    assert main(["calibrate", "sample", str(sidecar), "-o", str(out), "--pairs", "14", "--seed", "1"]) == 0
+    payload = json.loads(re.search(r'id="judge-data">(.*?)</script>', out.read_text(), re.S).group(1))
+    assert payload["pairs"] and all(p["left"] and p["reason"] is None for p in payload["pairs"])
+    pair = payload["pairs"][0]
+    sketches = []
+    for side in ("a", "b"):
+        file, offset = pair[side]["locator"].rsplit("@", 1)
+        page = html_page(_record(Path(file), int(offset)))
+        sketches.append(fingerprint_page(page.body, page.url, page.encoding, minhash=True).minhash)
+    assert pair["similarity"] == pytest.approx(sketches[0].jaccard(sketches[1]), abs=1e-4)
+
+
+def _judgements(tmp_path: Path, rows: list[dict]) -> Path:
+    path = tmp_path / "judgements.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_scores_by_hand(tmp_path: Path, capsys) -> None:
+    rows = [
+        {"pair": 0, "judgement": "duplicate", "distance": 0, "similarity": 0.95, "weight": 1},
+        {"pair": 1, "judgement": "duplicate", "distance": 2, "similarity": 0.85, "weight": 1},
+        {"pair": 2, "judgement": "not", "distance": 3, "similarity": 0.6, "weight": 1},
+        {"pair": 3, "judgement": "duplicate", "distance": 5, "similarity": 0.7, "weight": 2},
+        {"pair": 4, "judgement": "skip", "distance": 1, "similarity": 0.9, "weight": 1},
+        {"pair": 5, "judgement": "not", "distance": 12, "similarity": 0.1, "weight": 10},
+    ]
+    judged, problems = read_judgements(_judgements(tmp_path, rows))
+    assert problems == [] and len(judged) == 5
+    by = {(s.setting, s.value): s for s in scores(judged)}
+    k2 = by[("k", 2)]  # predicted: pairs 0, 1 (both right); missed: pair 3 (weight 2)
+    assert (k2.precision, k2.recall) == (1.0, 0.5)
+    k5 = by[("k", 5)]  # predicted 0, 1, 2, 3: tp 1+1+2, fp 1
+    assert k5.precision == pytest.approx(4 / 5) and k5.recall == 1.0
+    assert by[("similarity", 0.7)].recall == 1.0 and by[("similarity", 0.7)].precision == 1.0
+    assert best(scores(judged), "similarity").value == 0.7
+    assert main(["calibrate", "score", str(_judgements(tmp_path, rows))]) == 0
+    out = capsys.readouterr().out
+    assert "recommended k: 5" in out and "recommended similarity: 0.7" in out
+
+
+def test_bad_judgement_lines_are_named_and_passed_over(tmp_path: Path, capsys) -> None:
+    path = _judgements(tmp_path, [{"pair": 0, "judgement": "duplicate", "distance": 1}])
+    with path.open("a") as fh:
+        fh.write("{oops\n" + json.dumps({"pair": 1, "judgement": "maybe", "distance": 2}) + "\n")
+    assert main(["calibrate", "score", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "line 2" in err and "line 3" in err and "maybe" in err
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.booleans(), st.integers(0, 24), st.floats(0.1, 10)),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_recall_never_falls_as_k_grows(rows: list[tuple[bool, int, float]]) -> None:
+    judged = [Judged(dup, d, None, w) for dup, d, w in rows]
+    recalls = [s.recall for s in scores(judged) if s.setting == "k"]
+    if any(dup for dup, _, _ in rows):
+        assert all(a <= b + 1e-12 for a, b in itertools.pairwise(recalls))
+        assert recalls[-1] == pytest.approx(1.0) or max(d for _, d, _ in rows) > len(recalls) - 1
+
+
+def test_by_similarity_equal_counts_per_band_and_weights_scaled() -> None:
+    from scrapy_simhash.report.calibrate_sample import (
+        SIMILARITY_BANDS,
+        JudgePair,
+        restratify,
+        similarity_band,
+    )
+
+    rng = np.random.default_rng(0)
+    candidates = []
+    for n in range(300):
+        a, b = Page(f"a{n}", file="/f", offset=2 * n), Page(f"b{n}", file="/f", offset=2 * n + 1)
+        pair = JudgePair(n, a, b, distance=n % 25, band="x", weight=float(1 + n % 4))
+        pair.similarity = float(rng.random()) if n % 10 else None  # some without a sketch
+        candidates.append(pair)
+    before = {id(p): p.weight for p in candidates}
+    in_band = Counter(similarity_band(p.similarity) for p in candidates if p.similarity is not None)
+    chosen, notes = restratify(candidates, 7 * 4, np.random.default_rng(1))
+    assert Counter(similarity_band(p.similarity) for p in chosen) == {
+        i: 4 for i in range(len(SIMILARITY_BANDS))
+    }
+    assert "30 candidate pair(s) without a similarity (no sketch) left out" in notes
+    for p in chosen:  # a candidate picked 4 out of N stands for N/4 times as many pairs
+        assert p.weight == pytest.approx(before[id(p)] * in_band[similarity_band(p.similarity)] / 4)
+    assert sorted(p.number for p in chosen) == list(range(len(chosen)))
+    assert similarity_band(1.0) == len(SIMILARITY_BANDS) - 1 and similarity_band(0.2) == 1
+
+
+def test_sample_by_similarity_from_real_records(corpus: Path, tmp_path: Path) -> None:
+    warc = corpus / "warcs/aut/warc/example.warc.gz"
+    rows, index = tmp_path / "rows.jsonl", tmp_path / "index"
+    command = ["dedupe", "--workers", "1", "--no-progress", "--report", str(rows), "--index", str(index)]
+    assert main([*command, str(warc)]) == 0
+    out = tmp_path / "judge.html"
+    assert main(["calibrate", "sample", str(rows), "-o", str(out), "--pairs", "7", "--by", "similarity"]) == 0
+    payload = json.loads(re.search(r'id="judge-data">(.*?)</script>', out.read_text(), re.S).group(1))
+    assert payload["pairs"] and all(p["similarity"] is not None and p["left"] for p in payload["pairs"])
+    assert all("/ similarity " in p["band"] for p in payload["pairs"])
+    # an index written by dedupe --index knows each page's record: its pairs have texts too
+    assert main(["calibrate", "sample", str(index), "-o", str(out), "--pairs", "7"]) == 0
+    payload = json.loads(re.search(r'id="judge-data">(.*?)</script>', out.read_text(), re.S).group(1))
+    assert payload["pairs"] and all(p["left"] and p["reason"] is None for p in payload["pairs"])

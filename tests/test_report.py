@@ -1,0 +1,300 @@
+"""``scrapy-simhash report``: the data side (inputs to one model, totals, clusters, texts, the HTML).
+
+The browser side (what the page shows, no network request) is tests/test_report_browser.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_simhash.cli import main
+from scrapy_simhash.fingerprint import to_base32
+from scrapy_simhash.index import open_index
+from scrapy_simhash.index.batch import cluster_groups, clusters
+from scrapy_simhash.report import report
+from scrapy_simhash.report.data import load
+from scrapy_simhash.report.html import TOP_CLUSTERS
+from scrapy_simhash.report.model import Cluster, Page, build
+from scrapy_simhash.report.textdiff import diff_words
+
+
+@pytest.fixture(scope="module")
+def aut_rows(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real ``dedupe --report`` over a real crawl (aut's example.warc.gz: 3 clusters, 32 records)."""
+    out = tmp_path_factory.mktemp("dedupe") / "aut.jsonl"
+    warc = corpus / "warcs/aut/warc/example.warc.gz"
+    status = main(["dedupe", "--workers", "1", "--no-progress", "--report", str(out), str(warc)])
+    assert status == 0
+    return out
+
+
+def payload_of(page: str) -> dict:
+    """The clusters and diffs the page's script renders."""
+    return json.loads(re.search(r'id="report-data">(.*?)</script>', page, re.S).group(1))
+
+
+def rows_of(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_clusters_and_totals_equal_the_dedupe_report(aut_rows: Path) -> None:
+    rows = rows_of(aut_rows)
+    data = load([str(aut_rows)])
+    assert data.totals.clusters == len({r["cluster"] for r in rows}) > 0
+    assert data.totals.near_duplicates == sum(r["role"] == "duplicate" for r in rows)
+    assert data.totals.in_clusters == len(rows)
+    by_cluster: dict[int, list[dict]] = {}
+    for row in rows:
+        by_cluster.setdefault(row["cluster"], []).append(row)
+    expected = sorted((len(m), m[0]["file"], m[0]["offset"]) for m in by_cluster.values())
+    got = sorted((c.size, c.members[0].file, c.members[0].offset) for c in data.clusters)
+    assert got == expected  # same clusters, the original first
+    assert [c.size for c in data.clusters] == sorted((c.size for c in data.clusters), reverse=True)
+    assert data.totals.pages is None and data.totals.unique is None  # a report does not know them
+    assert Counter(data.pair_distances.tolist()) == Counter(
+        r["distance"] for r in rows if r["role"] == "duplicate"
+    )
+
+
+def test_the_page_holds_the_counts_and_the_re_extracted_texts(aut_rows: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    assert main(["report", str(aut_rows), "-o", str(out)]) == 0
+    page = out.read_text()
+    rows = rows_of(aut_rows)
+    assert f'data-count="{len({r["cluster"] for r in rows})}"' in page
+    payload = payload_of(page)
+    assert payload["diffs"] and all(d["reason"] is None for d in payload["diffs"])
+    assert all(len(d["left"]) > 100 and len(d["right"]) > 100 for d in payload["diffs"])
+    # self-contained: nothing is fetched from anywhere
+    assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', page)
+    assert "<svg" in page and 'id="hist-pairs"' in page
+
+
+def test_a_missing_warc_is_named_and_the_rest_is_shown(aut_rows: Path, tmp_path: Path) -> None:
+    rows = rows_of(aut_rows)
+    gone = str(tmp_path / "moved-away.warc.gz")
+    for row in rows:
+        row["file"] = gone
+    moved = tmp_path / "moved.jsonl"
+    moved.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    written = report([str(moved)], tmp_path / "r.html")
+    page = written.path.read_text()
+    assert f"file missing: {gone}" in page
+    assert written.data.totals.clusters == len({r["cluster"] for r in rows})
+
+
+def test_a_pair_without_a_record_says_why(tmp_path: Path) -> None:
+    rows = [
+        {"cluster": 0, "role": "original", "uri": "http://a/", "file": None, "offset": None,
+         "simhash": to_base32(7), "distance": 0},
+        {"cluster": 0, "role": "duplicate", "uri": "http://a/x", "file": None, "offset": None,
+         "simhash": to_base32(5), "distance": 1},
+    ]  # fmt: skip
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    page = report([str(path)], tmp_path / "r.html").path.read_text()
+    assert "the input does not say which WARC record holds this page" in page
+
+
+def test_bad_rows_are_counted_and_passed_over(aut_rows: Path, tmp_path: Path, capsys) -> None:
+    damaged = tmp_path / "damaged.jsonl"
+    lines = aut_rows.read_text().splitlines()
+    damaged.write_text("\n".join([lines[0], "{not json", *lines[1:], '{"cluster": 0, "offset": "x"}']) + "\n")
+    out = tmp_path / "r.html"
+    assert main(["report", str(damaged), "-o", str(out), "--diffs", "0"]) == 1
+    assert "2 row(s) passed over" in capsys.readouterr().err
+    data = load([str(damaged)])
+    assert data.totals.in_clusters == len(lines)
+
+
+def index_values() -> list[int]:
+    """40 pages, 10 of them with a copy 2 bits away and one a third member 1 bit from the first."""
+    rng = np.random.default_rng(7)
+    base = rng.integers(0, 2**63, size=40, dtype=np.uint64)
+    return [int(v) for v in base] + [int(v) ^ 0b101 for v in base[:10]] + [int(base[0]) ^ (1 << 40)]
+
+
+def fill(index, values: list[int]) -> None:
+    index.add_many((v, f"http://h{i % 3}.example/{i}", {"url": f"http://h{i % 3}.example/{i}"})
+                   for i, v in enumerate(values))  # fmt: skip
+
+
+def test_a_redis_index_gives_the_same_report(tmp_path: Path) -> None:
+    import uuid
+
+    from redis_server import RedisServer
+
+    values = index_values()
+    with open_index(tmp_path / "idx", k=3) as index:
+        fill(index, values)
+    server = RedisServer(tmp_path / "redis").start()
+    try:
+        uri = f"{server.url}?prefix=report-{uuid.uuid4().hex[:8]}"
+        index = open_index(uri, k=3)
+        fill(index, values)
+        index.close()
+        out = tmp_path / "redis.html"
+        assert main(["report", uri, "-o", str(out), "--diffs", "0"]) == 0
+        from_redis, embedded = load([uri]), load([str(tmp_path / "idx")])
+    finally:
+        server.stop()
+    assert from_redis.totals == embedded.totals
+    keys = [[m.key for m in c.members] for c in from_redis.clusters]
+    assert keys == [[m.key for m in c.members] for c in embedded.clusters]
+    assert f'data-count="{embedded.totals.clusters}"' in out.read_text()
+
+
+def test_an_index_gives_the_clusters_of_its_fingerprints(tmp_path: Path) -> None:
+    values = index_values()
+    with open_index(tmp_path / "idx", k=3) as index:
+        fill(index, values)
+    data = load([str(tmp_path / "idx")])
+    expected = cluster_groups(clusters(np.array(values, dtype=np.uint64), 3))
+    assert data.totals.clusters == len(expected) == 10
+    assert data.totals.fingerprinted == len(values)
+    assert data.totals.near_duplicates == sum(len(g) - 1 for g in expected)
+    assert data.totals.unique == len(values) - data.totals.near_duplicates
+    assert data.clusters[0].size == 3 and data.clusters[0].members[0].key == "http://h0.example/0"
+    assert data.no_neighbour == len(values) - sum(len(g) for g in expected)
+    assert sum(n for _, n, _ in data.hosts) == len(values)
+    page = report([str(tmp_path / "idx")], tmp_path / "r.html").path.read_text()
+    assert "the input does not say which WARC record holds this page" in page  # a crawl's index
+
+
+def test_a_large_report_lists_the_top_clusters_only(tmp_path: Path) -> None:
+    pages, groups = [], []
+    for n in range(TOP_CLUSTERS + 50):
+        members = [Page(f"k{n}-{i}", uri=f"http://x/{n}/{i}", simhash=n * 1000 + i, distance=i % 3,
+                        original=i == 0) for i in range(2 + n % 5)]  # fmt: skip
+        pages.extend(members)
+        groups.append(Cluster(n, members))
+    data = build("dedupe report", ["synthetic"], pages, groups, k=3, threshold=None)
+    from scrapy_simhash.report import write_report
+
+    page = write_report(data, tmp_path / "r.html", diffs=0).path.read_text()
+    payload = payload_of(page)
+    assert len(payload["clusters"]) == TOP_CLUSTERS
+    assert payload["clusters"][0]["size"] == 6
+    assert f'data-count="{TOP_CLUSTERS + 50}"' in page
+
+
+_text = st.lists(st.sampled_from(["a", "b", "cd", "é", "x1", " ", "\n", "  "]), max_size=40).map("".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_text, _text)
+def test_the_diff_runs_give_back_both_texts(a: str, b: str) -> None:
+    left, right = diff_words(a, b)
+    assert "".join(t for _, t in left) == a
+    assert "".join(t for _, t in right) == b
+    assert [t for tag, t in left if tag == "same"] == [t for tag, t in right if tag == "same"]
+    assert all(tag in ("same", "del") for tag, _ in left) and all(tag in ("same", "ins") for tag, _ in right)
+
+
+def test_tag_sidecars_give_the_clusters_dedupe_found(corpus: Path, aut_rows: Path, tmp_path: Path) -> None:
+    warc = corpus / "warcs/aut/warc/example.warc.gz"
+    assert main(["tag", "--workers", "1", "--no-progress", "--out", str(tmp_path), str(warc)]) == 0
+    sidecar = tmp_path / "example.warc.gz.simhash.warc.gz"
+    rows = rows_of(aut_rows)
+    from_sidecar = load([str(sidecar)])
+    assert from_sidecar.totals.pages is None  # a sidecar holds no responses
+    assert from_sidecar.totals.clusters == len({r["cluster"] for r in rows})
+    assert from_sidecar.totals.near_duplicates == sum(r["role"] == "duplicate" for r in rows)
+    members = {(m.file, m.offset) for c in from_sidecar.clusters for m in c.members}
+    assert members == {(r["file"], r["offset"]) for r in rows}
+    originals = {(c.members[0].file, c.members[0].offset) for c in from_sidecar.clusters}
+    assert originals == {(r["file"], r["offset"]) for r in rows if r["role"] == "original"}
+    # the sidecar record's date is when tag ran: not shown as the capture's date
+    assert all(m.date is None for c in from_sidecar.clusters for m in c.members)
+    twice = load([str(sidecar), str(sidecar)])  # one record described twice is one page
+    assert twice.totals == from_sidecar.totals
+    with_responses = load([str(sidecar), str(warc)])
+    assert with_responses.totals.pages == with_responses.totals.fingerprinted + 2  # no_text, too_few_tokens
+    written = report([str(sidecar)], tmp_path / "r.html")
+    diffs = payload_of(written.path.read_text())["diffs"]
+    assert diffs and all(d["reason"] is None and d["left"] for d in diffs)  # texts found via source-file
+
+
+@given(st.integers(0, 2**64 - 1))
+def test_the_fast_simhash_parse_agrees_with_from_base32(value: int) -> None:
+    from scrapy_simhash.fingerprint import from_base32
+    from scrapy_simhash.report.data import parse_simhash
+
+    text = to_base32(value)
+    assert parse_simhash(text) == from_base32(text) == value
+    assert parse_simhash(text.upper()) == value
+
+
+def test_a_bad_simhash_is_refused_as_from_base32_does() -> None:
+    from scrapy_simhash.report.data import parse_simhash
+
+    last_bit_set = to_base32(0)[:-1] + "b"
+    for bad in (last_bit_set, "short", "a" * 12 + "1"):
+        with pytest.raises(ValueError):
+            parse_simhash(bad)
+
+
+def test_similarity_is_drawn_whenever_rows_carry_it(tmp_path: Path) -> None:
+    minhash_rows = [
+        {"cluster": 0, "role": "original", "uri": "http://a/1", "file": None, "offset": None,
+         "scheme": "minhash-doc/1", "similarity": 1.0},
+        {"cluster": 0, "role": "duplicate", "uri": "http://a/2", "file": None, "offset": None,
+         "scheme": "minhash-doc/1", "similarity": 0.83},
+        {"cluster": 0, "role": "duplicate", "uri": "http://b/3", "file": None, "offset": None,
+         "scheme": "minhash-doc/1", "similarity": 0.91},
+    ]  # fmt: skip
+    path = tmp_path / "minhash.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in minhash_rows))
+    data = load([str(path)])
+    assert sorted(data.pair_similarities.tolist()) == [0.83, 0.91]
+    assert data.k is None and data.threshold == 0.8
+    page = report([str(path)], tmp_path / "r.html").path.read_text()
+    assert 'id="hist-similarity"' in page and 'id="hist-pairs"' not in page
+    assert "nearest-neighbour similarity needs every page" in page
+    both = [dict(r, simhash=to_base32(1 + i), distance=i) for i, r in enumerate(minhash_rows)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in both))
+    page = report([str(path)], tmp_path / "r.html").path.read_text()
+    assert 'id="hist-similarity"' in page and 'id="hist-pairs"' in page and 'id="hist-nearest"' in page
+
+
+def test_a_minhash_index_is_refused_by_name(tmp_path: Path) -> None:
+    index = open_index(tmp_path / "mh", kind="minhash")
+    index.close()
+    assert main(["report", str(tmp_path / "mh"), "-o", str(tmp_path / "r.html")]) == 2
+    with pytest.raises(ValueError, match="is a MinHash index"):
+        load([str(tmp_path / "mh")])
+
+
+def test_odd_rows_one_original_per_cluster_and_unhashable_cluster_ids(tmp_path: Path) -> None:
+    rows = [
+        {"cluster": 0, "role": "duplicate", "uri": "http://a/2", "simhash": to_base32(3), "distance": 1},
+        {"cluster": 0, "role": "original", "uri": "http://a/1", "simhash": to_base32(1), "distance": 0},
+        {"cluster": 0, "role": "original", "uri": "http://a/3", "simhash": to_base32(7), "distance": 2},
+        {"cluster": [1], "role": "original", "uri": "http://a/4", "simhash": to_base32(7), "distance": 0},
+    ]
+    path = tmp_path / "odd.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = load([str(path)])
+    (cluster,) = data.clusters
+    assert cluster.members[0].uri == "http://a/1"
+    assert [m.original for m in cluster.members] == [True, False, False]
+    assert any("line 4: bad row" in n for n in data.notes)
+    assert data.k == 3 and any("the threshold drawn is the default k = 3" in n for n in data.notes)
+    assert load([str(path)], k=5).k == 5
+
+
+def test_records_that_are_not_pages_are_said(corpus: Path, tmp_path: Path) -> None:
+    from scrapy_simhash.report.warcs import fetch_texts
+
+    warc = str(corpus / "warcs/aut/warc/example.warc.gz")
+    texts = fetch_texts([(warc, 0), (warc, 1)])
+    assert texts[(warc, 0)].reason == "the record is not an HTML page (warcinfo)"
+    assert texts[(warc, 1)].reason == f"no record starts at offset 1 of {warc}"

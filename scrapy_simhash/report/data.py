@@ -216,8 +216,9 @@ def open_for_reading(location: str, k: int | None = None) -> Any:
     return open_index(location, k=k, read_only=True)  # type: ignore[arg-type]
 
 
-def pages_of_index(index: Iterable[Any]) -> list[Page]:
-    """Every stored fingerprint, oldest first (the index iterates in age order)."""
+def pages_of_index(index: Iterable[Any], sketch_of: Any = None) -> list[Page]:
+    """Every stored fingerprint, oldest first (the index iterates in age order), with its sketch
+    when ``sketch_of(key)`` gives one (a verified index)."""
     pages = []
     for match in index:
         meta = match.meta or {}
@@ -230,6 +231,7 @@ def pages_of_index(index: Iterable[Any]) -> list[Page]:
                 offset=_int(meta.get("offset")),
                 record_id=meta.get("record_id"),
                 simhash=match.simhash,
+                sketch=None if sketch_of is None else sketch_of(match.key),
             )
         )
     return pages
@@ -242,14 +244,15 @@ def load_index(
     threshold: float | None = None,
     stats: dict[str, Any] | None = None,
 ) -> ReportData:
-    """Clusters of the "within k" graph over everything stored (``k``: the index's own by default).
+    """Clusters of the decision rule's graph over everything stored (verified where the index keeps
+    sketches; ``k``: the index's own by default).
 
     ``stats`` (a crawl's Scrapy stats) adds the pages seen and skipped by reason.
     """
     index = open_for_reading(location, k)
     try:
         k = k if k is not None else int(index.k)
-        pages = pages_of_index(index)
+        pages = pages_of_index(index, getattr(index, "sketch", None))
     finally:
         close = getattr(index, "close", None)
         if close:
@@ -278,7 +281,7 @@ def load_index(
         "index",
         [location],
         pages,
-        group_clusters(pages, k),
+        group_clusters(pages, k, threshold),
         k=k,
         threshold=threshold,
         seen=seen,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -30,6 +31,8 @@ class Page:
     similarity: float | None = None
     """Estimated Jaccard similarity to its cluster's original, when the input carries it."""
     original: bool = False
+    sketch: Any = field(default=None, repr=False, compare=False)
+    """The page's minhash-doc/1 sketch when the input holds it: clusters then follow the verified rule."""
 
     @property
     def host(self) -> str:
@@ -203,23 +206,34 @@ def host_of(uri: str | None) -> str:
     return (match.group(1).lower() or "(no host)") if match else "(no host)"
 
 
-def group_clusters(pages: list[Page], k: int) -> list[Cluster]:
-    """Connected components of the "within k" graph over ``pages`` (in age order: the first is the
-    original), with each member's distance to its original filled in."""
+def group_clusters(pages: list[Page], k: int, similarity: float | None = None) -> list[Cluster]:
+    """Connected components of the decision rule's graph over ``pages`` (in age order: the first is
+    the original), each member's distance (and similarity, where both have sketches) to its original
+    filled in. Pages with sketches are paired by the verified rule (``similarity``: its threshold,
+    the shipped one by default), pages without by simhash within ``k``, as ``dedupe`` pairs them."""
+    import dataclasses
+
+    from ..decision import DEFAULT_RULE
     from ..index.batch import cluster_groups, clusters
+    from ..warc.dedupe import rule_pairs
 
     hashed = [p for p in pages if p.simhash is not None]
     if len(hashed) < 2:
         return []
-    values = np.array([p.simhash for p in hashed], dtype=np.uint64)
+    rule = dataclasses.replace(DEFAULT_RULE, distance=k)
+    if similarity is not None:
+        rule = dataclasses.replace(rule, similarity=similarity)
+    hashes = [int(p.simhash) for p in hashed]  # type: ignore[arg-type]
+    pairs = rule_pairs(hashes, [p.sketch for p in hashed], rule)
     out = []
-    for number, group in enumerate(cluster_groups(clusters(values, k))):
+    for number, group in enumerate(cluster_groups(clusters(pairs=pairs, n=len(hashed)))):
         members = [hashed[int(i)] for i in group]
-        first = members[0].simhash
-        assert first is not None
+        first = members[0]
         for i, member in enumerate(members):
-            assert member.simhash is not None
-            member.distance = (member.simhash ^ first).bit_count()
+            verdict = rule.compare_values(member.simhash, first.simhash, member.sketch, first.sketch)
+            member.distance = verdict.distance
+            if verdict.similarity is not None:
+                member.similarity = verdict.similarity
             member.original = i == 0
         out.append(Cluster(number, members))
     return out

@@ -64,7 +64,8 @@ def read_pages(inputs: list[str], *, backend: str = "auto") -> tuple[list[Page],
 def load_warcs(
     inputs: list[str], *, k: int | None = None, threshold: float | None = None, backend: str = "auto"
 ) -> ReportData:
-    """Pages from the simhash metadata records; clusters recomputed within ``k`` over all of them."""
+    """Pages from the simhash metadata records; clusters recomputed by the rule over all of them
+    (verified where the records carry sketches, simhash within ``k`` elsewhere)."""
     k = DEFAULT_K if k is None else k
     pages, html, notes = read_pages(inputs, backend=backend)
     seen = html if html else None
@@ -75,7 +76,7 @@ def load_warcs(
         "WARC",
         inputs,
         pages,
-        group_clusters(pages, k),
+        group_clusters(pages, k, threshold),
         k=k,
         threshold=threshold,
         seen=seen,
@@ -105,6 +106,7 @@ def _page_of_metadata(record: ArchiveRecord, last_response: dict[str | None, int
         file=file,
         offset=offset,
         simhash=fields.simhash,
+        sketch=fields.minhash,
     )
 
 

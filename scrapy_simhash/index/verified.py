@@ -21,6 +21,7 @@ after acknowledgement (both writes are done when the call returns).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from ..decision import Rule
 from ..fingerprint.minhash import MinHash
 from .base import Match, Meta, NearDuplicateIndex
 from .minhash_store import MinHashIndex
-from .values import check_key, check_simhash
+from .values import check_key, check_simhash, encode_meta
 
 SKETCHES = "sketches"
 """The sketch store's directory inside an embedded index."""
@@ -70,6 +71,8 @@ class VerifiedIndex(NearDuplicateIndex):
         # lacks the page; Redis sends the meta with every answer anyway
         self._meta_in_answers = not isinstance(sketches, MinHashIndex)
         self._lean: dict[str, bool] = {} if self._meta_in_answers else {"with_meta": False}
+        self._writing = threading.RLock()
+        """Held across both stores' writes: this process's other threads never see half an insert."""
 
     # -- helpers ---------------------------------------------------------------------------------
     def _sketch_values(self, sketch: Any) -> np.ndarray | None:
@@ -90,14 +93,16 @@ class VerifiedIndex(NearDuplicateIndex):
         simhash_found: list[Match],
         k: int,
         own: tuple[str, bool] | None = None,
+        before: dict[str, Match] | None = None,
     ) -> list[Match]:
         """The rule's answer from the two stores' answers (sketch matches verified, the rest legacy).
 
-        ``own``: ``(key, had_sketch)`` for check_and_add, whose key's sketch is already replaced.
+        ``own``: ``(key, had_sketch)`` for check_and_add, whose key's sketch is already replaced;
+        ``before``: the simhash store's rows of the sketch matches, read before that insert.
         """
         out: list[Match] = []
         seen: set[str] = set()
-        by_key = {m.key: m for m in simhash_found}
+        by_key = {**(before or {}), **{m.key: m for m in simhash_found}}
         farther = [found.key for found in sketch_found or () if found.key not in by_key]
         if farther:  # the simhash store has their fingerprints, meta and age
             by_key.update(self._get_many(farther))
@@ -105,8 +110,10 @@ class VerifiedIndex(NearDuplicateIndex):
             known = by_key.get(found.key)
             if known is not None:
                 stored, meta, seq = known.simhash, dict(known.meta), known.seq
+            elif not self._meta_in_answers:
+                continue  # embedded, one writer, writes under our lock: an insert cut by a crash
             else:  # being added by another process right now (or a crash cut its second write)
-                meta = dict(found.meta if self._meta_in_answers else self.sketches.meta(found.key) or {})
+                meta = dict(found.meta)
                 stored, seq = int(meta.pop(_SIMHASH_FIELD, simhash)), 0
             distance = (stored ^ simhash).bit_count()
             out.append(Match(found.key, stored, distance, meta, seq, found.similarity))
@@ -150,12 +157,17 @@ class VerifiedIndex(NearDuplicateIndex):
             (key, values, self._sketch_meta(h, meta)) for h, key, meta, values in final if values is not None
         ]
         without = [key for _, key, _, values in final if values is None]
-        if with_sketch:
-            self._writable_sketches().add_many(with_sketch)
-        for key in without:  # a page replaced by one without sketch loses its old sketch
-            if self._has_sketch(key):
-                self._writable_sketches().remove(key)
-        return self.simhashes.add_many([(h, key, meta) for h, key, meta, _ in rows])
+        if with_sketch:  # the sketch store checks its items' meta; the others' before it writes
+            for _, key, meta, values in rows:
+                if values is None:
+                    encode_meta(key, meta)
+        with self._writing:
+            if with_sketch:
+                self._writable_sketches().add_many(with_sketch)
+            for key in without:  # a page replaced by one without sketch loses its old sketch
+                if self._has_sketch(key):
+                    self._writable_sketches().remove(key)
+            return self.simhashes.add_many([(h, key, meta) for h, key, meta, _ in rows])
 
     def _writable_sketches(self) -> Any:
         if self.sketches is None:
@@ -172,20 +184,24 @@ class VerifiedIndex(NearDuplicateIndex):
         """
         simhash, key = check_simhash(simhash), check_key(key)
         values = self._sketch_values(sketch)
-        had = self._has_sketch(key)
-        sketch_found = None
-        if values is not None:
-            sketch_meta = self._sketch_meta(simhash, meta)
-            sketch_found = self._writable_sketches().check_and_add(key, values, sketch_meta, **self._lean)
-        elif had:
-            self._writable_sketches().remove(key)
-        simhash_found = self.simhashes.check_and_add(simhash, key, meta)
-        return self._combine(simhash, sketch_found, simhash_found, self.k, (key, had))
+        with self._writing:
+            had = self._has_sketch(key)
+            sketch_found = None
+            if values is not None:
+                sketch_meta = self._sketch_meta(simhash, meta)
+                sketch_found = self._writable_sketches().check_and_add(key, values, sketch_meta, **self._lean)
+            elif had:
+                self._writable_sketches().remove(key)
+            # the matches' rows as they are before this insert (it may replace one: its own key)
+            before = self._get_many([found.key for found in sketch_found]) if sketch_found else None
+            simhash_found = self.simhashes.check_and_add(simhash, key, meta)
+            return self._combine(simhash, sketch_found, simhash_found, self.k, (key, had), before)
 
     def remove(self, key: str) -> bool:
-        if self._has_sketch(key):
-            self._writable_sketches().remove(key)
-        return self.simhashes.remove(key)
+        with self._writing:
+            if self._has_sketch(key):
+                self._writable_sketches().remove(key)
+            return self.simhashes.remove(key)
 
     # -- reads -----------------------------------------------------------------------------------
     def query(self, simhash: int, k: int | None = None, *, sketch: Any = None) -> list[Match]:

@@ -42,6 +42,7 @@ from quality_pairs import (
     same_site_pairs,
     transform,
 )
+from quality_verified import report_verified
 
 from scrapy_simhash.extract import Extractor
 from scrapy_simhash.fingerprint import simhash_features, simhash_with_count, tokens
@@ -259,7 +260,12 @@ def related_pairs(pages: list[Page], texts: dict[str, dict[str, str | None]]) ->
     sets = []
     for page in pages:
         entry = texts.get(page.id, {})
-        text = entry.get(REFERENCE_EXTRACTOR) or entry.get("visible-text") or ""
+        # the reference extractor's text, else any other measured (a run with --extractors may omit it)
+        text = (
+            entry.get(REFERENCE_EXTRACTOR)
+            or entry.get("visible-text")
+            or next((t for t in entry.values() if t), "")
+        )
         sets.append(set(tokens(text)))
     fps = np.array([simhash_features(s) if s else 0 for s in sets], dtype=np.uint64)
     related: set[frozenset[str]] = set()
@@ -727,6 +733,13 @@ def main(argv: list[str] | None = None) -> int:
         for name, ms in timings.items():
             ratio = ms / timings["trafilatura-fast"] if "trafilatura-fast" in timings else float("nan")
             print(f"| {name} | {ms:.1f} | {ratio:.2f} |", file=out)
+
+    # 9. Verified decisions (the shipped default rule): bench/quality_verified.py
+    if d_name in names:
+        print(file=out)
+        summary["verified"] = report_verified(
+            [p.id for p in pages], texts, positives, negatives, related, d_name, out
+        )
 
     # machine-readable summary
     for (name, feat), res in results.items():

@@ -232,8 +232,17 @@ class VerifiedIndex(NearDuplicateIndex):
             for i, answer in zip(with_sketch, answers, strict=True):
                 sketch_found[i] = answer
         simhash_found = self.simhashes.query_many(hashes, k)
+        farther = {  # sketch matches beyond k, for the whole batch: one read of the simhash store
+            found.key
+            for answer, near in zip(sketch_found, simhash_found, strict=True)
+            if answer
+            for found in answer
+            if all(m.key != found.key for m in near)
+        }
+        rows = self._get_many(sorted(farther)) if farther else {}
         return [
-            self._combine(h, s, f, k) for h, s, f in zip(hashes, sketch_found, simhash_found, strict=True)
+            self._combine(h, s, f, k, before=rows)
+            for h, s, f in zip(hashes, sketch_found, simhash_found, strict=True)
         ]
 
     def get(self, key: str) -> Match | None:

@@ -102,10 +102,16 @@ class VerifiedIndex(NearDuplicateIndex):
         """
         out: list[Match] = []
         seen: set[str] = set()
-        by_key = {**(before or {}), **{m.key: m for m in simhash_found}}
-        farther = [found.key for found in sketch_found or () if found.key not in by_key]
-        if farther:  # the simhash store has their fingerprints, meta and age
-            by_key.update(self._get_many(farther))
+        by_key = {m.key: m for m in simhash_found}
+        if sketch_found:
+            before = before or {}
+            farther = [f.key for f in sketch_found if f.key not in by_key and f.key not in before]
+            if farther:  # the simhash store has their fingerprints, meta and age
+                by_key.update(self._get_many(farther))
+            # rows read before this insert (check_and_add) or for the whole batch (query_many)
+            by_key.update(
+                (f.key, before[f.key]) for f in sketch_found if f.key in before and f.key not in by_key
+            )
         for found in sketch_found or ():
             known = by_key.get(found.key)
             if known is not None:

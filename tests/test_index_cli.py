@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from scrapy_simhash import SimhashIndex, to_base32, to_hex
+from scrapy_simhash.fingerprint.minhash import MinHash
+from scrapy_simhash.index import open_index
+from scrapy_simhash.page import fingerprint_page
 
 BASE = 0x0123456789ABCDEF
 ENTRY = "import sys; from scrapy_simhash.cli import main; sys.exit(main())"
@@ -87,3 +92,110 @@ def test_bad_input_gives_clear_errors(index_dir: Path, tmp_path: Path) -> None:
     assert missing.returncode == 2 and "no index" in missing.stderr
     too_far = cli("query", str(index_dir), to_hex(BASE), "-k", "5")
     assert too_far.returncode == 2 and "k=3" in too_far.stderr
+
+
+# -- verified mode: sketches in query, export and stats ------------------------------------------
+
+
+def _sketch(seed: int) -> MinHash:
+    return MinHash(np.random.default_rng(seed).integers(0, 2**32, size=128, dtype=np.uint32))
+
+
+@pytest.fixture
+def verified_dir(tmp_path: Path) -> Path:
+    """Two pages with sketches (the second 16 bits away, sharing 3/4 of the values), one without."""
+    path = tmp_path / "vx"
+    first = _sketch(1)
+    near = first.values.copy()
+    near[96:] ^= 1
+    with open_index(path) as index:
+        index.add(BASE, "https://a.example/1", {"date": "2024-01-01"}, sketch=first)
+        index.add(BASE ^ 0xFFFF, "https://a.example/edited", sketch=MinHash(near))
+        index.add(BASE ^ 0b1, "https://legacy.example/old")
+    return path
+
+
+def test_query_with_a_sketch_prints_distance_and_similarity(verified_dir: Path) -> None:
+    result = cli(
+        "query", str(verified_dir), to_hex(BASE), "--minhash", _sketch(1).to_text(), "--format", "json"
+    )
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    assert [(m["key"], m["distance"], m["similarity"]) for m in record["matches"]] == [
+        ("https://a.example/1", 0, 1.0),
+        ("https://a.example/edited", 16, 0.75),  # 16 bits: only the sketch finds it
+        ("https://legacy.example/old", 1, None),  # stored without sketch: by simhash
+    ]
+    assert record["minhash"] == _sketch(1).to_text()
+    text = cli("query", str(verified_dir), to_hex(BASE), "--minhash", _sketch(1).to_text())
+    assert text.returncode == 0, text.stderr
+    assert "3 matches" in text.stdout
+    assert "  16\t0.7500\t" in text.stdout
+    assert "1\t-\t" in text.stdout
+    # without a sketch every page is judged by simhash; --mode simhash ignores a sketch given
+    plain = cli("query", str(verified_dir), to_hex(BASE), "--format", "json")
+    assert [m["key"] for m in json.loads(plain.stdout)["matches"]] == [
+        "https://a.example/1",
+        "https://legacy.example/old",
+    ]
+    simhash_mode = cli(
+        "query",
+        str(verified_dir),
+        to_hex(BASE),
+        "--minhash",
+        _sketch(1).to_text(),
+        "--mode",
+        "simhash",
+        "--format",
+        "json",
+    )
+    matches = json.loads(simhash_mode.stdout)["matches"]
+    assert [(m["key"], m["similarity"]) for m in matches] == [
+        ("https://a.example/1", None),
+        ("https://legacy.example/old", None),
+    ]
+
+
+def test_query_an_html_file_fingerprinted_with_its_sketch(tmp_path: Path, corpus: Path) -> None:
+    html = gzip.decompress(sorted((corpus / "pages" / "scrapinghub-aeb").glob("*.html.gz"))[0].read_bytes())
+    page = fingerprint_page(html)
+    assert page.simhash is not None and page.minhash is not None
+    path = tmp_path / "ix"
+    with open_index(path) as index:
+        index.add(page.simhash, "https://original.example/", sketch=page.minhash)
+    copy = tmp_path / "copy.html"
+    copy.write_bytes(html.replace(b"</body>", b"<p>One more comment appended below the article.</p></body>"))
+    result = cli("query", str(path), "--html", str(copy), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    (match,) = json.loads(result.stdout)["matches"]
+    assert match["key"] == "https://original.example/" and 0.5 <= match["similarity"] <= 1.0
+    text = cli("query", str(path), "--html", str(copy))
+    assert text.returncode == 0 and f"{copy}: 1 match" in text.stdout
+
+
+def test_export_writes_the_sketch_beside_the_simhash(verified_dir: Path) -> None:
+    result = cli("export", str(verified_dir))
+    assert result.returncode == 0, result.stderr
+    records = {r["key"]: r for r in map(json.loads, result.stdout.splitlines())}
+    first = records["https://a.example/1"]
+    assert first["simhash_hex"] == to_hex(BASE) and first["minhash_scheme"] == "minhash-doc/1"
+    assert MinHash.from_text(first["minhash"]) == _sketch(1)
+    assert "minhash" not in records["https://legacy.example/old"]
+
+
+def test_stats_count_pages_without_sketch(verified_dir: Path, index_dir: Path) -> None:
+    stats = json.loads(cli("stats", str(verified_dir)).stdout)
+    assert stats["size"] == 3 and stats["mode"] == "verified" and stats["without_sketch"] == 1
+    legacy = cli("stats", str(index_dir))  # an index written before sketches: every page
+    assert legacy.returncode == 0, legacy.stderr
+    assert json.loads(legacy.stdout)["without_sketch"] == 3
+    assert "without_sketch" not in json.loads(cli("stats", str(verified_dir), "--mode", "simhash").stdout)
+
+
+def test_sketch_arguments_are_checked(verified_dir: Path) -> None:
+    two = cli("query", str(verified_dir), to_hex(BASE), to_hex(BASE ^ 1), "--minhash", _sketch(1).to_text())
+    assert two.returncode == 2 and "exactly one FINGERPRINT" in two.stderr
+    bad = cli("query", str(verified_dir), to_hex(BASE), "--minhash", "not a sketch")
+    assert bad.returncode == 2 and "not a base64url minhash sketch" in bad.stderr
+    nothing = cli("query", str(verified_dir))
+    assert nothing.returncode == 2 and "nothing to look up" in nothing.stderr

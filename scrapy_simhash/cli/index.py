@@ -3,6 +3,11 @@
 ``stats``, ``query`` and ``export`` open a local index read-only, so they work while a
 crawler is writing to it; ``compact`` needs the write lock. PATH may also be a
 ``redis://`` URI (where the backend supports the command).
+
+The index is opened in verified mode (the default decision rule) unless ``--mode simhash``:
+``query`` then takes a sketch (``--minhash``, or ``--html FILE`` fingerprinted with its sketch)
+and prints each match's distance and similarity; ``export`` writes each page's sketch beside its
+simhash; ``stats`` counts the pages stored without a sketch (judged by simhash alone).
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ..fingerprint import to_base32, to_hex
 from ..fingerprint.codecs import parse
+from ..fingerprint.minhash import SCHEME as MINHASH_SCHEME
+from ..fingerprint.minhash import MinHash
 from ..index import NearDuplicateIndex, SimhashIndexError, is_server_uri, open_index
 from ..warc.progress import RowProgress, elapsed_spinner
 
@@ -29,13 +36,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     stats = commands.add_parser("stats", help="sizes and counters as JSON")
     stats.add_argument("path", help="index directory or redis:// URI")
+    _add_mode_option(stats)
     stats.set_defaults(func=run_stats)
 
-    query = commands.add_parser("query", help="stored fingerprints near the given ones")
+    query = commands.add_parser(
+        "query",
+        help="stored pages near the given ones (fingerprints, a sketch, HTML files)",
+        description="Stored pages that the decision rule calls near-duplicates of each query: a "
+        "FINGERPRINT (judged by simhash alone unless --minhash gives its sketch), or an --html FILE "
+        "(fingerprinted with its sketch). Each match shows its distance (bits) and similarity "
+        "(estimated Jaccard of the sketches; - when decided by simhash alone).",
+    )
     query.add_argument("path", help="index directory or redis:// URI")
-    query.add_argument("fingerprints", nargs="+", metavar="FINGERPRINT", help="base32 (13 chars) or hex (16)")
-    query.add_argument("-k", type=int, default=None, help="distance (default: the index's k)")
+    query.add_argument("fingerprints", nargs="*", metavar="FINGERPRINT", help="base32 (13 chars) or hex (16)")
+    query.add_argument(
+        "--minhash",
+        metavar="TEXT",
+        help="the minhash-doc/1 sketch of the one FINGERPRINT (as `scrapy-simhash fingerprint "
+        "--scheme minhash` prints it)",
+    )
+    query.add_argument(
+        "--html",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="an HTML page to fingerprint (simhash and sketch) and look up; may be repeated",
+    )
+    query.add_argument("-k", type=int, default=None, help="simhash distance (default: the index's k)")
     query.add_argument("--format", choices=["text", "json"], default="text")
+    _add_mode_option(query)
     query.set_defaults(func=run_query)
 
     compact = commands.add_parser("compact", help="merge recent inserts into the on-disk tables")
@@ -43,10 +72,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_progress_option(compact)
     compact.set_defaults(func=run_compact)
 
-    export = commands.add_parser("export", help="every stored fingerprint as JSON lines, oldest first")
+    export = commands.add_parser(
+        "export",
+        help="every stored page as JSON lines, oldest first (simhash, and minhash where stored)",
+    )
     export.add_argument("path", help="index directory or redis:// URI")
     _add_progress_option(export)
+    _add_mode_option(export)
     export.set_defaults(func=run_export)
+
+
+def _add_mode_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--mode",
+        choices=["verified", "simhash"],
+        default="verified",
+        help="verified (default): the simhash store and the sketch store, the default rule; simhash: "
+        "the simhash store alone (distance <= k, sketches ignored)",
+    )
 
 
 def _add_progress_option(parser: argparse.ArgumentParser) -> None:
@@ -59,15 +102,13 @@ def _add_progress_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _open(path: str, write: bool = False) -> NearDuplicateIndex:
+def _open(path: str, write: bool = False, mode: str = "verified") -> NearDuplicateIndex:
     if is_server_uri(path):
         # A person is waiting: read-only commands try once (no back-off loop of retry lines) unless the
         # URI asks for retries; compact keeps the crawler's retries.
         asked = "retries" in dict(parse_qsl(urlsplit(path).query))
-        return open_index(path) if write or asked else open_index(path, retries=0)
-    from ..index.embedded import SimhashIndex
-
-    return SimhashIndex(path.removeprefix("file://"), read_only=not write)
+        return open_index(path, mode=mode) if write or asked else open_index(path, mode=mode, retries=0)
+    return open_index(path.removeprefix("file://"), mode=mode, read_only=not write)
 
 
 def _record(match: Any) -> dict[str, Any]:
@@ -76,9 +117,35 @@ def _record(match: Any) -> dict[str, Any]:
         "simhash": to_base32(match.simhash),
         "simhash_hex": to_hex(match.simhash),
         "distance": match.distance,
+        "similarity": match.similarity,
         "seq": match.seq,
         "meta": match.meta,
     }
+
+
+def _queries(args: argparse.Namespace) -> list[tuple[str, int, MinHash | None]]:
+    """(label, simhash, sketch or None) of each query; ValueError (reported by main) for bad input."""
+    queries: list[tuple[str, int, MinHash | None]] = [(text, parse(text), None) for text in args.fingerprints]
+    if args.minhash is not None:
+        if len(queries) != 1:
+            raise ValueError("--minhash is the sketch of one page: give exactly one FINGERPRINT with it")
+        queries[0] = (queries[0][0], queries[0][1], MinHash.from_text(args.minhash))
+    if args.html:
+        from ..page import fingerprint_page
+
+        for name in args.html:
+            with open(name, "rb") as handle:
+                page = fingerprint_page(handle.read())
+            if page.simhash is None:
+                raise ValueError(f"{name} has no fingerprint ({page.reason})")
+            queries.append((name, page.simhash, page.minhash))
+    if not queries:
+        raise ValueError("nothing to look up: give a FINGERPRINT or --html FILE")
+    return queries
+
+
+def _similarity(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
 
 
 def _fail(args: argparse.Namespace, exc: Exception) -> int:
@@ -88,7 +155,7 @@ def _fail(args: argparse.Namespace, exc: Exception) -> int:
 
 def run_stats(args: argparse.Namespace) -> int:
     try:
-        with _open(args.path) as index:
+        with _open(args.path, mode=args.mode) as index:
             print(json.dumps(index.stats(), indent=2, sort_keys=True))
     except SimhashIndexError as exc:
         return _fail(args, exc)
@@ -96,24 +163,29 @@ def run_stats(args: argparse.Namespace) -> int:
 
 
 def run_query(args: argparse.Namespace) -> int:
-    fingerprints = [parse(text) for text in args.fingerprints]  # ValueError: reported by main
+    queries = _queries(args)
+    sketches = None if args.mode == "simhash" else [sketch for _, _, sketch in queries]
     try:
-        with _open(args.path) as index:
-            results = index.query_many(fingerprints, args.k)
+        with _open(args.path, mode=args.mode) as index:
+            hashes = [h for _, h, _ in queries]
+            if sketches is None:
+                results = index.query_many(hashes, args.k)
+            else:
+                results = index.query_many(hashes, args.k, sketches=sketches)  # type: ignore[call-arg]
     except SimhashIndexError as exc:
         return _fail(args, exc)
-    for text, h, matches in zip(args.fingerprints, fingerprints, results, strict=True):
+    for (text, h, sketch), matches in zip(queries, results, strict=True):
         if args.format == "json":
-            print(
-                json.dumps(
-                    {"query": to_base32(h), "matches": [_record(m) for m in matches]}, ensure_ascii=False
-                )
-            )
+            record: dict[str, Any] = {"query": to_base32(h), "matches": [_record(m) for m in matches]}
+            if sketch is not None and args.mode != "simhash":
+                record["minhash"] = sketch.to_text()
+            print(json.dumps(record, ensure_ascii=False))
             continue
         print(f"{text}: {len(matches)} match{'es' if len(matches) != 1 else ''}")
         for m in matches:
             meta = json.dumps(m.meta, ensure_ascii=False) if m.meta else ""
-            print(f"  {m.distance}\t{to_base32(m.simhash)}\t{m.key}\t{meta}".rstrip())
+            line = f"  {m.distance}\t{_similarity(m.similarity)}\t{to_base32(m.simhash)}\t{m.key}\t{meta}"
+            print(line.rstrip())
     return 0
 
 
@@ -130,12 +202,17 @@ def run_compact(args: argparse.Namespace) -> int:
 
 def run_export(args: argparse.Namespace) -> int:
     try:
-        with _open(args.path) as index:
+        with _open(args.path, mode=args.mode) as index:
             out = sys.stdout
+            sketch_of = getattr(index, "sketch", None)
             rows = RowProgress("export", len(index), enabled=args.progress)
             for match in rows.wrap(index):
                 record = _record(match)
-                del record["distance"]
+                del record["distance"], record["similarity"]
+                sketch = sketch_of(match.key) if sketch_of is not None else None
+                if sketch is not None:  # beside the simhash; pages stored without one have neither field
+                    record["minhash"] = sketch.to_text()
+                    record["minhash_scheme"] = MINHASH_SCHEME
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
     except (SimhashIndexError, NotImplementedError) as exc:
         return _fail(args, exc)

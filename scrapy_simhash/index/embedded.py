@@ -442,6 +442,14 @@ class SimhashIndex(NearDuplicateIndex):
         seq, h, meta = row
         return Match(key, h, 0, meta, seq)
 
+    def get_many(self, keys: Iterable[str]) -> dict[str, Match]:
+        """``get`` for many keys in one database read; keys not stored are absent."""
+        wanted = [check_key(key) for key in keys]
+        with self._lock:
+            self._check_open()
+            rows = self._store.get_many(wanted) if wanted else {}
+        return {key: Match(key, h, 0, meta, seq) for key, (seq, h, meta) in rows.items()}
+
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and bool(key) and self.get(key) is not None
 

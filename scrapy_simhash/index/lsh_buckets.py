@@ -42,7 +42,10 @@ class SortedBuckets:
         directory = np.zeros((1 << bits) + 1, dtype=np.int64)
         np.cumsum(counts, out=directory[1:])
         self.directory = directory.astype(np.uint32) if n < 2**32 else directory
-        self.width = int(min(counts.max(initial=0), self.WINDOW_CAP))
+        # the window covers all but the longest 0.1% of cells: a few long ones (clusters of
+        # near-duplicates share their bands) would otherwise widen every lookup's gather
+        typical = int(np.partition(counts, int(counts.size * 0.999))[int(counts.size * 0.999)]) if n else 0
+        self.width = int(min(max(typical, 1 if n else 0), counts.max(initial=0), self.WINDOW_CAP))
         self._offsets = np.arange(self.width, dtype=np.int64)
         self._last = max(0, n - 1)
 

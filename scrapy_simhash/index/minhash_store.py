@@ -259,12 +259,16 @@ class MinHashIndex:
             self._lsh.add_many(zip([row[0] for row, _ in checked], as_sketch_batch(values), strict=True))
         return len(checked)
 
-    def check_and_add(self, key: str, sketch: Any, meta: Meta | None = None) -> list[LSHMatch]:
-        """The matches before this insert (``key``'s old sketch included), then the durable insert."""
+    def check_and_add(
+        self, key: str, sketch: Any, meta: Meta | None = None, *, with_meta: bool = True
+    ) -> list[LSHMatch]:
+        """The matches before this insert (``key``'s old sketch included), then the durable insert.
+
+        ``with_meta=False``: matches without their meta (``{}``), sparing a database read."""
         row, values = self._row(key, sketch, meta)
         with self._lock:
             self._writable()
-            found = self._with_meta(self._lsh.query(values))  # meta too before the insert replaces it
+            found = self._with_meta(self._lsh.query(values), with_meta)  # meta before the insert replaces it
             self._store.put_many([row])
             self._lsh.add(key, values)
             return found
@@ -279,9 +283,11 @@ class MinHashIndex:
             return self._lsh.remove(key)
 
     # -- queries ---------------------------------------------------------------------------
-    def _with_meta(self, found: list[tuple[str, float]]) -> list[LSHMatch]:
+    def _with_meta(self, found: list[tuple[str, float]], with_meta: bool = True) -> list[LSHMatch]:
         if not found:
             return []
+        if not with_meta:
+            return [LSHMatch(key, similarity) for key, similarity in found]
         metas = self._metas([key for key, _ in found])
         return [LSHMatch(key, similarity, metas[key]) for key, similarity in found]
 
@@ -294,19 +300,19 @@ class MinHashIndex:
             raise self._store.damaged(f"no row found for the stored key {missing[0]!r}")
         return {key: metas.get(key, {}) for key in keys}
 
-    def query(self, sketch: Any) -> list[LSHMatch]:
+    def query(self, sketch: Any, *, with_meta: bool = True) -> list[LSHMatch]:
         """Stored sketches sharing a band with ``sketch`` and estimated Jaccard >= threshold,
-        best first, ties oldest first."""
+        best first, ties oldest first (``with_meta=False``: without their meta)."""
         values = as_sketch(sketch, self.num_values)
         with self._lock:
             self._check_open()
-            return self._with_meta(self._lsh.query(values))
+            return self._with_meta(self._lsh.query(values), with_meta)
 
-    def query_many(self, sketches: Any) -> list[list[LSHMatch]]:
+    def query_many(self, sketches: Any, *, with_meta: bool = True) -> list[list[LSHMatch]]:
         """``query`` for each sketch of a batch (vectorised candidate search)."""
         with self._lock:
             self._check_open()
-            return [self._with_meta(found) for found in self._lsh.query_many(sketches)]
+            return [self._with_meta(found, with_meta) for found in self._lsh.query_many(sketches)]
 
     def stats(self) -> dict[str, Any]:
         """Sizes for monitoring: the LSH's, plus the database file's size."""

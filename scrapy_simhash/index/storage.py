@@ -314,6 +314,18 @@ class Store(RowDatabase):
                 raise self.damaged(f"the key index leads {key!r} to row {row[0]} of {row[1]!r}")
             return int(row[0]), to_unsigned(row[2]), self._verified(*row)
 
+    def get_many(self, keys: Sequence[str]) -> dict[str, tuple[int, int, dict[str, Any]]]:
+        """``get`` for many keys in one read (missing keys are absent from the result)."""
+        out: dict[str, tuple[int, int, dict[str, Any]]] = {}
+        with self._reading():
+            for chunk in _chunks(list(keys)):
+                marks = ",".join("?" * len(chunk))
+                for row in self.conn.execute(
+                    f"SELECT seq, key, simhash, meta, {self._chk} FROM entries WHERE key IN ({marks})", chunk
+                ):
+                    out[row[1]] = (int(row[0]), to_unsigned(row[2]), self._verified(*row))
+        return out
+
     def fetch(self, seqs: Sequence[int]) -> dict[int, tuple[str, dict[str, Any]]]:
         """Key and meta of each stored seq (missing seqs are absent from the result)."""
         out: dict[int, tuple[str, dict[str, Any]]] = {}

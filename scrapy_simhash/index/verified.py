@@ -21,6 +21,7 @@ after acknowledgement (both writes are done when the call returns).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,20 +31,23 @@ import numpy as np
 from ..decision import Rule
 from ..fingerprint.minhash import MinHash
 from .base import Match, Meta, NearDuplicateIndex
+from .minhash_store import MinHashIndex
+from .values import check_key, check_simhash, encode_meta
 
 SKETCHES = "sketches"
 """The sketch store's directory inside an embedded index."""
 SKETCH_PREFIX_SUFFIX = "-sketches"
 """Appended to a Redis index's prefix for its sketch store."""
-_SIMHASH_FIELD = "simhash"
+_SIMHASH_FIELD = "\x00simhash"
+"""The page's simhash in the sketch store's meta (a name no caller's meta uses: theirs is kept whole)."""
 
 
 def _ordered(matches: list[Match]) -> list[Match]:
-    """Best first: similarity descending (simhash-only decisions last), then distance, then oldest."""
-    return sorted(
-        matches,
-        key=lambda m: (-(m.similarity if m.similarity is not None else -1.0), m.distance, m.seq),
-    )
+    """Best first: similarity descending (simhash-only decisions last), then distance.
+
+    A stable sort: the stores' own order (oldest first among equals) breaks the remaining ties.
+    """
+    return sorted(matches, key=lambda m: (-(m.similarity if m.similarity is not None else -1.0), m.distance))
 
 
 class VerifiedIndex(NearDuplicateIndex):
@@ -63,6 +67,12 @@ class VerifiedIndex(NearDuplicateIndex):
         self.simhashes = simhashes
         self.sketches = sketches
         """None for a read-only opening of an index that has no sketch store yet (every page legacy)."""
+        # the embedded sketch store reads meta from its database: asked only when the simhash store
+        # lacks the page; Redis sends the meta with every answer anyway
+        self._meta_in_answers = not isinstance(sketches, MinHashIndex)
+        self._lean: dict[str, bool] = {} if self._meta_in_answers else {"with_meta": False}
+        self._writing = threading.RLock()
+        """Held across both stores' writes: this process's other threads never see half an insert."""
 
     # -- helpers ---------------------------------------------------------------------------------
     def _sketch_values(self, sketch: Any) -> np.ndarray | None:
@@ -77,35 +87,58 @@ class VerifiedIndex(NearDuplicateIndex):
         return self.sketches is not None and key in self.sketches
 
     def _combine(
-        self, simhash: int, sketch_found: list[Any] | None, simhash_found: list[Match], k: int
+        self,
+        simhash: int,
+        sketch_found: list[Any] | None,
+        simhash_found: list[Match],
+        k: int,
+        own: tuple[str, bool] | None = None,
+        before: dict[str, Match] | None = None,
     ) -> list[Match]:
-        """The rule's answer from the two stores' answers (sketch matches verified, the rest legacy)."""
+        """The rule's answer from the two stores' answers (sketch matches verified, the rest legacy).
+
+        ``own``: ``(key, had_sketch)`` for check_and_add, whose key's sketch is already replaced;
+        ``before``: the simhash store's rows of the sketch matches, read before that insert.
+        """
         out: list[Match] = []
         seen: set[str] = set()
         by_key = {m.key: m for m in simhash_found}
-        for found in sketch_found or ():
-            meta = dict(found.meta)
-            stored = int(meta.pop(_SIMHASH_FIELD))
-            known = by_key.get(found.key)
-            seq = known.seq if known is not None else 0
-            out.append(
-                Match(
-                    found.key,
-                    stored,
-                    (stored ^ simhash).bit_count(),
-                    meta,
-                    seq,
-                    found.similarity,
-                )
+        if sketch_found:
+            before = before or {}
+            farther = [f.key for f in sketch_found if f.key not in by_key and f.key not in before]
+            if farther:  # the simhash store has their fingerprints, meta and age
+                by_key.update(self._get_many(farther))
+            # rows read before this insert (check_and_add) or for the whole batch (query_many)
+            by_key.update(
+                (f.key, before[f.key]) for f in sketch_found if f.key in before and f.key not in by_key
             )
+        for found in sketch_found or ():
+            known = by_key.get(found.key)
+            if known is not None:
+                stored, meta, seq = known.simhash, dict(known.meta), known.seq
+            elif not self._meta_in_answers:
+                continue  # embedded, one writer, writes under our lock: an insert cut by a crash
+            else:  # being added by another process right now (or a crash cut its second write)
+                meta = dict(found.meta)
+                stored, seq = int(meta.pop(_SIMHASH_FIELD, simhash)), 0
+            distance = (stored ^ simhash).bit_count()
+            out.append(Match(found.key, stored, distance, meta, seq, found.similarity))
             seen.add(found.key)
         for match in simhash_found:
             if match.key in seen or match.distance > k:
                 continue
-            if sketch_found is not None and self._has_sketch(match.key):
-                continue  # both have sketches: the sketch store judged it (and it failed)
+            if sketch_found is not None:
+                had = own[1] if own is not None and match.key == own[0] else self._has_sketch(match.key)
+                if had:
+                    continue  # both have sketches: the sketch store judged it (and it failed)
             out.append(match)
         return _ordered(out)
+
+    def _get_many(self, keys: list[str]) -> dict[str, Match]:
+        get_many = getattr(self.simhashes, "get_many", None)
+        if get_many is not None:
+            return get_many(keys)
+        return {key: found for key in keys if (found := self.simhashes.get(key)) is not None}
 
     def _sketch_meta(self, simhash: int, meta: Meta | None) -> dict[str, Any]:
         return {**(meta or {}), _SIMHASH_FIELD: int(simhash)}
@@ -115,21 +148,32 @@ class VerifiedIndex(NearDuplicateIndex):
         self.add_many([(simhash, key, meta, sketch)])
 
     def add_many(self, items: Iterable[Any]) -> int:  # type: ignore[override]
-        """Store many ``(simhash, key, meta[, sketch])``; sketches first, then the simhash store."""
+        """Store many ``(simhash, key, meta[, sketch])``; sketches first, then the simhash store.
+
+        Every item is checked before anything is written (one bad item stores nothing); a key
+        given twice ends as its last item says, sketch or none.
+        """
         rows = []
         for item in items:
             simhash, key, meta, sketch = (*item, None, None)[:4] if len(item) < 4 else item
-            rows.append((simhash, key, meta, self._sketch_values(sketch)))
+            rows.append((check_simhash(simhash), check_key(key), meta, self._sketch_values(sketch)))
+        last = {key: i for i, (_, key, _, _) in enumerate(rows)}
+        final = [row for i, row in enumerate(rows) if last[row[1]] == i]
         with_sketch = [
-            (key, values, self._sketch_meta(h, meta)) for h, key, meta, values in rows if values is not None
+            (key, values, self._sketch_meta(h, meta)) for h, key, meta, values in final if values is not None
         ]
-        without = [key for _, key, _, values in rows if values is None]
-        if with_sketch:
-            self._writable_sketches().add_many(with_sketch)
-        for key in without:  # a page replaced by one without sketch loses its old sketch
-            if self._has_sketch(key):
-                self._writable_sketches().remove(key)
-        return self.simhashes.add_many([(h, key, meta) for h, key, meta, _ in rows])
+        without = [key for _, key, _, values in final if values is None]
+        if with_sketch:  # the sketch store checks its items' meta; the others' before it writes
+            for _, key, meta, values in rows:
+                if values is None:
+                    encode_meta(key, meta)
+        with self._writing:
+            if with_sketch:
+                self._writable_sketches().add_many(with_sketch)
+            for key in without:  # a page replaced by one without sketch loses its old sketch
+                if self._has_sketch(key):
+                    self._writable_sketches().remove(key)
+            return self.simhashes.add_many([(h, key, meta) for h, key, meta, _ in rows])
 
     def _writable_sketches(self) -> Any:
         if self.sketches is None:
@@ -139,41 +183,73 @@ class VerifiedIndex(NearDuplicateIndex):
     def check_and_add(
         self, simhash: int, key: str, meta: Meta | None = None, *, sketch: Any = None
     ) -> list[Match]:
-        """Atomically (the sketch store deciding): the matches before this insert, then the insert."""
+        """Atomically (the sketch store deciding): the matches before this insert, then the insert.
+
+        The key's own previous entry is reported too when the rule matches it (as every backend
+        does), judged by the sketch it had before this call.
+        """
+        simhash, key = check_simhash(simhash), check_key(key)
         values = self._sketch_values(sketch)
-        sketch_found = None
-        if values is not None:
-            sketch_meta = self._sketch_meta(simhash, meta)
-            sketch_found = self._writable_sketches().check_and_add(key, values, sketch_meta)
-        elif self._has_sketch(key):
-            self._writable_sketches().remove(key)
-        simhash_found = self.simhashes.check_and_add(simhash, key, meta)
-        return self._combine(simhash, sketch_found, simhash_found, self.k)
+        with self._writing:
+            had = self._has_sketch(key)
+            sketch_found = None
+            if values is not None:
+                sketch_meta = self._sketch_meta(simhash, meta)
+                sketch_found = self._writable_sketches().check_and_add(key, values, sketch_meta, **self._lean)
+            elif had:
+                self._writable_sketches().remove(key)
+            # the matches' rows as they are before this insert (it may replace one: its own key)
+            before = self._get_many([found.key for found in sketch_found]) if sketch_found else None
+            simhash_found = self.simhashes.check_and_add(simhash, key, meta)
+            return self._combine(simhash, sketch_found, simhash_found, self.k, (key, had), before)
 
     def remove(self, key: str) -> bool:
-        if self._has_sketch(key):
-            self._writable_sketches().remove(key)
-        return self.simhashes.remove(key)
+        with self._writing:
+            if self._has_sketch(key):
+                self._writable_sketches().remove(key)
+            return self.simhashes.remove(key)
 
     # -- reads -----------------------------------------------------------------------------------
     def query(self, simhash: int, k: int | None = None, *, sketch: Any = None) -> list[Match]:
         k = self.k if k is None else k
         values = self._sketch_values(sketch)
         sketch_found = None
-        if values is not None and self.sketches is not None:
-            sketch_found = self.sketches.query(values)
-        elif values is not None:
-            sketch_found = []
-        return self._combine(simhash, sketch_found, self.simhashes.query(simhash, k), k)
+        if values is not None:
+            sketch_found = [] if self.sketches is None else self.sketches.query(values, **self._lean)
+        return self._combine(int(simhash), sketch_found, self.simhashes.query(simhash, k), k)
 
     def query_many(  # type: ignore[override]
         self, simhashes: Iterable[int], k: int | None = None, *, sketches: Iterable[Any] | None = None
     ) -> list[list[Match]]:
+        """``query`` for each page of a batch: one batched lookup in each store."""
+        k = self.k if k is None else k
         hashes = [int(h) for h in simhashes]
         given = [None] * len(hashes) if sketches is None else list(sketches)
         if len(given) != len(hashes):
             raise ValueError(f"{len(hashes)} simhashes but {len(given)} sketches")
-        return [self.query(h, k, sketch=s) for h, s in zip(hashes, given, strict=True)]
+        values = [self._sketch_values(s) for s in given]
+        with_sketch = [i for i, v in enumerate(values) if v is not None]
+        sketch_found: list[list[Any] | None] = [None] * len(hashes)
+        if with_sketch:
+            if self.sketches is None:
+                answers: list[list[Any]] = [[] for _ in with_sketch]
+            else:
+                answers = self.sketches.query_many(np.stack([values[i] for i in with_sketch]), **self._lean)
+            for i, answer in zip(with_sketch, answers, strict=True):
+                sketch_found[i] = answer
+        simhash_found = self.simhashes.query_many(hashes, k)
+        farther = {  # sketch matches beyond k, for the whole batch: one read of the simhash store
+            found.key
+            for answer, near in zip(sketch_found, simhash_found, strict=True)
+            if answer
+            for found in answer
+            if all(m.key != found.key for m in near)
+        }
+        rows = self._get_many(sorted(farther)) if farther else {}
+        return [
+            self._combine(h, s, f, k, before=rows)
+            for h, s, f in zip(hashes, sketch_found, simhash_found, strict=True)
+        ]
 
     def get(self, key: str) -> Match | None:
         return self.simhashes.get(key)

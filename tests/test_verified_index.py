@@ -1,0 +1,524 @@
+"""The verified index (index/verified.py), embedded and on a real redis-server: its answers are
+exactly the decision rule's (brute force over every stored page), pages without sketch are judged
+by simhash, both stores persist, reset and go away together, and Redis stays atomic across processes.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import random
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from redis_server import RedisServer
+
+from scrapy_simhash.decision import DEFAULT_RULE
+from scrapy_simhash.index import IndexLostError, Match, open_index
+from scrapy_simhash.index.verified import SKETCH_PREFIX_SUFFIX, VerifiedIndex
+
+NV = 128
+MASK = (1 << 64) - 1
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> RedisServer:
+    srv = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield srv
+    srv.stop()
+
+
+class Backend:
+    """Fresh verified indexes on one backend, and reopening them as another process would."""
+
+    def __init__(self, name: str, tmp_path: Path, server: RedisServer | None) -> None:
+        self.name, self.tmp_path, self.server = name, tmp_path, server
+        self.opened: list[str] = []
+
+    def location(self) -> str:
+        if self.server is not None:
+            return f"{self.server.url}?prefix=v-{uuid.uuid4().hex[:12]}"
+        return str(self.tmp_path / f"ix-{uuid.uuid4().hex[:12]}")
+
+    def open(self, location: str | None = None, **options: Any) -> VerifiedIndex:
+        location = location or self.location()
+        self.opened.append(location)
+        index = open_index(location, **options)
+        assert isinstance(index, VerifiedIndex)
+        index.where = location  # type: ignore[attr-defined]
+        return index
+
+    def reopen(self, index: VerifiedIndex) -> VerifiedIndex:
+        where = index.where  # type: ignore[attr-defined]
+        index.close()
+        return self.open(where)
+
+    def cleanup(self) -> None:
+        if self.server is None:
+            return
+        for location in self.opened:
+            with open_index(location) as index:
+                index.simhashes.clear()
+                index.sketches.clear(reopen=False)
+
+
+@pytest.fixture(params=["embedded", "redis"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    server = request.getfixturevalue("server") if request.param == "redis" else None
+    made = Backend(request.param, tmp_path, server)
+    yield made
+    made.cleanup()
+
+
+# -- the reference: the rule applied to every stored page ---------------------------------------
+
+
+class Model:
+    def __init__(self) -> None:
+        self.rows: dict[str, tuple[int, np.ndarray | None, dict[str, Any], int]] = {}
+        self.clock = 0
+
+    def add(self, h: int, key: str, meta: dict[str, Any] | None, sketch: np.ndarray | None) -> None:
+        self.clock += 1
+        self.rows[key] = (h, sketch, dict(meta or {}), self.clock)
+
+    def query(self, h: int, sketch: np.ndarray | None) -> list[tuple[Any, ...]]:
+        found = []
+        for key, (stored, stored_sketch, meta, clock) in self.rows.items():
+            verdict = DEFAULT_RULE.compare_values(h, stored, sketch, stored_sketch)
+            if verdict.near_duplicate:
+                found.append((key, stored, verdict.distance, verdict.similarity, meta, clock))
+        found.sort(key=lambda r: (-(r[3] if r[3] is not None else -1.0), r[2], r[5]))
+        return [row[:5] for row in found]
+
+
+def rows(matches: list[Match]) -> list[tuple[Any, ...]]:
+    return [(m.key, m.simhash, m.distance, m.similarity, dict(m.meta)) for m in matches]
+
+
+def planted(rng: random.Random, base: np.ndarray, overlap: int, aligned: bool) -> np.ndarray:
+    """A sketch equal to ``base`` in exactly ``overlap`` positions: random ones, or (``aligned``)
+    filling whole bands first, so both sides of the band test are exercised."""
+    order = list(range(NV))
+    if not aligned:
+        rng.shuffle(order)
+    out = base.copy()
+    for i in order[overlap:]:
+        out[i] = (int(base[i]) + 1 + rng.getrandbits(31)) & 0xFFFFFFFF  # differs from base here
+    return out
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> list[tuple[Any, ...]]:
+    """Operations over pages planted around a few seeds: sketches sharing 0..128 values with a
+    seed's, simhashes 0..8 bits from a seed's, some pages without sketch; replaced keys, removals,
+    queries, batches and reopenings."""
+    rng = random.Random(draw(st.integers(0, 2**32)))
+    seeds = [
+        (rng.getrandbits(64) or 1, np.array([rng.getrandbits(32) for _ in range(NV)], dtype=np.uint32))
+        for _ in range(draw(st.integers(1, 3)))
+    ]
+
+    def page() -> tuple[int, np.ndarray | None]:
+        h, base = seeds[draw(st.integers(0, len(seeds) - 1))]
+        for bit in rng.sample(range(64), draw(st.integers(0, 8))):
+            h ^= 1 << bit
+        if draw(st.integers(0, 4)) == 0:
+            return h or 1, None
+        overlap = draw(st.one_of(st.integers(0, NV), st.integers(56, 72)))
+        return h or 1, planted(rng, base, overlap, draw(st.booleans()))
+
+    ops: list[tuple[Any, ...]] = []
+    keys = [f"k{i}" for i in range(8)]
+    for _ in range(draw(st.integers(1, 20))):
+        kind = draw(st.sampled_from(["add", "check", "check", "batch", "query", "remove", "reopen"]))
+        if kind in ("add", "check"):
+            ops.append((kind, draw(st.sampled_from(keys)), *page()))
+        elif kind == "batch":
+            size = draw(st.integers(1, 4))
+            ops.append(("batch", [(draw(st.sampled_from(keys)), *page()) for _ in range(size)]))
+        elif kind == "query":
+            ops.append(("query", *page()))
+        elif kind == "remove":
+            ops.append(("remove", draw(st.sampled_from(keys))))
+        else:
+            ops.append(("reopen",))
+    return ops
+
+
+SETTINGS = settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+@SETTINGS
+@given(programs())
+def test_answers_are_exactly_the_rules(backend: Backend, ops: list[tuple[Any, ...]]) -> None:
+    index = backend.open()
+    model = Model()
+    probes: list[tuple[int, np.ndarray | None]] = []
+    try:
+        for op in ops:
+            if op[0] in ("add", "check"):
+                _, key, h, sketch = op
+                meta = {"h": h % 1000, "simhash": "the caller's own field"}
+                if op[0] == "check":
+                    expected = model.query(h, sketch)
+                    assert rows(index.check_and_add(h, key, meta, sketch=sketch)) == expected
+                else:
+                    index.add(h, key, meta, sketch=sketch)
+                model.add(h, key, meta, sketch)
+                probes.append((h, sketch))
+            elif op[0] == "batch":
+                index.add_many([(h, key, None, sketch) for key, h, sketch in op[1]])
+                for key, h, sketch in op[1]:
+                    model.add(h, key, None, sketch)
+                    probes.append((h, sketch))
+            elif op[0] == "query":
+                probes.append(op[1:])
+                assert rows(index.query(*op[1:2], sketch=op[2])) == model.query(*op[1:])
+            elif op[0] == "remove":
+                assert index.remove(op[1]) == (model.rows.pop(op[1], None) is not None)
+            else:
+                index = backend.reopen(index)
+        singles = [index.query(h, sketch=s) for h, s in probes]
+        for (h, s), got in zip(probes, singles, strict=True):
+            assert rows(got) == model.query(h, s)
+        batched = index.query_many([h for h, _ in probes], sketches=[s for _, s in probes])
+        assert [rows(m) for m in batched] == [rows(m) for m in singles]
+        assert len(index) == len(model.rows)
+        for key, (h, sketch, meta, _) in model.rows.items():
+            got = index.get(key)
+            assert got is not None and got.simhash == h and dict(got.meta) == meta
+            stored = index.sketch(key)
+            assert (stored is None) == (sketch is None)
+            assert stored is None or np.array_equal(stored.values, sketch)
+    finally:
+        index.close()
+
+
+# -- fixed scenarios ----------------------------------------------------------------------------
+
+
+def sketch_of(seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 2**32, size=NV, dtype=np.uint32)
+
+
+def test_shared_band_below_threshold_and_threshold_without_band_are_not_reported(backend: Backend) -> None:
+    base = sketch_of(1)
+    one_band = planted(random.Random(1), base, 4, aligned=True)  # band 0 equal, similarity 4/128
+    no_band = base.copy()
+    no_band[3::4] ^= 1  # 3 of 4 values equal in every band: similarity 0.75, no band shared
+    h = 0x0123456789ABCDEF
+    with backend.open() as index:
+        index.add(h, "one-band", sketch=one_band)
+        index.add(h, "no-band", sketch=no_band)
+        assert index.query(h, sketch=base) == []  # both are within 0 bits by simhash: not enough
+        assert index.check_and_add(h, "base", sketch=base) == []
+        index.add(h ^ 0xFF00, "close", sketch=planted(random.Random(2), base, 64, aligned=True))
+        (match,) = index.query(h, sketch=base)[1:]
+        assert (match.key, match.distance, match.similarity) == ("close", 8, 0.5)
+
+
+def test_check_and_add_reports_the_keys_own_previous_entry(backend: Backend) -> None:
+    """Replacing a key: its old entry (old fingerprint, meta and sketch) is judged, as every backend does."""
+    base = sketch_of(12)
+    with backend.open() as index:
+        index.add(0xF0F0, "page", {"v": 1}, sketch=base)
+        index.add(0xF0F0, "legacy-far", {"v": 0})
+        again = planted(random.Random(3), base, 64, aligned=True)
+        (match,) = index.check_and_add(0xF0F0 ^ 0xF0000, "page", {"v": 2}, sketch=again)
+        assert (match.key, match.simhash, match.distance, match.similarity, match.meta) == (
+            "page",
+            0xF0F0,
+            4,
+            0.5,
+            {"v": 1},
+        )
+        index.add(0xAB, "was-legacy", {"v": 1})
+        found = index.check_and_add(0xAB ^ 0b11, "was-legacy", {"v": 2}, sketch=sketch_of(13))
+        assert [(m.key, m.simhash, m.similarity) for m in found] == [("was-legacy", 0xAB, None)]
+
+
+def test_page_without_sketch_matches_by_simhash(backend: Backend) -> None:
+    h = 0xFEEDFACECAFEBEEF
+    with backend.open() as index:
+        index.add(h, "legacy", {"url": "a"})
+        index.add(h ^ 0b1, "sketched", sketch=sketch_of(2))
+        found = index.query(h ^ 0b111, sketch=sketch_of(3))  # the sketch matches nothing
+        assert [(m.key, m.distance, m.similarity) for m in found] == [("legacy", 3, None)]
+        found = index.query(h)  # a query without sketch: every page by simhash
+        assert [(m.key, m.similarity) for m in found] == [("legacy", None), ("sketched", None)]
+        assert index.query(h ^ 0b1111, sketch=sketch_of(2))[0].similarity == 1.0  # 4 bits: by sketch
+        assert index.stats()["without_sketch"] == 1
+
+
+def test_replaced_without_sketch_loses_its_sketch_and_remove_forgets_both(backend: Backend) -> None:
+    h, sketch = 0x0F0F0F0F0F0F0F0F, sketch_of(4)
+    with backend.open() as index:
+        index.add(h, "page", sketch=sketch)
+        index.add(h ^ 0xFFFF, "page")  # re-fetched, fingerprinted without sketch
+        assert index.sketch("page") is None
+        assert index.query(h, sketch=sketch) == []  # 16 bits away, and no sketch to match any more
+        index.add_many(
+            [(h, "twice", None, sketch), (h, "twice", None), (h, "last", None), (h, "last", None, sketch)]
+        )
+        assert index.sketch("twice") is None and index.sketch("last") is not None
+        assert index.remove("last") and index.sketch("last") is None and index.get("last") is None
+        assert index.query(h ^ 0xF000, sketch=sketch) == []
+        assert not index.remove("last")
+
+
+def test_bad_item_in_a_batch_stores_nothing(backend: Backend) -> None:
+    with backend.open() as index:
+        for bad in [
+            (0, "zero", None, sketch_of(5)),
+            (1, "", None, sketch_of(5)),
+            (1, "meta", {"x": object()}),
+        ]:
+            with pytest.raises((ValueError, TypeError)):
+                index.add_many([(7, "good", None, sketch_of(6)), bad])
+            with pytest.raises((ValueError, TypeError)):
+                index.check_and_add(*bad[:3], sketch=bad[3] if len(bad) > 3 else None)
+        assert len(index) == 0 and index.sketch("good") is None and index.query(7, sketch=sketch_of(6)) == []
+
+
+def test_reopen_gives_the_same_answers(backend: Backend) -> None:
+    rng = random.Random(5)
+    base = sketch_of(7)
+    index = backend.open()
+    pages = [
+        (rng.getrandbits(64) | 1, f"p{i}", planted(rng, base, rng.randrange(40, 129), False))
+        for i in range(30)
+    ]
+    index.add_many([(h, key, {"i": i}, s) for i, (h, key, s) in enumerate(pages)])
+    index.add(pages[0][0], "legacy")
+    before = [rows(index.query(h, sketch=s)) for h, _, s in pages]
+    assert any(len(found) > 1 for found in before)
+    index = backend.reopen(index)
+    try:
+        assert [rows(index.query(h, sketch=s)) for h, _, s in pages] == before
+        assert len(index) == 31 and index.stats()["without_sketch"] == 1
+    finally:
+        index.close()
+
+
+def test_reset_empties_both_stores(tmp_path: Path) -> None:
+    path = tmp_path / "ix"
+    with open_index(path) as index:
+        index.add(5, "a", sketch=sketch_of(8))
+    with open_index(path, reset=True) as index:
+        assert len(index) == 0 and index.sketch("a") is None
+        assert index.query(5, sketch=sketch_of(8)) == [] and len(index.sketches) == 0
+
+
+def test_read_only_opening_of_a_legacy_index(tmp_path: Path) -> None:
+    path = tmp_path / "legacy"
+    with open_index(path, mode="simhash") as index:
+        index.add_many([(0xAAAA, "a", {"u": 1}), (0xAAAB, "b", None)])
+    assert not (path / "sketches").exists()
+    with open_index(path, read_only=True) as index:
+        assert isinstance(index, VerifiedIndex) and index.sketches is None
+        found = index.query(0xAAAA, sketch=sketch_of(9))
+        assert [(m.key, m.distance, m.similarity) for m in found] == [("a", 0, None), ("b", 1, None)]
+        assert index.stats()["without_sketch"] == 2 and index.sketch("a") is None
+    assert not (path / "sketches").exists()  # reading wrote nothing
+    with open_index(path) as index:  # the first writer adds the sketch store beside the tables
+        index.add(0xAAAA, "c", sketch=sketch_of(9))
+        assert [m.key for m in index.query(0xAAAA, sketch=sketch_of(9))] == ["c", "a", "b"]
+
+
+# -- Redis: several processes, a lost namespace -------------------------------------------------
+
+
+def planted_clusters(n: int, seed: int) -> list[list[tuple[int, np.ndarray]]]:
+    """n clusters of 6 pages: sketches differing from the cluster's in 24 positions (estimated
+    Jaccard >= 0.62 between members, so every pair is a near-duplicate only if a band is shared:
+    the members keep the first 8 bands whole), simhashes 2..6 bits from the cluster's (pairs up
+    to 12 bits apart: the simhash rule alone would miss most)."""
+    rng = np.random.default_rng(seed)
+    clusters = []
+    for _ in range(n):
+        base = rng.integers(0, 2**32, size=NV, dtype=np.uint32)
+        h = int(rng.integers(1, 2**63))
+        members = []
+        for _ in range(6):
+            member = base.copy()
+            spots = rng.choice(np.arange(32, NV), size=24, replace=False)
+            member[spots] ^= rng.integers(1, 2**32, size=24, dtype=np.uint32)
+            flips = rng.choice(64, size=int(rng.integers(2, 7)), replace=False)
+            members.append((h ^ sum(1 << int(b) for b in flips) or 1, member))
+        clusters.append(members)
+    return clusters
+
+
+def insert_worker(uri: str, worker: int, workers: int, clusters: Any, barrier: Any, results: Any) -> None:
+    index = open_index(uri)
+    barrier.wait()
+    originals = []
+    for c, members in enumerate(clusters):
+        for m, (h, sketch) in enumerate(members):
+            if (c + m) % workers == worker and not index.check_and_add(
+                h, f"c{c}-m{m}", {"w": worker}, sketch=sketch
+            ):
+                originals.append(c)
+    index.close()
+    results.put((worker, originals))
+
+
+def test_four_processes_racing_record_one_original_per_cluster(server: RedisServer) -> None:
+    uri = f"{server.url}?prefix=race-{uuid.uuid4().hex[:12]}"
+    clusters = planted_clusters(40, seed=4)
+    for members in clusters:  # the planting is what the docstring says: by sketch, not by simhash
+        for h, s in members[1:]:
+            verdict = DEFAULT_RULE.compare_values(members[0][0], h, members[0][1], s)
+            assert verdict.near_duplicate and verdict.method == "verified"
+    assert any(
+        DEFAULT_RULE.compare_values(a[0], b[0], None, None).near_duplicate is False
+        for members in clusters
+        for a in members
+        for b in members
+    )
+    open_index(uri).close()  # both namespaces exist before the workers race
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(4), ctx.Queue()
+    procs = [
+        ctx.Process(target=insert_worker, args=(uri, w, 4, clusters, barrier, results)) for w in range(4)
+    ]
+    for p in procs:
+        p.start()
+    outcome = dict(results.get(timeout=120) for _ in procs)
+    for p in procs:
+        p.join(10)
+        assert p.exitcode == 0
+    assert sorted(c for found in outcome.values() for c in found) == list(range(len(clusters)))
+    with open_index(uri) as index:
+        assert len(index) == 6 * len(clusters) and index.stats()["without_sketch"] == 0
+        h, sketch = clusters[0][0]
+        assert {m.key for m in index.query(h, sketch=sketch)} == {f"c0-m{m}" for m in range(6)}
+        index.simhashes.clear()
+        index.sketches.clear(reopen=False)
+
+
+def test_lost_sketch_namespace_raises_index_lost(server: RedisServer) -> None:
+    prefix = f"lost-{uuid.uuid4().hex[:12]}"
+    index = open_index(f"{server.url}?prefix={prefix}&retries=2&retry_cap=0.1")
+    try:
+        index.add(0xABC, "a", sketch=sketch_of(10))
+        client = server.client()
+        try:  # the sketch store's keys evicted or flushed: the simhash store's are still there
+            client.delete(*client.keys(f"simhash:{{{prefix}{SKETCH_PREFIX_SUFFIX}}}:*"))
+        finally:
+            client.close()
+        for call in (
+            lambda: index.check_and_add(0xABC, "b", sketch=sketch_of(10)),
+            lambda: index.query(0xABC, sketch=sketch_of(10)),
+            lambda: index.add(0xABD, "c", sketch=sketch_of(11)),
+        ):
+            with pytest.raises(IndexLostError, match="lost the index namespace"):
+                call()
+        assert [m.key for m in index.query(0xABC)] == ["a"]  # no sketch asked: the simhash store answers
+    finally:
+        index.close()
+        with open_index(f"{server.url}?prefix={prefix}", mode="simhash") as simhashes:
+            simhashes.clear()
+
+
+# -- crash safety ---------------------------------------------------------------------------------
+
+CHILD = r"""
+import random, sys
+import numpy as np
+from scrapy_simhash.index import open_index
+
+path, round_, seed, sync = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+rng = random.Random(seed)
+index = open_index(path, synchronous=sync)
+print("OPEN", flush=True)
+
+def sketch(s):
+    return None if s < 0 else np.random.default_rng(s % 50).integers(0, 2**32, 128, dtype=np.uint32)
+
+done = []
+i = 0
+while True:
+    action = rng.random()
+    if action < 0.5:
+        key, h, s = f"r{round_}-{i}", rng.getrandbits(64) or 1, rng.randrange(-10, 1000)
+        if rng.random() < 0.5:
+            index.check_and_add(h, key, {"i": i}, sketch=sketch(s))
+        else:
+            index.add(h, key, {"i": i}, sketch=sketch(s))
+        print(f"A {key} {h:x} {s}", flush=True)
+        done.append(key)
+        i += 1
+    elif action < 0.85:
+        batch = []
+        for _ in range(rng.randint(1, 20)):
+            batch.append((f"r{round_}-{i}", rng.getrandbits(64) or 1, rng.randrange(-10, 1000)))
+            i += 1
+        index.add_many([(h, key, None, sketch(s)) for key, h, s in batch])
+        print("\n".join(f"A {key} {h:x} {s}" for key, h, s in batch), flush=True)
+        done.extend(key for key, _, _ in batch)
+    elif done:
+        key = done.pop(rng.randrange(len(done)))
+        print(f"D {key}", flush=True)
+        index.remove(key)
+        print(f"R {key}", flush=True)
+"""
+
+
+def crash_sketch(s: int) -> np.ndarray | None:
+    return None if s < 0 else np.random.default_rng(s % 50).integers(0, 2**32, NV, dtype=np.uint32)
+
+
+@pytest.mark.parametrize("sync", ["full", "normal"])
+def test_sigkill_loses_no_acknowledged_insert(tmp_path: Path, sync: str) -> None:
+    from crash_support import run_and_kill
+
+    rng = random.Random(13)
+    path = tmp_path / "ix"
+    present: dict[str, tuple[int, np.ndarray | None]] = {}
+    all_orphans: set[str] = set()
+    for round_ in range(12):
+        in_doubt = None
+        for line in run_and_kill(CHILD, path, round_, rng, sync):
+            kind, key, *rest = line.split()
+            if kind == "A":
+                present[key] = (int(rest[0], 16), crash_sketch(int(rest[1])))
+            elif kind == "D":
+                in_doubt = key
+            else:
+                present.pop(key, None)
+                in_doubt = None
+        if in_doubt is not None:
+            present.pop(in_doubt, None)
+        with open_index(path) as index:
+            stored = {m.key: m.simhash for m in index}
+            for key, (h, want) in present.items():
+                assert stored.get(key) == h, f"round {round_}: acknowledged insert {key} lost"
+                got = index.sketch(key)
+                assert (got is None) == (want is None), f"round {round_}: {key}'s sketch"
+                assert got is None or np.array_equal(got.values, want)
+            # a kill between the two stores' writes leaves a sketch without its simhash row (an
+            # insert never acknowledged): never part of an answer
+            orphans = set(index.sketches.keys()) - stored.keys()
+            model = Model()
+            for key in stored:
+                found = index.sketch(key)
+                model.add(stored[key], key, None, None if found is None else found.values)
+            for key in rng.sample(sorted(stored), min(10, len(stored))):
+                h, found = stored[key], index.sketch(key)
+                sketch = None if found is None else found.values
+                got = [(m.key, m.distance, m.similarity) for m in index.query(h, sketch=sketch)]
+                assert sorted(got) == sorted((r[0], r[2], r[3]) for r in model.query(h, sketch))
+            present = {}
+            for key, h in stored.items():  # the unacknowledged tail is now simply part of the index
+                found = index.sketch(key)
+                present[key] = (h, None if found is None else found.values)
+            all_orphans.update(orphans)
+    assert len(present) > 50

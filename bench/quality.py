@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import math
 import os
 import random
 import sys
@@ -32,6 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _stats import beta_binomial_pmf
 from quality_pairs import (
     KINDS,
     TRANSFORMS_VERSION,
@@ -283,37 +283,9 @@ def related_pairs(pages: list[Page], texts: dict[str, dict[str, str | None]]) ->
 
 
 def beta_binomial_cdf(hist: np.ndarray, upto: int) -> float:
-    """P(d <= upto) under a beta-binomial(64) fitted to the histogram's mean and variance.
-
-    Each pair of unrelated pages flips each bit with its own probability p ~ Beta(a, b): the
-    overdispersed binomial that matches unrelated-page distances far better than Binomial(64, 1/2).
-    """
-    n = 64
-    d = np.arange(65)
-    total = hist.sum()
-    mean = float((hist * d).sum() / total)
-    var = float((hist * (d - mean) ** 2).sum() / total)
-    p = mean / n
-    rho = (var / (n * p * (1 - p)) - 1) / (n - 1)
-    if rho <= 0:  # no overdispersion: plain binomial
-        return sum(math.comb(n, x) * p**x * (1 - p) ** (n - x) for x in range(upto + 1))
-    s = 1 / rho - 1
-    a, b = p * s, (1 - p) * s
-
-    def log_pmf(x: int) -> float:
-        return (
-            math.lgamma(n + 1)
-            - math.lgamma(x + 1)
-            - math.lgamma(n - x + 1)
-            + math.lgamma(x + a)
-            + math.lgamma(n - x + b)
-            - math.lgamma(n + a + b)
-            + math.lgamma(a + b)
-            - math.lgamma(a)
-            - math.lgamma(b)
-        )
-
-    return sum(math.exp(log_pmf(x)) for x in range(upto + 1))
+    """P(d <= upto) under a beta-binomial(64) fitted to the histogram's mean and variance
+    (each pair of unrelated pages flips each bit with its own probability; ``_stats``)."""
+    return float(beta_binomial_pmf(hist, 64)[: upto + 1].sum())
 
 
 def loglinear_tail_cdf(hist: np.ndarray, upto: int) -> float | None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 import numpy as np
+from _stats import beta_binomial_pmf
 
 from scrapy_simhash.decision import DEFAULT_RULE, Rule
 from scrapy_simhash.defaults import MIN_TOKENS
@@ -91,31 +92,7 @@ def _scores(hits: dict[str, list[bool]], false_matches: int) -> tuple[float, flo
 
 def beta_binomial_tail(counts: np.ndarray, n: int, at_least: int) -> float:
     """P(X >= at_least) under a beta-binomial(n) fitted to the histogram ``counts`` (index = X)."""
-    x = np.arange(len(counts))
-    total = counts.sum()
-    mean = float((counts * x).sum() / total)
-    var = float((counts * (x - mean) ** 2).sum() / total)
-    p = mean / n
-    rho = (var / (n * p * (1 - p)) - 1) / (n - 1)
-    if rho <= 0:
-        rho = 1e-9
-    s = 1 / rho - 1
-    a, b = p * s, (1 - p) * s
-
-    def log_pmf(k: int) -> float:
-        return (
-            math.lgamma(n + 1)
-            - math.lgamma(k + 1)
-            - math.lgamma(n - k + 1)
-            + math.lgamma(k + a)
-            + math.lgamma(n - k + b)
-            - math.lgamma(n + a + b)
-            + math.lgamma(a + b)
-            - math.lgamma(a)
-            - math.lgamma(b)
-        )
-
-    return sum(math.exp(log_pmf(k)) for k in range(at_least, n + 1))
+    return float(beta_binomial_pmf(counts, n)[at_least:].sum())
 
 
 def report_verified(

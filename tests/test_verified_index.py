@@ -307,6 +307,18 @@ def test_reopen_gives_the_same_answers(backend: Backend) -> None:
         index.close()
 
 
+def test_simhash_store_get_many_equals_get(backend: Backend) -> None:
+    """The one read the verified index makes for a batch's matches beyond k (both backends)."""
+    with backend.open() as index:
+        index.add_many([(i + 1, f"k{i}", {"i": i}) for i in range(1200)])
+        index.add(7, "k3", {"i": "again"})
+        wanted = [f"k{i}" for i in range(0, 1200, 3)] + ["missing"]
+        got = index.simhashes.get_many(wanted)
+        assert set(got) == set(wanted) - {"missing"}
+        assert all(got[key] == index.get(key) for key in wanted[:50]) and got["k3"].meta == {"i": "again"}
+        assert index.simhashes.get_many([]) == {}
+
+
 def test_reset_empties_both_stores(tmp_path: Path) -> None:
     path = tmp_path / "ix"
     with open_index(path) as index:

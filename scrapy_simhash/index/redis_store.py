@@ -253,6 +253,21 @@ class RedisIndex(NearDuplicateIndex):
         found = self._matches(self._redis.run(self._args(b"g", key.encode()), "reading a key"))
         return found[0] if found else None
 
+    def get_many(self, keys: Iterable[str]) -> dict[str, Match]:
+        """``get`` for many keys in one round trip (pipelined); keys not stored are absent."""
+        wanted = list(keys)
+        for key in wanted:
+            check_key(key)
+        if not wanted:
+            return {}
+        out: dict[str, Match] = {}
+        for start in range(0, len(wanted), 1000):  # bounds one round trip's size
+            calls = [self._args(b"g", key.encode()) for key in wanted[start : start + 1000]]
+            for reply in self._redis.run_many(calls, "reading keys"):
+                if found := self._matches(reply):
+                    out[found[0].key] = found[0]
+        return out
+
     def __len__(self) -> int:
         return int(self._redis.run(self._args(b"n"), "counting keys"))
 

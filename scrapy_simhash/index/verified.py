@@ -13,10 +13,13 @@ Two stores kept side by side, both crash-safe and each exact for its part:
 
 A page with a sketch is written to the sketch store first: its atomic ``check_and_add`` (one Lua
 script on Redis) is what makes the decision, so two processes racing with near-duplicate pages
-cannot both see "no match". The sketch store's meta carries the page's simhash, so a sketch match
-is complete without the simhash store. A crash between the two writes leaves a page that is
-found by sketch but missing from exports until it is added again; it is never lost silently
-after acknowledgement (both writes are done when the call returns).
+cannot both see "no match". A sketch match takes its fingerprint, meta and age (``seq``, which
+the middleware compares) from the simhash store, read in one go for a batch; the sketch store's
+meta also carries the page's simhash and meta, so that a match on another process's insert still
+in flight (Redis) is complete. Both writes are done when a call returns: an acknowledged page is
+never lost. A crash between the two leaves an unacknowledged sketch without its simhash row: the
+embedded index (one writer; both writes under one lock) never reports it; Redis reports it, as it
+cannot tell it from an insert in flight.
 """
 
 from __future__ import annotations

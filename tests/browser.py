@@ -34,8 +34,13 @@ TIMEOUT = 60.0
 
 
 def chromium_or_skip() -> str:
+    """Chromium's path; skips without it, except under `make test` (SCRAPY_SIMHASH_REQUIRE_CHROMIUM=1),
+    which installs it and must not pass by skipping the browser tests."""
     if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
-        pytest.skip(f"no Chromium at {CHROMIUM} (scripts/install-system-deps.sh installs it)")
+        message = f"no Chromium at {CHROMIUM} (scripts/install-system-deps.sh installs it)"
+        if os.environ.get("SCRAPY_SIMHASH_REQUIRE_CHROMIUM"):
+            pytest.fail(message)
+        pytest.skip(message)
     return CHROMIUM
 
 

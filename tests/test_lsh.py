@@ -471,3 +471,29 @@ def test_a_band_key_prefix_collision_is_not_an_answer():
     index.flush()
     assert index.query(query) == [] and index.query_many(query[None, :]) == [[]]
     assert index.query(stored) == [("stored", 1.0)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    keys=st.lists(st.integers(0, 2**64 - 1), min_size=0, max_size=400),
+    repeats=st.integers(0, 300),
+    queries=st.lists(st.integers(0, 2**64 - 1), max_size=50),
+)
+def test_native_bucket_lookup_finds_exactly_what_numpy_finds(
+    keys: list[int], repeats: int, queries: list[int]
+) -> None:
+    """The C lookup of the LSH buckets against the numpy path: the same (query, id) pairs, long
+    cells (many documents sharing a band) and empty cells included."""
+    from scrapy_simhash.index import lsh_buckets
+    from scrapy_simhash.index.lsh_buckets import HI, SortedBuckets
+
+    if lsh_buckets._native_lookup is None:
+        pytest.skip("the C extension is not built")
+    hashes = np.array(keys + keys[:1] * repeats, dtype=np.uint64)
+    entries = np.sort((hashes & HI) | np.arange(hashes.shape[0], dtype=np.uint64))
+    buckets = SortedBuckets(entries)
+    asked = np.array(queries + keys[::3], dtype=np.uint64) & HI
+    found = [buckets.lookup(asked, native=flag) for flag in (True, False)]
+    as_sets = [set(zip(q.tolist(), i.tolist(), strict=True)) for q, i in found]
+    assert as_sets[0] == as_sets[1]
+    assert len(found[0][0]) == len(found[1][0])

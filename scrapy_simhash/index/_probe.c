@@ -233,10 +233,85 @@ done:
     return result;
 }
 
+typedef struct {
+    int64_t *items;
+    Py_ssize_t len, cap;
+} ints_t;
+
+static int ints_push(ints_t *v, int64_t x) {
+    if (v->len == v->cap) {
+        Py_ssize_t cap = v->cap ? v->cap * 2 : 256;
+        int64_t *items = realloc(v->items, (size_t)cap * sizeof(int64_t));
+        if (!items) return -1;
+        v->items = items;
+        v->cap = cap;
+    }
+    v->items[v->len++] = x;
+    return 0;
+}
+
+/* bucket_lookup(entries, directory, dir_itemsize, shift, prefixes) -> (positions bytes, ids bytes)
+ *
+ * The LSH buckets' lookup (lsh_buckets.SortedBuckets.lookup) in one call: for each 32-bit key
+ * prefix (as ``prefix << 32``), the directory gives its cell; a binary search within the cell
+ * finds the first entry with that prefix, and the run of equal prefixes gives the ids (low 32
+ * bits). Both outputs are int64 arrays' bytes: the prefix's position in ``prefixes``, the id. */
+static PyObject *bucket_lookup(PyObject *self, PyObject *args) {
+    Py_buffer entries, directory, prefixes;
+    int dsize, shift;
+    PyObject *result = NULL;
+    ints_t pos = {NULL, 0, 0}, ids = {NULL, 0, 0};
+    if (!PyArg_ParseTuple(args, "y*y*iiy*", &entries, &directory, &dsize, &shift, &prefixes)) return NULL;
+    Py_ssize_t n = entries.len / 8, ndir = dsize > 0 ? directory.len / dsize : 0, m = prefixes.len / 8;
+    if ((dsize != 4 && dsize != 8) || entries.len % 8 || prefixes.len % 8 || directory.len != ndir * dsize ||
+        ndir < 2 || shift < 1 || shift > 63) {
+        PyErr_SetString(PyExc_ValueError, "bucket_lookup: inconsistent array sizes");
+        goto done;
+    }
+    const uint64_t *ev = entries.buf, *pv = prefixes.buf;
+    const uint64_t HI = 0xFFFFFFFF00000000ULL;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        uint64_t p = pv[j] & HI;
+        uint64_t cell = p >> shift;
+        if ((Py_ssize_t)cell + 1 >= ndir) goto corrupt;
+        Py_ssize_t lo, hi;
+        if (dsize == 4) {
+            lo = ((const uint32_t *)directory.buf)[cell];
+            hi = ((const uint32_t *)directory.buf)[cell + 1];
+        } else {
+            lo = (Py_ssize_t)((const int64_t *)directory.buf)[cell];
+            hi = (Py_ssize_t)((const int64_t *)directory.buf)[cell + 1];
+        }
+        if (lo < 0 || hi > n || lo > hi) goto corrupt;
+        for (Py_ssize_t at = lo + lower64(ev + lo, hi - lo, p); at < hi && (ev[at] & HI) == p; at++) {
+            if (ints_push(&pos, (int64_t)j) < 0 || ints_push(&ids, (int64_t)(ev[at] & 0xFFFFFFFFULL)) < 0) {
+                PyErr_NoMemory();
+                goto done;
+            }
+        }
+    }
+    {
+        static const char empty[1] = {0}; /* y# turns a NULL pointer into None: no hits are b"" */
+        result = Py_BuildValue("(y#y#)", pos.items ? (const char *)pos.items : empty, pos.len * 8,
+                               ids.items ? (const char *)ids.items : empty, ids.len * 8);
+    }
+    goto done;
+corrupt:
+    PyErr_SetString(PyExc_ValueError, "bucket_lookup: the directory does not fit the entries");
+done:
+    free(pos.items);
+    free(ids.items);
+    PyBuffer_Release(&entries);
+    PyBuffer_Release(&directory);
+    PyBuffer_Release(&prefixes);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"lower_bound_sorted", lower_bound_sorted, METH_VARARGS, "searchsorted for ascending needles, galloping."},
     {"probe", probe, METH_VARARGS, "Probe one query against a segment's sorted tables."},
     {"brute", brute, METH_VARARGS, "Compare one query with every fingerprint of a buffer."},
+    {"bucket_lookup", bucket_lookup, METH_VARARGS, "Look up LSH band key prefixes in sorted buckets."},
     {NULL, NULL, 0, NULL},
 };
 

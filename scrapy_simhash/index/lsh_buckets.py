@@ -14,6 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
+try:  # the optional C lookup (built by pip install where a compiler exists); numpy otherwise
+    from ._probe import bucket_lookup as _native_lookup
+except ImportError:  # pragma: no cover - depends on the build
+    _native_lookup = None
+
 HI = np.uint64(0xFFFFFFFF00000000)
 LO = np.uint64(0xFFFFFFFF)
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -71,12 +76,19 @@ class SortedBuckets:
         match = (self._offsets < size[:, None]) & ((vals & HI) == hi[:, None])
         return vals[match] & LO
 
-    def lookup(self, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def lookup(self, hi: np.ndarray, *, native: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(index into ``hi``, id) of every entry whose key prefix equals ``hi[k]`` (``hi`` holds
-        prefixes ``key & HI``)."""
+        prefixes ``key & HI``). The C lookup (``native``, by default when built) gives the same
+        pairs as the numpy path, possibly in another order (callers treat them as a set)."""
         n = self.entries.shape[0]
         if not n or not hi.size:
             return _EMPTY, _EMPTY
+        if _native_lookup is not None and native is not False:
+            entries = np.ascontiguousarray(self.entries, dtype=np.uint64)
+            directory = np.ascontiguousarray(self.directory)
+            prefixes = np.ascontiguousarray(hi, dtype=np.uint64)
+            pos, ids = _native_lookup(entries, directory, directory.itemsize, int(self.shift), prefixes)
+            return np.frombuffer(pos, dtype=np.int64), np.frombuffer(ids, dtype=np.int64)
         cell = (hi >> self.shift).astype(np.intp)
         lo = self.directory[cell].astype(np.int64)
         size = self.directory[cell + 1].astype(np.int64) - lo

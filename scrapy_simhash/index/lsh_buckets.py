@@ -67,6 +67,8 @@ class SortedBuckets:
         :meth:`lookup` for one query, in as few numpy calls as possible."""
         if not self.entries.shape[0]:
             return _EMPTY
+        if _native_lookup is not None:
+            return self.lookup(hi)[1]
         cell = (hi >> self.shift).astype(np.intp)
         lo = self.directory[cell]
         size = self.directory[cell + 1] - lo

@@ -13,8 +13,10 @@ of every stage of the timed jobs, read from the driver's REST API (``/api/v1``, 
 grouped rows.
 
 The pages reach Spark from ``.npy`` files in a temporary directory, each task reading its slice
-(no driver-side ``createDataFrame`` of a million rows); the input is cached and counted before
-any timing starts.
+(no driver-side ``createDataFrame`` of a million rows), so the master must be local; the input
+is cached and counted before any timing starts. ``--stages`` prints each timed stage's figures,
+``--no-compress`` turns shuffle compression off to show the raw bytes per row. The measured runs
+and the cost model built on them: docs/scaling.md, "Apache Spark: a cost model for 1 billion pages".
 """
 
 from __future__ import annotations

@@ -36,12 +36,10 @@ from .integrity import (
     CommitMark,
     check_manifest,
     check_mark,
+    open_directory,
     read_mark,
-    refuse_missing_database,
-    remove_index,
 )
 from .layouts import DEFAULT_K, Layout, resolve
-from .lock import acquire_write_lock
 from .manifest import TablesInvalid, load_generation, read_manifest, remove_stale, write_generation
 from .storage import Store
 from .tables import Hits, Segment, brute_force, brute_force_one, members
@@ -50,7 +48,6 @@ from .values import check_key, check_simhash, encode_meta
 logger = logging.getLogger(__name__)
 
 DATABASE = "index.sqlite3"
-LOCK = "LOCK"
 DELTA_RATIO = 4  # a new base generation when the in-memory delta reaches base / DELTA_RATIO
 _QUERY_CHUNK = 262_144  # queries per vectorised pass: denser needles walk the tables more cache-friendly
 
@@ -95,19 +92,8 @@ class SimhashIndex(NearDuplicateIndex):
         self._merges = 0
         if self.path.exists() and not self.path.is_dir():
             raise ValueError(f"index path {self.path} exists and is not a directory")
-        if read_only:
-            if reset:
-                raise ValueError("an index opened read_only cannot be reset")
-            refuse_missing_database(self.path, DATABASE)
-            if not (self.path / DATABASE).exists():
-                raise FileNotFoundError(f"no index at {self.path} (missing {DATABASE})")
-        else:
-            self.path.mkdir(parents=True, exist_ok=True)
-            self._lock_fd = acquire_write_lock(self.path / LOCK)
+        self._lock_fd = open_directory(self.path, DATABASE, read_only=read_only, reset=reset, what="index")
         try:
-            if reset:  # under the lock: no writer can be using the files
-                remove_index(self.path, DATABASE)
-            refuse_missing_database(self.path, DATABASE)
             mark = read_mark(self.path)  # before the database: a concurrent writer can only be ahead
             check = None if not verify else "quick" if read_only else "thorough"
             self._store = Store(

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from .base import IndexCorruptError
+from .lock import LOCK, acquire_write_lock
 
 logger = logging.getLogger(__name__)
 
@@ -263,3 +264,30 @@ def remove_index(directory: Path, database: str) -> None:
     paths += [directory / f"{database}{suffix}" for suffix in ("", "-wal", "-shm", "-journal")]
     for path in paths:
         path.unlink(missing_ok=True)
+
+
+def open_directory(directory: Path, database: str, *, read_only: bool, reset: bool, what: str) -> int | None:
+    """The first steps of opening an index directory, shared by the simhash and MinHash indexes.
+
+    A reader: the database must be there (never reset). A writer: the directory is created, its
+    ``LOCK`` taken (IndexLockedError when held) and, with ``reset``, the index emptied under it.
+    Either way a database that an existing index lost is refused. Returns the lock's descriptor
+    (None for a reader); on failure the lock is already released.
+    """
+    if read_only:
+        if reset:
+            raise ValueError("an index opened read_only cannot be reset")
+        refuse_missing_database(directory, database)
+        if not (directory / database).exists():
+            raise FileNotFoundError(f"no {what} at {directory} (missing {database})")
+        return None
+    directory.mkdir(parents=True, exist_ok=True)
+    fd = acquire_write_lock(directory / LOCK)
+    try:
+        if reset:  # under the lock: no writer can be using the files
+            remove_index(directory, database)
+        refuse_missing_database(directory, database)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd

@@ -12,6 +12,9 @@ from pathlib import Path
 
 from .base import IndexLockedError
 
+LOCK = "LOCK"
+"""The lock file's name inside an index directory."""
+
 
 def acquire_write_lock(path: Path) -> int:
     """The descriptor holding the exclusive lock on ``path``; IndexLockedError when it is held."""

@@ -27,8 +27,12 @@ import numpy as np
 
 from ..fingerprint.minhash import SCHEME
 from .base import Meta, SimhashIndexError
-from .integrity import CommitMark, check_mark, read_mark, refuse_missing_database, remove_index
-from .lock import acquire_write_lock
+from .integrity import (
+    CommitMark,
+    check_mark,
+    open_directory,
+    read_mark,
+)
 from .lsh import MinHashLSH
 from .lsh_bands import as_sketch, as_sketch_batch, resolve_params
 from .sketch_rows import Row, SketchStore
@@ -37,7 +41,6 @@ from .values import check_key, encode_meta
 logger = logging.getLogger(__name__)
 
 DATABASE = "minhash.sqlite3"
-LOCK = "LOCK"
 KIND = "minhash"
 DEFAULT_THRESHOLD = 0.8
 DEFAULT_NUM_VALUES = 128
@@ -97,19 +100,10 @@ class MinHashIndex:
                 f"{self.path} holds a simhash index ({_SIMHASH_DATABASE}), not a MinHash index; "
                 f"open it with SimhashIndex, or give the MinHash index its own directory"
             )
-        if read_only:
-            if reset:
-                raise ValueError("an index opened read_only cannot be reset")
-            refuse_missing_database(self.path, DATABASE)
-            if not (self.path / DATABASE).exists():
-                raise FileNotFoundError(f"no MinHash index at {self.path} (missing {DATABASE})")
-        else:
-            self.path.mkdir(parents=True, exist_ok=True)
-            self._lock_fd = acquire_write_lock(self.path / LOCK)
+        self._lock_fd = open_directory(
+            self.path, DATABASE, read_only=read_only, reset=reset, what="MinHash index"
+        )
         try:
-            if reset:
-                remove_index(self.path, DATABASE)
-            refuse_missing_database(self.path, DATABASE)
             mark = read_mark(self.path)  # before the database: a concurrent writer can only be ahead
             check = None if not verify else "quick" if read_only else "thorough"
             self._store = SketchStore(

@@ -47,6 +47,7 @@ from quality_verified import report_verified
 from scrapy_simhash.extract import Extractor
 from scrapy_simhash.fingerprint import simhash_features, simhash_with_count, tokens
 from scrapy_simhash.fingerprint.lines import simhash_lines
+from scrapy_simhash.index.batch import popcount64
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
@@ -222,14 +223,6 @@ def fingerprint(text: str | None, features: str) -> Print:
         return Print(0, 0)
     value, count = FEATURES[features](text)
     return Print(value, count)
-
-
-def popcount64(values: np.ndarray) -> np.ndarray:
-    if hasattr(np, "bitwise_count"):
-        return np.bitwise_count(values)
-    # numpy < 2.0: byte-wise table lookup
-    table = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
-    return table[values.view(np.uint8)].reshape(*values.shape, 8).sum(axis=-1)
 
 
 def all_pairs_histogram(values: Iterable[int]) -> tuple[np.ndarray, list[tuple[int, int, int]]]:

@@ -26,6 +26,7 @@ from _stats import beta_binomial_pmf
 from scrapy_simhash.decision import DEFAULT_RULE, Rule
 from scrapy_simhash.defaults import MIN_TOKENS
 from scrapy_simhash.fingerprint.minhash import simhash_and_minhash
+from scrapy_simhash.index.batch import popcount64
 
 CRAWL_PAGES = 10_000_000
 
@@ -51,15 +52,6 @@ def sketch_all(texts: dict[str, dict[str, str | None]], name: str) -> dict[str, 
 
 def _eligible(s: Sketched) -> bool:
     return s.count >= max(MIN_TOKENS, 1) and s.values is not None
-
-
-_BYTE_BITS = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
-
-
-def _popcount(values: np.ndarray) -> np.ndarray:
-    if hasattr(np, "bitwise_count"):
-        return np.bitwise_count(values)
-    return _BYTE_BITS[values.view(np.uint8)].reshape(*values.shape, 8).sum(axis=-1)
 
 
 def loglinear_upper_tail(counts: np.ndarray, at_least: int) -> float | None:
@@ -152,7 +144,7 @@ def report_verified(
     for i in range(n - 1):
         eq = sk[i + 1 :] == sk[i]
         counts = eq.sum(axis=1)
-        dist = _popcount(hs[i + 1 :] ^ hs[i])
+        dist = popcount64(hs[i + 1 :] ^ hs[i])
         keep = np.ones(n - i - 1, dtype=bool)
         for j in [b for a, b in related_idx if a == i]:
             keep[j - i - 1] = False

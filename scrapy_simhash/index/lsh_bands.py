@@ -216,3 +216,22 @@ def as_sketch_batch(sketches: Any, num_values: int | None = None) -> np.ndarray:
     if arr.ndim != 2 or (num_values is not None and arr.shape[1] != num_values):
         raise ValueError(f"a batch of sketches has shape (n, {num_values or 'num_values'}), got {arr.shape}")
     return arr
+
+
+def stored_params(stored: dict[str, str]) -> dict[str, Any]:
+    """A MinHash store's stored settings (text) as values: num_values, threshold, bands, rows."""
+    return {
+        "num_values": int(stored["num_values"]),
+        "threshold": float(stored["threshold"]),
+        "bands": int(stored["bands"]),
+        "rows": int(stored["rows"]),
+    }
+
+
+def mismatched_params(given: dict[str, Any], have: dict[str, Any]) -> list[str]:
+    """``name=value (stored: ...)`` for each setting given (not None) that differs from the stored one."""
+    return [
+        f"{name}={value!r} (stored: {have[name]!r})"
+        for name, value in given.items()
+        if value is not None and type(have[name])(value) != have[name]
+    ]

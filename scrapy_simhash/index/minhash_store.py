@@ -34,7 +34,7 @@ from .integrity import (
     read_mark,
 )
 from .lsh import MinHashLSH
-from .lsh_bands import as_sketch, as_sketch_batch, resolve_params
+from .lsh_bands import as_sketch, as_sketch_batch, mismatched_params, resolve_params, stored_params
 from .sketch_rows import Row, SketchStore
 from .values import check_key, encode_meta
 
@@ -151,17 +151,8 @@ class MinHashIndex:
                 f"computes {SCHEME!r}: rebuild the index from the documents"
             )
         given = {"num_values": num_values, "threshold": threshold, "bands": bands, "rows": rows}
-        have = {
-            "num_values": int(stored["num_values"]),
-            "threshold": float(stored["threshold"]),
-            "bands": int(stored["bands"]),
-            "rows": int(stored["rows"]),
-        }
-        wrong = [
-            f"{name}={value!r} (stored: {have[name]!r})"
-            for name, value in given.items()
-            if value is not None and type(have[name])(value) != have[name]
-        ]
+        have = stored_params(stored)
+        wrong = mismatched_params(given, have)
         if wrong:
             raise IndexSettingsError(
                 f"the MinHash index at {self.path} was created with other settings: {', '.join(wrong)}; "

@@ -45,7 +45,15 @@ import numpy as np
 
 from ..fingerprint.minhash import SCHEME
 from .base import Meta
-from .lsh_bands import BandHasher, as_sketch, as_sketch_batch, min_matches_for, resolve_params
+from .lsh_bands import (
+    BandHasher,
+    as_sketch,
+    as_sketch_batch,
+    min_matches_for,
+    mismatched_params,
+    resolve_params,
+    stored_params,
+)
 from .minhash_store import DEFAULT_NUM_VALUES, DEFAULT_THRESHOLD, IndexSettingsError, LSHMatch
 from .redis_client import Client, ScriptClient, connect, truthy
 from .values import check_key, encode_meta
@@ -222,13 +230,7 @@ class RedisMinHashIndex:
                 f"{where} holds {stored.get('scheme')!r} sketches; this version computes {SCHEME!r}: "
                 "rebuild the index from the documents"
             )
-        have = {
-            "num_values": int(stored["num_values"]),
-            "threshold": float(stored["threshold"]),
-            "bands": int(stored["bands"]),
-            "rows": int(stored["rows"]),
-            "buckets": stored.get("buckets", "set"),
-        }
+        have = {**stored_params(stored), "buckets": stored.get("buckets", "set")}
         given = {
             "num_values": num_values,
             "threshold": threshold,
@@ -236,11 +238,7 @@ class RedisMinHashIndex:
             "rows": rows,
             "buckets": buckets,
         }
-        wrong = [
-            f"{name}={value!r} (stored: {have[name]!r})"
-            for name, value in given.items()
-            if value is not None and type(have[name])(value) != have[name]
-        ]
+        wrong = mismatched_params(given, have)
         if wrong:
             raise IndexSettingsError(
                 f"{where} was created with other settings: {', '.join(wrong)}; open it without them to "

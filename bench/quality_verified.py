@@ -68,11 +68,6 @@ def loglinear_upper_tail(counts: np.ndarray, at_least: int) -> float | None:
     return float(10 ** (intercept + slope * at_least))
 
 
-def _bands_shared(a: np.ndarray, b: np.ndarray, bands: int, rows: int) -> bool:
-    width = bands * rows
-    return bool((a[:width] == b[:width]).reshape(bands, rows).all(axis=1).any())
-
-
 def _scores(hits: dict[str, list[bool]], false_matches: int) -> tuple[float, float, float]:
     tp = sum(sum(v) for v in hits.values())
     total = sum(len(v) for v in hits.values())
@@ -207,10 +202,10 @@ def report_verified(
                 if b is None:
                     return False
                 assert a.values is not None and b.values is not None
-                if stage[0] == "simhash":
-                    cand = (a.simhash ^ b.simhash).bit_count() <= stage[1]
-                else:
-                    cand = _bands_shared(a.values, b.values, stage[1], stage[2])
+                if stage[0] == "bands":  # the shipped rule's own check, with this stage's parameters
+                    band_rule = Rule(bands=stage[1], rows=stage[2], similarity=threshold)
+                    return band_rule.compare_values(a.simhash, b.simhash, a.values, b.values).near_duplicate
+                cand = (a.simhash ^ b.simhash).bit_count() <= stage[1]
                 return cand and float(np.count_nonzero(a.values == b.values)) / a.values.shape[0] >= threshold
 
             hits = {kind: [judged(a, b) for a, b in pairs] for kind, pairs in pos.items()}

@@ -139,6 +139,17 @@ def _row(
     method: str = "simhash",
 ) -> dict[str, Any]:
     return {
+        **_located(cluster, meta, role),
+        "simhash": to_base32(simhash),
+        "distance": distance,
+        "similarity": similarity,
+        "method": method,
+    }
+
+
+def _located(cluster: int, meta: dict[str, Any], role: str) -> dict[str, Any]:
+    """The columns every report row starts with: its cluster and role, and where the record is."""
+    return {
         "cluster": cluster,
         "role": role,
         "record_id": meta.get("record_id"),
@@ -146,10 +157,6 @@ def _row(
         "date": meta.get("date"),
         "file": meta.get("file"),
         "offset": meta.get("offset"),
-        "simhash": to_base32(simhash),
-        "distance": distance,
-        "similarity": similarity,
-        "method": method,
     }
 
 
@@ -300,17 +307,7 @@ def _stored_sketch(index: Any, key: str) -> MinHash:
 def _minhash_row(
     cluster: int, meta: dict[str, Any], sketch: MinHash, first: MinHash, role: str
 ) -> dict[str, Any]:
-    return {
-        "cluster": cluster,
-        "role": role,
-        "record_id": meta.get("record_id"),
-        "uri": meta.get("url"),
-        "date": meta.get("date"),
-        "file": meta.get("file"),
-        "offset": meta.get("offset"),
-        "scheme": MINHASH_SCHEME,
-        "similarity": sketch.jaccard(first),
-    }
+    return {**_located(cluster, meta, role), "scheme": MINHASH_SCHEME, "similarity": sketch.jaccard(first)}
 
 
 def _index_components(

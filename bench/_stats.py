@@ -1,4 +1,4 @@
-"""The beta-binomial fitted to a histogram: the tail model both quality harnesses extrapolate with."""
+"""Shared by the quality harnesses: scores of judged pairs, and the beta-binomial tail model."""
 
 from __future__ import annotations
 
@@ -37,3 +37,13 @@ def beta_binomial_pmf(hist: np.ndarray, n: int) -> np.ndarray:
             for k in range(n + 1)
         ]
     )
+
+
+def scores(hits: dict[str, list[bool]], false_matches: int) -> tuple[float, float, float]:
+    """(precision, recall, F1) of judged positives ``hits`` (per kind) given the false matches."""
+    tp = sum(sum(v) for v in hits.values())
+    total = sum(len(v) for v in hits.values())
+    precision = tp / (tp + false_matches) if tp + false_matches else 1.0
+    recall = tp / total if total else 1.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return precision, recall, f1

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 import numpy as np
-from _stats import beta_binomial_pmf
+from _stats import beta_binomial_pmf, scores
+from quality_bbit import report_bbit
 
 from scrapy_simhash.decision import DEFAULT_RULE, Rule
 from scrapy_simhash.defaults import MIN_TOKENS
@@ -66,15 +67,6 @@ def loglinear_upper_tail(counts: np.ndarray, at_least: int) -> float | None:
         return None
     slope, intercept = np.polyfit(xs, np.log10(survival[xs]), 1)
     return float(10 ** (intercept + slope * at_least))
-
-
-def _scores(hits: dict[str, list[bool]], false_matches: int) -> tuple[float, float, float]:
-    tp = sum(sum(v) for v in hits.values())
-    total = sum(len(v) for v in hits.values())
-    precision = tp / (tp + false_matches) if tp + false_matches else 1.0
-    recall = tp / total if total else 1.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return precision, recall, f1
 
 
 def beta_binomial_tail(counts: np.ndarray, n: int, at_least: int) -> float:
@@ -136,6 +128,7 @@ def report_verified(
     kc_values = (3, 6, 8, 10, 12)
     kc_hits = dict.fromkeys(kc_values, 0)
     rule_false: list[tuple[str, str, float, int]] = []
+    unrelated: list[np.ndarray] = []
     for i in range(n - 1):
         eq = sk[i + 1 :] == sk[i]
         counts = eq.sum(axis=1)
@@ -143,6 +136,7 @@ def report_verified(
         keep = np.ones(n - i - 1, dtype=bool)
         for j in [b for a, b in related_idx if a == i]:
             keep[j - i - 1] = False
+        unrelated.append(keep)
         equal_hist += np.bincount(counts[keep], minlength=sk.shape[1] + 1)
         for bands, rows in bands_configs:
             shared = eq[:, : bands * rows].reshape(-1, bands, rows).all(axis=2).any(axis=1)
@@ -211,7 +205,7 @@ def report_verified(
             hits = {kind: [judged(a, b) for a, b in pairs] for kind, pairs in pos.items()}
             fp = sum(judged(a, b) for a, b in neg)
             fp_site = sum(judged(a, b) for a, b in same_site)
-            p, r, f1 = _scores(hits, fp)
+            p, r, f1 = scores(hits, fp)
             per_kind = " | ".join(f"{sum(v) / len(v):.3f}" for v in hits.values())
             print(
                 f"| {label} | {threshold} | {f1:.4f} | {p:.4f} | {r:.4f} | {per_kind} | {fp_site} "
@@ -246,12 +240,12 @@ def report_verified(
         hits = [verdict(a, b) for a, b in pairs]
         old = [b is not None and (a.simhash ^ b.simhash).bit_count() <= 3 for a, b in pairs]
         all_hits[kind] = hits
-        p, r, f1 = _scores({kind: hits}, fp)
+        p, r, f1 = scores({kind: hits}, fp)
         summary["kinds"][kind] = {"pairs": len(hits), "precision": p, "recall": r, "f1": f1}
         print(
             f"| {kind} | {len(hits)} | {p:.4f} | {r:.4f} | {f1:.4f} | {sum(old) / len(old):.3f} |", file=out
         )
-    p, r, f1 = _scores(all_hits, fp)
+    p, r, f1 = scores(all_hits, fp)
     summary["all"] = {"precision": p, "recall": r, "f1": f1, "false_matches": fp, "same_site_false": fp_site}
     print(
         f"| **all** | {sum(len(v) for v in all_hits.values())} | {p:.4f} | {r:.4f} | **{f1:.4f}** | |\n",
@@ -310,4 +304,5 @@ def report_verified(
         "expected_false_matches_10M": expected,
         "expected_false_matches_10M_loglinear_bound": expected_bound,
     }
+    summary["bbit"] = report_bbit(pos, neg, same_site, sk, unrelated, rule, out)
     return summary

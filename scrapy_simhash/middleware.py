@@ -171,7 +171,8 @@ class SimhashMiddleware:
             logger.warning(
                 "simhash: %d of the index's pages have no minhash sketch (stored before sketches, or with "
                 "SIMHASH_MODE=simhash): they are judged by simhash alone (distance <= %d), counted in "
-                "simhash/decided_by_simhash; SIMHASH_RESET=True starts an index where all pages have one",
+                "simhash/decided_by_simhash; each one this crawl revisits gains its sketch "
+                "(simhash/index/sketch_added)",
                 without_sketch,
                 self.config.distance,
             )
@@ -315,9 +316,15 @@ class SimhashMiddleware:
         # simhash mode: the simhash index, which takes no sketch
         sketch = {"sketch": page.minhash} if self.config.verified else {}
         known = index.get(url)
-        if known is not None and self._unchanged(known, page):
-            # Seen before with the same content (a re-crawl): do not re-add, so it keeps its age.
+        stored_sketch = self._stored_sketch(known)
+        if known is not None and self._unchanged(known, page, stored_sketch):
+            # Seen before with the same content (a re-crawl): do not re-add, so it keeps its age;
+            # a page stored before sketches gets this visit's sketch, so that it is verified from now on
             self.stats.inc_value("simhash/revisit")
+            if stored_sketch is None and page.minhash is not None and self.config.verified:
+                add_sketch = getattr(index, "add_sketch", None)
+                if add_sketch is not None and add_sketch(url, page.minhash):
+                    self.stats.inc_value("simhash/index/sketch_added")
             return duplicate_of(self._aged(index.query(simhash, **sketch)), url, known)
         meta = {
             "url": url,
@@ -329,14 +336,20 @@ class SimhashMiddleware:
             self.stats.inc_value("simhash/index/size")
         return duplicate_of(matches, url, None)
 
-    def _unchanged(self, known: Match, page: PageFingerprint) -> bool:
+    def _stored_sketch(self, known: Match | None) -> Any:
+        """On the index thread: the sketch stored with ``known`` (None: no such page, no sketch, or
+        simhash mode)."""
+        if known is None or not self.config.verified:
+            return None
+        sketch_of = getattr(self.index, "sketch", None)  # a VerifiedIndex's; other indexes keep none
+        return sketch_of(known.key) if sketch_of is not None else None
+
+    def _unchanged(self, known: Match, page: PageFingerprint, stored_sketch: Any) -> bool:
         """On the index thread: whether the page stored under this URL is, by the rule, ``page`` again."""
-        assert self.index is not None and page.simhash is not None
+        assert page.simhash is not None
         if not self.config.verified:
             return hamming(known.simhash, page.simhash) <= self.config.distance
-        sketch_of = getattr(self.index, "sketch", None)  # a VerifiedIndex's; other indexes keep none
-        stored = sketch_of(known.key) if sketch_of is not None else None
-        verdict = self.config.rule.compare_values(known.simhash, page.simhash, stored, page.minhash)
+        verdict = self.config.rule.compare_values(known.simhash, page.simhash, stored_sketch, page.minhash)
         return verdict.near_duplicate
 
     def _aged(self, matches: list[Match]) -> list[Match]:

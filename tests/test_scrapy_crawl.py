@@ -94,23 +94,40 @@ def test_simhash_mode_misses_the_edits_the_verified_mode_catches(site, tmp_path)
     assert "mode=simhash (k=3)" in result.log
 
 
-def test_an_index_without_sketches_is_reopened_and_its_pages_match_by_simhash(site, tmp_path):
+def test_an_index_without_sketches_is_reopened_and_its_pages_gain_sketches_on_revisit(site, tmp_path):
     """An index written before sketches (simhash mode writes that format) under a verified crawl: it opens,
-    and its pages, which have no sketch, are judged by simhash alone, counted as such."""
+    its pages, which have no sketch, are judged by simhash alone, counted as such, and each revisited
+    page gains its sketch without being re-added (it keeps its age); the next crawl is verified throughout
+    and catches the edits, tagged as copies of their older originals."""
     old = run_crawl(site + "/", tmp_path / "old", _settings(tmp_path, SIMHASH_MODE="simhash"))
     assert old.stat("simhash/index/size") == ARTICLE_PAGES + 1
+    assert old.stat("simhash/near_duplicate") == SIMHASH_NEAR_DUPLICATES
     assert not (tmp_path / "index" / "sketches").exists()
     new = run_crawl(site + "/", tmp_path / "new", _settings(tmp_path))
     assert new.stats["finish_reason"] == "finished"
     assert not any(name.startswith("simhash/error/") for name in new.stats), new.stats
+    assert new.stat("simhash/index/without_sketch") == ARTICLE_PAGES + 1
     assert new.stat("simhash/revisit") == ARTICLE_PAGES + 1
-    assert new.stat("simhash/near_duplicate") == SIMHASH_NEAR_DUPLICATES
-    assert new.stat("simhash/decided_by_simhash") == SIMHASH_NEAR_DUPLICATES
-    before = {i["url"]: i.get("near_duplicate_of") for i in old.items}
-    assert {i["url"]: i.get("near_duplicate_of") for i in new.items} == before
+    assert new.stat("simhash/index/sketch_added") == ARTICLE_PAGES + 1
+    assert SIMHASH_NEAR_DUPLICATES <= new.stat("simhash/near_duplicate") <= NEAR_DUPLICATES
     for item in new.items:
-        if item.get("near_duplicate_of"):
-            assert item["near_duplicate_similarity"] is None and item["near_duplicate_distance"] <= 3
+        if item.get("near_duplicate_of") and item["near_duplicate_similarity"] is None:
+            assert item["near_duplicate_distance"] <= 3
+    third = run_crawl(site + "/", tmp_path / "third", _settings(tmp_path))
+    assert third.stat("simhash/index/without_sketch") == 0
+    assert third.stat("simhash/revisit") == ARTICLE_PAGES + 1
+    assert third.stat("simhash/index/sketch_added") == 0
+    assert "simhash/decided_by_simhash" not in third.stats
+    assert third.stat("simhash/near_duplicate") == NEAR_DUPLICATES
+    first = {i["url"]: i.get("near_duplicate_of") for i in old.items}
+    assert all(first[site + path] is None for path in EDITED)  # simhash alone missed every edit
+    pages = third.by_path(site)
+    cluster_of = {path: i for i, cluster in enumerate(CLUSTERS) for path in cluster}
+    for cluster in CLUSTERS:  # now one original per planted cluster, edits included
+        assert sum(not pages[path]["near_duplicate_of"] for path in cluster) == 1, cluster
+        for path in cluster:
+            original = pages[path]["near_duplicate_of"]
+            assert not original or cluster_of[original[len(site) :]] == cluster_of[path]
 
 
 def test_drop_mode_drops_near_duplicates(site, tmp_path):

@@ -257,6 +257,32 @@ def test_page_without_sketch_matches_by_simhash(backend: Backend) -> None:
         assert index.stats()["without_sketch"] == 1
 
 
+def test_add_sketch_gives_a_legacy_page_its_sketch_and_keeps_its_age(backend: Backend) -> None:
+    h = 0x1234567890ABCDEF
+    with backend.open() as index:
+        index.add(h, "legacy", {"url": "a"})
+        index.add(h ^ 0xFFFF, "newer", {"url": "b"}, sketch=sketch_of(6))
+        before = index.get("legacy")
+        assert index.query(h ^ 0xFFFF, sketch=sketch_of(5)) == []  # 16 bits away; no sketch to match
+        assert index.add_sketch("legacy", sketch_of(5))
+        after = index.get("legacy")
+        assert (after.simhash, after.meta, after.seq) == (before.simhash, before.meta, before.seq)
+        assert np.array_equal(index.sketch("legacy").values, sketch_of(5))
+        found = index.query(h ^ 0xFFFF, sketch=sketch_of(5))  # now verified: by sketch, 16 bits away
+        assert [(m.key, m.distance, m.similarity, dict(m.meta)) for m in found] == [
+            ("legacy", 16, 1.0, {"url": "a"})
+        ]
+        assert not index.add_sketch("legacy", sketch_of(7))  # has one: kept
+        assert np.array_equal(index.sketch("legacy").values, sketch_of(5))
+        assert not index.add_sketch("missing", sketch_of(7))
+        assert index.sketch("missing") is None
+        assert index.stats()["without_sketch"] == 0
+        index = backend.reopen(index)  # durable
+        assert np.array_equal(index.sketch("legacy").values, sketch_of(5))
+        assert index.get("legacy").seq == before.seq
+        index.close()
+
+
 def test_replaced_without_sketch_loses_its_sketch_and_remove_forgets_both(backend: Backend) -> None:
     h, sketch = 0x0F0F0F0F0F0F0F0F, sketch_of(4)
     with backend.open() as index:

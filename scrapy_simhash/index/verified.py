@@ -206,6 +206,25 @@ class VerifiedIndex(NearDuplicateIndex):
             simhash_found = self.simhashes.check_and_add(simhash, key, meta)
             return self._combine(simhash, sketch_found, simhash_found, self.k, (key, had), before)
 
+    def add_sketch(self, key: str, sketch: Any) -> bool:
+        """Give the stored page ``key`` a sketch if it has none, keeping its fingerprint, meta and age.
+
+        For pages stored before sketches: a re-crawl that finds one unchanged does not re-add it
+        (that would make the original look newer than its copies), but from now on it can be
+        verified. False when ``key`` is not stored or already has a sketch.
+        """
+        values = self._sketch_values(sketch)
+        if values is None:
+            raise ValueError("add_sketch needs a sketch")
+        check_key(key)
+        with self._writing:
+            stored = self.simhashes.get(key)
+            if stored is None or self._has_sketch(key):
+                return False
+            meta = self._sketch_meta(stored.simhash, stored.meta)
+            self._writable_sketches().add_many([(key, values, meta)])
+            return True
+
     def remove(self, key: str) -> bool:
         with self._writing:
             if self._has_sketch(key):

@@ -354,6 +354,32 @@ def test_reset_empties_both_stores(tmp_path: Path) -> None:
         assert index.query(5, sketch=sketch_of(8)) == [] and len(index.sketches) == 0
 
 
+def test_simhash_mode_over_a_verified_index_leaves_no_stale_sketch(tmp_path: Path) -> None:
+    path = tmp_path / "ix"
+    h, old = 0x5555AAAA5555AAAA, sketch_of(21)
+    with open_index(path) as index:
+        index.add(h, "page", {"v": 1}, sketch=old)
+        index.add(h ^ 0b1, "kept", {"v": 1}, sketch=sketch_of(22))
+        index.add(h ^ 0b11, "gone", {"v": 1}, sketch=sketch_of(23))
+    with open_index(path, mode="simhash") as index:  # a SIMHASH_MODE=simhash crawl over it
+        found = index.check_and_add(h ^ 0xFFFF0000, "page", {"v": 2})  # its content changed
+        assert found == [] and [(m.key, m.distance, m.similarity) for m in index.query(h)] == [
+            ("kept", 1, None),
+            ("gone", 2, None),
+        ]
+        assert [m.key for m in index.query(h, sketch=old)] == ["kept", "gone"]  # simhash alone
+        assert [[m.key for m in ms] for ms in index.query_many([h])] == [["kept", "gone"]]
+        assert index.remove("gone")
+        assert "without_sketch" not in index.stats() and index.stats()["size"] == 2
+    with open_index(path) as index:
+        assert index.sketch("page") is None and index.sketch("gone") is None
+        assert index.sketch("kept") is not None
+        assert index.query(h ^ 0xFFFF, sketch=old) == []  # the old content's sketch matches nothing
+        found = index.query(h ^ 0xFFFF, sketch=sketch_of(22))
+        assert [(m.key, m.similarity) for m in found] == [("kept", 1.0)]
+        assert index.stats()["without_sketch"] == 1
+
+
 def test_read_only_opening_of_a_legacy_index(tmp_path: Path) -> None:
     path = tmp_path / "legacy"
     with open_index(path, mode="simhash") as index:

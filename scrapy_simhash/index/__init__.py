@@ -67,12 +67,23 @@ def open_index(
     :class:`~.verified.VerifiedIndex`: the simhash index plus its sketch store, answering by
     :data:`scrapy_simhash.decision.DEFAULT_RULE` (``similarity`` overrides its threshold); pages
     added without a sketch are judged by simhash alone, as before. ``"simhash"`` returns the
-    simhash index alone (distance <= k; sketches are not stored).
+    simhash index alone (distance <= k; sketches are not stored); on a directory that holds
+    sketches, a :class:`~.simhash_mode.SimhashModeIndex`, with the same answers, under which a
+    page replaced or removed loses its sketch (a later verified opening never judges a page by a
+    sketch of its old content).
     """
     if mode not in ("verified", "simhash"):
         raise ValueError(f"mode must be 'verified' or 'simhash', not {mode!r}")
     if mode == "verified" and kind in (None, "simhash"):
         return _open_verified(location, k, similarity, options)
+    index = _open_store(location, k, kind, options)
+    if kind in (None, "simhash") and not options.get("read_only"):
+        return _keeping_sketches_true(index, location, options)
+    return index
+
+
+def _open_store(location: str | Path, k: int, kind: str | None, options: dict[str, Any]) -> Any:
+    """The simhash index (or, ``kind="minhash"``, the MinHash index) at ``location``, alone."""
     if kind not in (None, "simhash", "minhash"):
         raise ValueError(f"kind must be 'simhash' or 'minhash', not {kind!r}")
     text = str(location)
@@ -108,7 +119,7 @@ def _open_verified(location: str | Path, k: int, similarity: float | None, optio
     from .verified import VerifiedIndex, open_sketch_store
 
     rule = DEFAULT_RULE if similarity is None else dataclasses.replace(DEFAULT_RULE, similarity=similarity)
-    simhashes = open_index(location, k, mode="simhash", **options)
+    simhashes = _open_store(location, k, None, options)
     rule = dataclasses.replace(rule, distance=simhashes.k)  # k=None: the stored index's own k
     text = str(location).removeprefix("file://")
     names = ("read_only", "reset", "synchronous", "verify")
@@ -121,6 +132,29 @@ def _open_verified(location: str | Path, k: int, similarity: float | None, optio
         simhashes.close()
         raise
     return VerifiedIndex(simhashes, sketches, rule)
+
+
+def _keeping_sketches_true(simhashes: Any, location: str | Path, options: dict[str, Any]) -> Any:
+    """Simhash mode on a directory that holds sketches: a :class:`~.simhash_mode.SimhashModeIndex`,
+    so that pages rewritten here do not keep a sketch of their old content."""
+    from .minhash_store import DATABASE, MinHashIndex
+    from .verified import SKETCHES
+
+    text = str(location).removeprefix("file://")
+    if is_server_uri(text) or not (Path(text) / SKETCHES / DATABASE).exists():
+        return simhashes
+    from ..decision import DEFAULT_RULE
+    from .simhash_mode import SimhashModeIndex
+
+    shared = {name: options[name] for name in ("synchronous", "verify") if name in options}
+    try:  # the stored threshold, bands and rows, whatever they are: only removals happen here
+        sketches = MinHashIndex(Path(text) / SKETCHES, reset=bool(options.get("reset")), **shared)
+    except BaseException:
+        simhashes.close()
+        raise
+    import dataclasses
+
+    return SimhashModeIndex(simhashes, sketches, dataclasses.replace(DEFAULT_RULE, distance=simhashes.k))
 
 
 def __getattr__(name: str) -> Any:

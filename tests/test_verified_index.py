@@ -305,6 +305,7 @@ def test_bad_item_in_a_batch_stores_nothing(backend: Backend) -> None:
             (0, "zero", None, sketch_of(5)),
             (1, "", None, sketch_of(5)),
             (1, "meta", {"x": object()}),
+            (1, "meta-with-sketch", {"x": float("nan")}, sketch_of(5)),
         ]:
             with pytest.raises((ValueError, TypeError)):
                 index.add_many([(7, "good", None, sketch_of(6)), bad])

@@ -14,12 +14,13 @@ Two stores kept side by side, both crash-safe and each exact for its part:
 A page with a sketch is written to the sketch store first: its atomic ``check_and_add`` (one Lua
 script on Redis) is what makes the decision, so two processes racing with near-duplicate pages
 cannot both see "no match". A sketch match takes its fingerprint, meta and age (``seq``, which
-the middleware compares) from the simhash store, read in one go for a batch; the sketch store's
-meta also carries the page's simhash and meta, so that a match on another process's insert still
-in flight (Redis) is complete. Both writes are done when a call returns: an acknowledged page is
-never lost. A crash between the two leaves an unacknowledged sketch without its simhash row: the
-embedded index (one writer; both writes under one lock) never reports it; Redis reports it, as it
-cannot tell it from an insert in flight.
+the middleware compares) from the simhash store, read in one go for a batch; on Redis the sketch
+store's meta also carries the page's simhash and meta, so that a match on another process's insert
+still in flight is complete (embedded, it holds none: one writer, and no second copy on disk).
+Both writes are done when a call returns: an acknowledged page is never lost. A crash between
+the two leaves an unacknowledged sketch without its simhash row: the embedded index (one writer;
+both writes under one lock) never reports it; Redis reports it, as it cannot tell it from an
+insert in flight.
 """
 
 from __future__ import annotations
@@ -103,6 +104,8 @@ class VerifiedIndex(NearDuplicateIndex):
         ``own``: ``(key, had_sketch)`` for check_and_add, whose key's sketch is already replaced;
         ``before``: the simhash store's rows of the sketch matches, read before that insert.
         """
+        if not sketch_found and not simhash_found:
+            return []  # most lookups: nothing near
         out: list[Match] = []
         seen: set[str] = set()
         by_key = {m.key: m for m in simhash_found}
@@ -143,7 +146,12 @@ class VerifiedIndex(NearDuplicateIndex):
             return get_many(keys)
         return {key: found for key in keys if (found := self.simhashes.get(key)) is not None}
 
-    def _sketch_meta(self, simhash: int, meta: Meta | None) -> dict[str, Any]:
+    def _sketch_meta(self, simhash: int, meta: Meta | None) -> dict[str, Any] | None:
+        """What the sketch store keeps beside a sketch: on Redis, the page's simhash and meta (a match on
+        another process's insert still in flight must be complete); embedded, nothing (one writer, the
+        simhash store has them: no second copy of every page's meta on disk)."""
+        if not self._meta_in_answers:
+            return None
         return {**(meta or {}), _SIMHASH_FIELD: int(simhash)}
 
     # -- writes ----------------------------------------------------------------------------------
@@ -166,9 +174,9 @@ class VerifiedIndex(NearDuplicateIndex):
             (key, values, self._sketch_meta(h, meta)) for h, key, meta, values in final if values is not None
         ]
         without = [key for _, key, _, values in final if values is None]
-        if with_sketch:  # the sketch store checks its items' meta; the others' before it writes
+        if with_sketch:  # every meta the sketch store will not check is checked before it writes
             for _, key, meta, values in rows:
-                if values is None:
+                if values is None or not self._meta_in_answers:
                     encode_meta(key, meta)
         with self._writing:
             if with_sketch:
@@ -193,6 +201,8 @@ class VerifiedIndex(NearDuplicateIndex):
         """
         simhash, key = check_simhash(simhash), check_key(key)
         values = self._sketch_values(sketch)
+        if values is not None and not self._meta_in_answers:
+            encode_meta(key, meta)  # checked by the simhash store, after the sketch store wrote
         with self._writing:
             had = self._has_sketch(key)
             sketch_found = None
@@ -246,17 +256,25 @@ class VerifiedIndex(NearDuplicateIndex):
         """``query`` for each page of a batch: one batched lookup in each store."""
         k = self.k if k is None else k
         hashes = [int(h) for h in simhashes]
-        given = [None] * len(hashes) if sketches is None else list(sketches)
-        if len(given) != len(hashes):
-            raise ValueError(f"{len(hashes)} simhashes but {len(given)} sketches")
-        values = [self._sketch_values(s) for s in given]
-        with_sketch = [i for i, v in enumerate(values) if v is not None]
+        matrix: np.ndarray | None = None
+        if isinstance(sketches, np.ndarray) and sketches.ndim == 2 and sketches.dtype == np.uint32:
+            matrix, with_sketch = sketches, list(range(len(sketches)))  # a batch of sketches as it comes
+            if len(sketches) != len(hashes):
+                raise ValueError(f"{len(hashes)} simhashes but {len(sketches)} sketches")
+        else:
+            given = [None] * len(hashes) if sketches is None else list(sketches)
+            if len(given) != len(hashes):
+                raise ValueError(f"{len(hashes)} simhashes but {len(given)} sketches")
+            values = [self._sketch_values(s) for s in given]
+            with_sketch = [i for i, v in enumerate(values) if v is not None]
+            if with_sketch:
+                matrix = np.stack([values[i] for i in with_sketch])
         sketch_found: list[list[Any] | None] = [None] * len(hashes)
         if with_sketch:
             if self.sketches is None:
                 answers: list[list[Any]] = [[] for _ in with_sketch]
             else:
-                answers = self.sketches.query_many(np.stack([values[i] for i in with_sketch]), **self._lean)
+                answers = self.sketches.query_many(matrix, **self._lean)
             for i, answer in zip(with_sketch, answers, strict=True):
                 sketch_found[i] = answer
         simhash_found = self.simhashes.query_many(hashes, k)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+from typing import TextIO
 
 import numpy as np
 
@@ -47,3 +49,10 @@ def scores(hits: dict[str, list[bool]], false_matches: int) -> tuple[float, floa
     recall = tp / total if total else 1.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return precision, recall, f1
+
+
+def print_header(out: TextIO, leading: Iterable[str], kinds: Iterable[str], trailing: Iterable[str]) -> None:
+    """A markdown table's header: the leading columns, one per kind of change, the trailing ones."""
+    columns = [*leading, *kinds, *trailing]
+    print("| " + " | ".join(columns) + " |", file=out)
+    print("|" + "---|" * len(columns), file=out)

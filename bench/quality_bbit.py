@@ -16,7 +16,7 @@ import math
 from typing import Any, TextIO
 
 import numpy as np
-from _stats import beta_binomial_pmf, scores
+from _stats import beta_binomial_pmf, print_header, scores
 
 from scrapy_simhash.decision import Rule
 
@@ -60,13 +60,12 @@ def report_bbit(
         "band candidates per page at 10M between pages that share no value, from chance agreement alone.\n",
         file=out,
     )
-    print(
-        "| bits | sketch bytes/page | F1 | precision | recall | "
-        + " | ".join(pos)
-        + " | same-site FP | unrelated judged | unrelated band candidates/page at 10M | expected FP 10M |",
-        file=out,
+    print_header(
+        out,
+        ["bits", "sketch bytes/page", "F1", "precision", "recall"],
+        pos,
+        ["same-site FP", "unrelated judged", "unrelated band candidates/page at 10M", "expected FP 10M"],
     )
-    print("|---|---|---|---|---|" + "---|" * len(pos) + "---|---|---|---|", file=out)
     summary: dict[str, Any] = {}
     for bits in BITS:
         mask = np.uint32(0xFFFFFFFF if bits >= 32 else (1 << bits) - 1)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 import numpy as np
-from _stats import beta_binomial_pmf, scores
+from _stats import beta_binomial_pmf, print_header, scores
 from quality_bbit import report_bbit
 
 from scrapy_simhash.decision import DEFAULT_RULE, Rule
@@ -172,13 +172,8 @@ def report_verified(
         "column counts false matches between different articles of one template.\n",
         file=out,
     )
-    print(
-        "| candidates | threshold | F1 | precision | recall | "
-        + " | ".join(pos)
-        + " | same-site FP | candidates/page 1M / 10M |",
-        file=out,
-    )
-    print("|---|---|---|---|---|" + "---|" * len(pos) + "---|---|", file=out)
+    leading = ["candidates", "threshold", "F1", "precision", "recall"]
+    print_header(out, leading, pos, ["same-site FP", "candidates/page 1M / 10M"])
     stages: list[tuple[str, Any, float]] = []
     for kc in kc_values:
         stages.append((f"simhash k_c = {kc}", ("simhash", kc), candidate_rate(kc_hits[kc])))

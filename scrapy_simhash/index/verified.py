@@ -76,6 +76,12 @@ class VerifiedIndex(NearDuplicateIndex):
         self._lean: dict[str, bool] = {} if self._meta_in_answers else {"with_meta": False}
         self._writing = threading.RLock()
         """Held across both stores' writes: this process's other threads never see half an insert."""
+        self._pair: Any = None
+        """Redis: both stores' writes in one atomic script (:mod:`.redis_verified`), or None."""
+        if sketches is not None and self._meta_in_answers:
+            from .redis_verified import pair_for
+
+            self._pair = pair_for(simhashes, sketches)
 
     # -- helpers ---------------------------------------------------------------------------------
     def _sketch_values(self, sketch: Any) -> np.ndarray | None:
@@ -171,6 +177,9 @@ class VerifiedIndex(NearDuplicateIndex):
                 if values is None:
                     encode_meta(key, meta)
         with self._writing:
+            if self._pair is not None:  # Redis: 50 rows per atomic script over both stores
+                sketch_meta = [None if v is None else self._sketch_meta(h, m) for h, _, m, v in rows]
+                return self._pair.add_many([(*row, sm) for row, sm in zip(rows, sketch_meta, strict=True)])
             if with_sketch:
                 self._writable_sketches().add_many(with_sketch)
             for key in without:  # a page replaced by one without sketch loses its old sketch
@@ -194,6 +203,10 @@ class VerifiedIndex(NearDuplicateIndex):
         simhash, key = check_simhash(simhash), check_key(key)
         values = self._sketch_values(sketch)
         with self._writing:
+            if self._pair is not None:  # Redis: one atomic script does all of the below
+                sketch_meta = None if values is None else self._sketch_meta(simhash, meta)
+                had, found, before, near = self._pair.check_and_add(simhash, key, meta, values, sketch_meta)
+                return self._combine(simhash, found, near, self.k, (key, had), before)
             had = self._has_sketch(key)
             sketch_found = None
             if values is not None:
@@ -208,6 +221,8 @@ class VerifiedIndex(NearDuplicateIndex):
 
     def remove(self, key: str) -> bool:
         with self._writing:
+            if self._pair is not None:
+                return self._pair.remove(key)
             if self._has_sketch(key):
                 self._writable_sketches().remove(key)
             return self.simhashes.remove(key)
@@ -263,6 +278,21 @@ class VerifiedIndex(NearDuplicateIndex):
             return None
         values = self.sketches.get(key)
         return None if values is None else MinHash(values)
+
+    def sketch_many(self, keys: Iterable[str]) -> dict[str, MinHash]:
+        """``sketch`` for many keys at once (Redis: 1,000 per round trip); keys without one are absent.
+
+        For callers reading many pages' sketches (export, reports): one read per key would cost
+        one round trip each on Redis."""
+        if self.sketches is None:
+            return {}
+        wanted = list(keys)
+        get_many = getattr(self.sketches, "get_many", None)
+        if get_many is not None:
+            found = get_many(wanted)
+        else:
+            found = {key: values for key in wanted if (values := self.sketches.get(key)) is not None}
+        return {key: MinHash(values) for key, values in found.items()}
 
     def __len__(self) -> int:
         return len(self.simhashes)

@@ -112,7 +112,7 @@ def test_sketch_many_reads_a_batch_per_round_trip(server: RedisServer, index: Ve
     index.add_many([(i + 1, f"p{i}", None, sketch_of(i)) for i in range(30)])
     keys = [f"p{i}" for i in range(30)] + ["absent"]
     commands = sent(server, lambda: index.sketch_many(keys))
-    assert commands == ["EVALSHA"] * len(keys)  # pipelined: one round trip, not one per key
+    assert commands == ["EVALSHA"]  # one script call for the batch, not one per key
     found = index.sketch_many(keys)
     assert "absent" not in found and all(
         np.array_equal(found[f"p{i}"].values, sketch_of(i)) for i in range(30)
@@ -120,6 +120,19 @@ def test_sketch_many_reads_a_batch_per_round_trip(server: RedisServer, index: Ve
     assert {k: v.values.tolist() for k, v in found.items()} == {
         k: index.sketch(k).values.tolist() for k in keys[:-1]
     }
+
+
+def test_sketch_store_get_many_in_calls_of_1000(server: RedisServer, index: VerifiedIndex) -> None:
+    store = index.sketches
+    values = np.random.default_rng(7).integers(0, 2**32, (2500, NV), dtype=np.uint32)
+    store.add_many([(f"s{i}", values[i], None) for i in range(2500)])
+    keys = [f"s{i}" for i in range(2500)] + ["nope"]
+    assert sent(server, lambda: store.get_many(keys)) == ["EVALSHA"] * 3  # one round trip
+    got = store.get_many(keys)
+    assert len(got) == 2500 and all(np.array_equal(got[f"s{i}"], values[i]) for i in range(0, 2500, 97))
+    assert sent(server, lambda: store.get_many([])) == [] and store.get_many([]) == {}
+    with pytest.raises(ValueError):
+        store.get_many(["ok", ""])
 
 
 def test_a_replaced_key_reports_its_old_entry_as_before(index: VerifiedIndex) -> None:

@@ -6,6 +6,7 @@ read in one round trip.
 
 from __future__ import annotations
 
+import json
 import random
 import uuid
 from collections.abc import Callable, Iterator
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 from redis_server import RedisServer
 
+from scrapy_simhash.fingerprint.minhash import MinHash
 from scrapy_simhash.index import IndexLostError, IndexUnavailableError, open_index
 from scrapy_simhash.index.verified import SKETCH_PREFIX_SUFFIX, VerifiedIndex
 
@@ -133,6 +135,31 @@ def test_sketch_store_get_many_in_calls_of_1000(server: RedisServer, index: Veri
     assert sent(server, lambda: store.get_many([])) == [] and store.get_many([]) == {}
     with pytest.raises(ValueError):
         store.get_many(["ok", ""])
+
+
+def test_export_and_report_read_sketches_in_batches(
+    server: RedisServer, index: VerifiedIndex, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from scrapy_simhash.cli import main
+    from scrapy_simhash.report.data import load_index
+
+    index.add_many(
+        [(i + 1, f"e{i}", {"url": f"http://e/{i}"}, sketch_of(i) if i % 4 else None) for i in range(60)]
+    )
+    uri = f"{server.url}?prefix={index.simhashes.prefix}"
+    capsys.readouterr()
+    status: list[int] = []
+    commands = sent(server, lambda: status.append(main(["index", "export", uri])))
+    assert status == [0]
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["key"] for r in records] == [f"e{i}" for i in range(60)]
+    assert all(("minhash" in r) == (i % 4 != 0) for i, r in enumerate(records))
+    assert MinHash.from_text(records[1]["minhash"]) == MinHash(sketch_of(1))
+    assert commands.count("EVALSHA") < 10  # opening, counting, iterating, one sketch batch: not one per page
+    report: list = []
+    commands = sent(server, lambda: report.append(load_index(uri)))
+    assert commands.count("EVALSHA") < 10
+    assert sum(len(c.members) for c in report[0].clusters) <= 60
 
 
 def test_a_replaced_key_reports_its_old_entry_as_before(index: VerifiedIndex) -> None:

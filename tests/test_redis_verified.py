@@ -110,6 +110,29 @@ def test_add_remove_and_batches_are_one_evalsha_each(server: RedisServer, index:
     assert all(np.array_equal(got[f"k{i}"].values, sketch_of(100 + i)) for i in range(120) if i % 3)
 
 
+def test_add_many_keys_given_twice_end_as_their_last_row(index: VerifiedIndex) -> None:
+    index.add(5, "old", sketch=sketch_of(50))
+    rows: list = [(i + 1, f"f{i}", None, sketch_of(200 + i)) for i in range(130)]
+    planted = {10: ("dup", 1), 60: ("dup", None), 120: ("dup", 2), 5: ("gone", 3), 70: ("gone", None)}
+    planted |= {
+        80: ("twice", None),
+        90: ("twice", 4),
+        95: ("old", None),
+        100: ("flip", 5),
+        101: ("flip", None),
+    }
+    for at, (key, seed) in planted.items():
+        rows[at] = (1000 + at, key, {"at": at}, None if seed is None else sketch_of(seed))
+    assert index.add_many(rows) == 130
+    last = {row[1]: row for row in rows}
+    got = index.sketch_many(last)
+    for key, (h, _, meta, sketch) in last.items():
+        assert index.get(key).simhash == h and index.get(key).meta == (meta or {})
+        assert (key in got) == (sketch is not None), key
+        assert sketch is None or np.array_equal(got[key].values, sketch)
+    assert set(index.sketches.keys()) == set(got)
+
+
 def test_sketch_many_reads_a_batch_per_round_trip(server: RedisServer, index: VerifiedIndex) -> None:
     index.add_many([(i + 1, f"p{i}", None, sketch_of(i)) for i in range(30)])
     keys = [f"p{i}" for i in range(30)] + ["absent"]

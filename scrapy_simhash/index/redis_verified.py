@@ -122,21 +122,24 @@ class RedisPair:
     def add_many(self, rows: Sequence[tuple[int, str, Meta | None, np.ndarray | None, Meta | None]]) -> int:
         """``(simhash, key, meta, sketch or None, sketch meta)`` rows: 50 per atomic call, 10 calls
         per round trip. Everything is encoded (and checked) before the first call is sent."""
+        with_sketch = [i for i, row in enumerate(rows) if row[3] is not None]
+        encoded = self.sketches._records([(rows[i][1], rows[i][3], rows[i][4]) for i in with_sketch])
+        records = dict(zip(with_sketch, encoded, strict=True))  # band keys hashed for all rows at once
+        simhash_rows = [encode_row(h, key, meta) for h, key, meta, _, _ in rows]
         calls = []
         for start in range(0, len(rows), ROWS_PER_CALL):
-            chunk = rows[start : start + ROWS_PER_CALL]
-            last = {row[1]: i for i, row in enumerate(chunk)}
-            final = [row for i, row in enumerate(chunk) if last[row[1]] == i]
-            with_sketch = [(key, values, smeta) for _, key, _, values, smeta in final if values is not None]
+            chunk = range(start, min(len(rows), start + ROWS_PER_CALL))
+            last = {rows[i][1]: i for i in chunk}
+            final = [i for i in chunk if last[rows[i][1]] == i]  # a key given twice ends as its last row
             ops: list[bytes] = []
-            if with_sketch:
-                records = self.sketches._records(with_sketch)
-                ops += _op(b"m", self.sketches._args(b"A", *(part for pair in records for part in pair)))
-            for _, key, _, values, _ in final:  # a page stored without sketch loses its old sketch
-                if values is None:
-                    ops += _op(b"m", self.sketches._args(b"r", key.encode()))
+            if any(i in records for i in final):
+                parts = [part for i in final if i in records for part in records[i]]
+                ops += _op(b"m", self.sketches._args(b"A", *parts))
+            for i in final:  # a page stored without sketch loses its old sketch
+                if i not in records:
+                    ops += _op(b"m", self.sketches._args(b"r", rows[i][1].encode()))
             simhash_args = self.simhashes._args(b"A")
-            for simhash, key_bytes, meta_bytes in (encode_row(h, key, meta) for h, key, meta, _, _ in chunk):
+            for simhash, key_bytes, meta_bytes in (simhash_rows[i] for i in chunk):
                 simhash_args += [key_bytes, self.simhashes._record(simhash, key_bytes, meta_bytes)]
             calls.append(ops + _op(b"s", simhash_args))
         for start in range(0, len(calls), CALLS_PER_ROUND_TRIP):

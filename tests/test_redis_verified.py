@@ -335,3 +335,26 @@ def test_sigkill_leaves_no_sketch_without_row_and_loses_no_insert(server: RedisS
         with open_index(uri) as index:
             index.simhashes.clear()
             index.sketches.clear(reopen=False)
+
+
+# -- Redis Cluster: the two stores live in two slots ----------------------------------------------
+
+
+def test_on_redis_cluster_the_stores_keep_their_own_scripts(tmp_path: Path) -> None:
+    from redis_server import RedisClusterServers
+
+    cluster = RedisClusterServers(tmp_path, size=3).start()
+    try:
+        with open_index(f"{cluster.url}?cluster=1&prefix=crawl") as index:
+            assert isinstance(index, VerifiedIndex)
+            assert index._pair is None  # {crawl} and {crawl-sketches}: one script may not touch both
+            base = sketch_of(21)
+            assert index.check_and_add(0xC0FFEE, "a", {"n": 1}, sketch=base) == []
+            found = index.check_and_add(0x3F00, "b", sketch=near(base, 22))
+            assert [(m.key, m.simhash, m.meta) for m in found] == [("a", 0xC0FFEE, {"n": 1})]
+            index.add_many([(i + 1, f"m{i}", None, sketch_of(300 + i) if i % 2 else None) for i in range(70)])
+            got = index.sketch_many([f"m{i}" for i in range(70)])
+            assert sorted(got) == sorted(f"m{i}" for i in range(1, 70, 2))
+            assert index.remove("a") and index.sketch("a") is None and "a" not in index
+    finally:
+        cluster.stop()

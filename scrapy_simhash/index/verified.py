@@ -15,11 +15,15 @@ A page with a sketch is written to the sketch store first: its atomic ``check_an
 script on Redis) is what makes the decision, so two processes racing with near-duplicate pages
 cannot both see "no match". A sketch match takes its fingerprint, meta and age (``seq``, which
 the middleware compares) from the simhash store, read in one go for a batch; the sketch store's
-meta also carries the page's simhash and meta, so that a match on another process's insert still
-in flight (Redis) is complete. Both writes are done when a call returns: an acknowledged page is
-never lost. A crash between the two leaves an unacknowledged sketch without its simhash row: the
-embedded index (one writer; both writes under one lock) never reports it; Redis reports it, as it
-cannot tell it from an insert in flight.
+meta also carries the page's simhash and meta, so that a match on a sketch without simhash row is
+complete. Both writes are done when a call returns: an acknowledged page is never lost.
+
+On a single Redis server both stores' writes (and the rows the combination needs) are one atomic
+script (:mod:`.redis_verified`): one round trip, and both writes land or neither. Elsewhere (the
+embedded index, Redis Cluster, where the two stores are in two slots) a crash between the two
+writes leaves an unacknowledged sketch without its simhash row: the embedded index (one writer;
+both writes under one lock) never reports it; Redis reports it, as it cannot tell it from an
+insert in flight.
 """
 
 from __future__ import annotations

@@ -299,42 +299,90 @@ def test_sigkill_leaves_no_sketch_without_row_and_loses_no_insert(server: RedisS
     present: dict[str, tuple[int, np.ndarray | None]] = {}
     try:
         for round_ in range(10):
-            removing = None
-            for line in run_and_kill(CHILD, uri, round_, rng, ""):  # type: ignore[arg-type]
-                kind, key, *rest = line.split()
-                if kind == "A":
-                    present[key] = (int(rest[0], 16), crash_sketch(int(rest[1])))
-                elif kind == "D":
-                    removing = key
-                else:
-                    present.pop(key, None)
-                    removing = None
-            with open_index(uri) as index:
-                stored = {m.key: m.simhash for m in index}
-                sketch_keys = set(index.sketches.keys())
-                orphans = sketch_keys - stored.keys()
-                assert not orphans, (
-                    f"round {round_}: sketches without their simhash row: {sorted(orphans)[:5]}"
-                )
-                sketches = index.sketch_many(stored)
-                assert set(sketches) == sketch_keys
-                if removing is not None:  # killed during remove: either state, both stores agreeing
-                    present.pop(removing, None)
-                for key, (h, want) in present.items():
-                    assert stored.get(key) == h, f"round {round_}: acknowledged insert {key} lost"
-                    got = sketches.get(key)
-                    assert (got is None) == (want is None), f"round {round_}: {key}'s sketch"
-                    assert got is None or np.array_equal(got.values, want)
-                # the unacknowledged tail is now part of the index
-                present = {
-                    key: (h, None if key not in sketches else sketches[key].values)
-                    for key, h in stored.items()
-                }
+            lines = run_and_kill(CHILD, uri, round_, rng, "")  # type: ignore[arg-type]
+            present, removing = acknowledged(lines, present)
+            present = check_both_stores(uri, round_, present, removing)
         assert len(present) > 50
     finally:
         with open_index(uri) as index:
             index.simhashes.clear()
             index.sketches.clear(reopen=False)
+
+
+def check_both_stores(
+    uri: str, round_: int, present: dict[str, tuple[int, np.ndarray | None]], removing: str | None
+) -> dict[str, tuple[int, np.ndarray | None]]:
+    """No sketch without its simhash row; every acknowledged page there with its sketch. Returns
+    what is stored now (the unacknowledged tail is part of the index from here on)."""
+    with open_index(uri) as index:
+        stored = {m.key: m.simhash for m in index}
+        sketch_keys = set(index.sketches.keys())
+        orphans = sketch_keys - stored.keys()
+        assert not orphans, f"round {round_}: sketches without their simhash row: {sorted(orphans)[:5]}"
+        sketches = index.sketch_many(stored)
+        assert set(sketches) == sketch_keys
+        if removing is not None:  # cut during remove: either state, both stores agreeing
+            present.pop(removing, None)
+        for key, (h, want) in present.items():
+            assert stored.get(key) == h, f"round {round_}: acknowledged insert {key} lost"
+            got = sketches.get(key)
+            assert (got is None) == (want is None), f"round {round_}: {key}'s sketch"
+            assert got is None or np.array_equal(got.values, want)
+        return {key: (h, None if key not in sketches else sketches[key].values) for key, h in stored.items()}
+
+
+def acknowledged(
+    lines: list[str], present: dict[str, tuple[int, np.ndarray | None]]
+) -> tuple[dict[str, tuple[int, np.ndarray | None]], str | None]:
+    removing = None
+    for line in lines:
+        kind, key, *rest = line.split()
+        if kind == "A":
+            present[key] = (int(rest[0], 16), crash_sketch(int(rest[1])))
+        elif kind == "D":
+            removing = key
+        else:
+            present.pop(key, None)
+            removing = None
+    return present, removing
+
+
+def test_redis_killed_during_busy_writes_keeps_both_stores_in_step(tmp_path: Path) -> None:
+    """SIGKILL of redis-server itself (AOF, appendfsync always) mid-loop, then a restart from the AOF:
+    a script's effects are one unit there, so no sketch is replayed without its simhash row."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    srv = RedisServer(tmp_path / "redis").start()
+    uri = f"{srv.url}?prefix=srvkill&retries=0"
+    rng = random.Random(81)
+    present: dict[str, tuple[int, np.ndarray | None]] = {}
+    try:
+        for round_ in range(8):
+            child = subprocess.Popen(
+                [sys.executable, "-c", CHILD, uri, str(round_), str(rng.getrandbits(32))],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            assert child.stdout is not None and child.stderr is not None
+            assert child.stdout.readline().strip() == "OPEN", child.stderr.read()
+            time.sleep(rng.uniform(0.02, 0.3))
+            srv.kill()  # SIGKILL
+            out = child.stdout.read()  # the writer fails on its next call (retries=0) and exits
+            child.stderr.read()
+            assert child.wait(30) not in (0, -signal.SIGKILL)
+            lines = out.splitlines()
+            if out and not out.endswith("\n"):
+                lines.pop()
+            srv.start()
+            present, removing = acknowledged(lines, present)
+            present = check_both_stores(uri, round_, present, removing)
+        assert len(present) > 50
+    finally:
+        srv.stop()
 
 
 # -- Redis Cluster: the two stores live in two slots ----------------------------------------------

@@ -113,8 +113,10 @@ def main() -> None:
     print(f"  Redis memory per document:       {used / args.n:>10,.0f} B (INFO memory used_memory)")
 
 
-def _evalsha_calls(client: redis.Redis) -> int:
-    return int(client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
+def _evalsha_calls(client: redis.Redis) -> tuple[int, int]:
+    """EVALSHA calls so far and the microseconds Redis spent in them."""
+    stats = client.info("commandstats").get("cmdstat_evalsha", {})
+    return int(stats.get("calls", 0)), int(stats.get("usec", 0))
 
 
 def verified_side_by_side(args: argparse.Namespace) -> None:
@@ -138,16 +140,19 @@ def verified_side_by_side(args: argparse.Namespace) -> None:
         try:
             indexes = {name: open_index(f"redis://127.0.0.1:{port}/0?prefix=v{name}") for name in names}
             indexes["before"]._pair = None  # each store's own script calls, as before issue #13
-            load = dict.fromkeys(names, 0.0)
+            load, load_usec = dict.fromkeys(names, 0.0), dict.fromkeys(names, 0)
             for s in range(0, args.n, 10_000):  # alternating blocks: the machine's load hits both alike
                 for name, index in indexes.items():
+                    evalsha = _evalsha_calls(client)
                     start = time.perf_counter()
                     index.add_many(
                         (hashes[i], f"https://example.com/page/{i}", None, data[i])
                         for i in range(s, min(args.n, s + 10_000))
                     )
                     load[name] += time.perf_counter() - start
-            spent, answers, calls = dict.fromkeys(names, 0.0), {n: [] for n in names}, dict.fromkeys(names, 0)
+                    load_usec[name] += _evalsha_calls(client)[1] - evalsha[1]
+            spent, answers = dict.fromkeys(names, 0.0), {n: [] for n in names}
+            calls, usec = dict.fromkeys(names, 0), dict.fromkeys(names, 0)
             block = 100
             for first in range(0, singles, block):
                 for name, index in indexes.items():
@@ -157,7 +162,9 @@ def verified_side_by_side(args: argparse.Namespace) -> None:
                         found = index.check_and_add(probe_hashes[i], f"new{i}", sketch=probes[i])
                         answers[name].append([(m.key, m.distance, m.similarity) for m in found])
                     spent[name] += time.perf_counter() - start
-                    calls[name] += _evalsha_calls(client) - evalsha
+                    now = _evalsha_calls(client)
+                    calls[name] += now[0] - evalsha[0]
+                    usec[name] += now[1] - evalsha[1]
             assert answers["before"] == answers["after"], "the two paths answered differently"
             keys = [f"https://example.com/page/{i}" for i in range(min(args.n, 2000))]
             start = time.perf_counter()
@@ -184,10 +191,14 @@ def verified_side_by_side(args: argparse.Namespace) -> None:
     print(
         f"  {'bulk inserts/s (add_many)':32}{args.n / load['before']:>12,.0f}{args.n / load['after']:>12,.0f}"
     )
+    cpu = [load_usec[name] / args.n for name in names]
+    print(f"  {'Redis us per page (add_many)':32}{cpu[0]:>12.0f}{cpu[1]:>12.0f}")
     rates = [singles / spent[name] for name in names]
     print(f"  {'check_and_add/s (one at a time)':32}{rates[0]:>12,.0f}{rates[1]:>12,.0f}")
     per_call = [calls[name] / singles for name in names]
     print(f"  {'EVALSHA per check_and_add':32}{per_call[0]:>12.2f}{per_call[1]:>12.2f}")
+    cpu = [usec[name] / singles for name in names]
+    print(f"  {'Redis us per check_and_add':32}{cpu[0]:>12.0f}{cpu[1]:>12.0f}")
     print(
         f"  {len(keys):,} sketches read: sketch() per key {per_key * 1000:,.0f} ms, "
         f"sketch_many {batched * 1000:,.0f} ms"

@@ -14,6 +14,12 @@ Figures:
   (the sketch alone is 512 bytes).
 
 Run: python bench/redis_minhash.py [--n 100000] [--queries 10000] [--buckets hash] [--fsync everysec]
+
+``--verified``: instead, the verified index (simhash store + sketch store) on one server, side by
+side in one run: each store written by its own script calls (the path before issue #13's one
+script, still used on Redis Cluster) against one atomic script per write. Both indexes get the same
+N pages and the same single ``check_and_add`` calls, in alternating blocks (the machine's load hits
+both alike); their answers must be identical. Also ``sketch`` per key against ``sketch_many``.
 """
 
 from __future__ import annotations
@@ -40,7 +46,11 @@ def main() -> None:
     parser.add_argument("--fsync", default="always", choices=["always", "everysec", "no"])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--buckets", default="set", choices=["set", "hash"])
+    parser.add_argument("--verified", action="store_true", help="the verified index, before vs after")
     args = parser.parse_args()
+    if args.verified:
+        verified_side_by_side(args)
+        return
 
     rng = np.random.default_rng(args.seed)
     data = rng.integers(0, 2**32, size=(args.n, 128), dtype=np.uint32)
@@ -101,6 +111,99 @@ def main() -> None:
     print(f"  single queries/s (query):        {args.singles / single_time:>10,.0f}")
     print(f"  check_and_add/s:                 {args.singles / cadd_time:>10,.0f}")
     print(f"  Redis memory per document:       {used / args.n:>10,.0f} B (INFO memory used_memory)")
+
+
+def _evalsha_calls(client: redis.Redis) -> tuple[int, int]:
+    """EVALSHA calls so far and the microseconds Redis spent in them."""
+    stats = client.info("commandstats").get("cmdstat_evalsha", {})
+    return int(stats.get("calls", 0)), int(stats.get("usec", 0))
+
+
+def verified_side_by_side(args: argparse.Namespace) -> None:
+    """Verified check_and_add/s with per-store script calls ("before") and one script ("after")."""
+    rng = np.random.default_rng(args.seed)
+    data = rng.integers(0, 2**32, size=(args.n, 128), dtype=np.uint32)
+    hashes = [int(h) for h in rng.integers(1, 2**63, size=args.n, dtype=np.int64)]
+    singles = args.singles
+    picks = rng.integers(0, args.n, size=singles)
+    probes = rng.integers(0, 2**32, size=(singles, 128), dtype=np.uint32)
+    probe_hashes = [int(h) for h in rng.integers(1, 2**63, size=singles, dtype=np.int64)]
+    for i in range(0, singles, 2):  # half near-duplicates of a stored page: 10 % of values, 2 bits changed
+        probes[i] = data[picks[i]]
+        noisy = rng.random(128) < args.noise
+        probes[i][noisy] = rng.integers(0, 2**32, size=int(noisy.sum()), dtype=np.uint32)
+        probe_hashes[i] = hashes[picks[i]] ^ 0b101
+    names = ("before", "after")
+    with tempfile.TemporaryDirectory() as tmp:
+        process, port = start_redis(Path(tmp), args.fsync)
+        client = redis.Redis(host="127.0.0.1", port=port)
+        try:
+            indexes = {name: open_index(f"redis://127.0.0.1:{port}/0?prefix=v{name}") for name in names}
+            indexes["before"]._pair = None  # each store's own script calls, as before issue #13
+            load, load_usec = dict.fromkeys(names, 0.0), dict.fromkeys(names, 0)
+            for s in range(0, args.n, 10_000):  # alternating blocks: the machine's load hits both alike
+                for name in names if s % 20_000 == 0 else names[::-1]:  # and each goes first half the time
+                    index = indexes[name]
+                    evalsha = _evalsha_calls(client)
+                    start = time.perf_counter()
+                    index.add_many(
+                        (hashes[i], f"https://example.com/page/{i}", None, data[i])
+                        for i in range(s, min(args.n, s + 10_000))
+                    )
+                    load[name] += time.perf_counter() - start
+                    load_usec[name] += _evalsha_calls(client)[1] - evalsha[1]
+            spent, answers = dict.fromkeys(names, 0.0), {n: [] for n in names}
+            calls, usec = dict.fromkeys(names, 0), dict.fromkeys(names, 0)
+            block = 100
+            for first in range(0, singles, block):
+                for name, index in indexes.items():
+                    evalsha = _evalsha_calls(client)
+                    start = time.perf_counter()
+                    for i in range(first, min(singles, first + block)):
+                        found = index.check_and_add(probe_hashes[i], f"new{i}", sketch=probes[i])
+                        answers[name].append([(m.key, m.distance, m.similarity) for m in found])
+                    spent[name] += time.perf_counter() - start
+                    now = _evalsha_calls(client)
+                    calls[name] += now[0] - evalsha[0]
+                    usec[name] += now[1] - evalsha[1]
+            assert answers["before"] == answers["after"], "the two paths answered differently"
+            keys = [f"https://example.com/page/{i}" for i in range(min(args.n, 2000))]
+            start = time.perf_counter()
+            one_by_one = {key: indexes["after"].sketch(key) for key in keys}
+            per_key = time.perf_counter() - start
+            start = time.perf_counter()
+            batch = indexes["after"].sketch_many(keys)
+            batched = time.perf_counter() - start
+            assert {k: v.values.tolist() for k, v in batch.items()} == {
+                k: v.values.tolist() for k, v in one_by_one.items() if v is not None
+            }
+            for index in indexes.values():
+                index.close()
+        finally:
+            client.close()
+            process.terminate()
+            process.wait(10)
+    hits = sum(map(bool, answers["after"]))
+    print(
+        f"verified Redis index, n={args.n:,} pages, {singles:,} single check_and_add ({hits:,} with a "
+        f"match), appendfsync {args.fsync}; before: each store's own scripts; after: one script"
+    )
+    print(f"{'':34}{'before':>12}{'after':>12}")
+    print(
+        f"  {'bulk inserts/s (add_many)':32}{args.n / load['before']:>12,.0f}{args.n / load['after']:>12,.0f}"
+    )
+    cpu = [load_usec[name] / args.n for name in names]
+    print(f"  {'Redis us per page (add_many)':32}{cpu[0]:>12.0f}{cpu[1]:>12.0f}")
+    rates = [singles / spent[name] for name in names]
+    print(f"  {'check_and_add/s (one at a time)':32}{rates[0]:>12,.0f}{rates[1]:>12,.0f}")
+    per_call = [calls[name] / singles for name in names]
+    print(f"  {'EVALSHA per check_and_add':32}{per_call[0]:>12.2f}{per_call[1]:>12.2f}")
+    cpu = [usec[name] / singles for name in names]
+    print(f"  {'Redis us per check_and_add':32}{cpu[0]:>12.0f}{cpu[1]:>12.0f}")
+    print(
+        f"  {len(keys):,} sketches read: sketch() per key {per_key * 1000:,.0f} ms, "
+        f"sketch_many {batched * 1000:,.0f} ms"
+    )
 
 
 if __name__ == "__main__":

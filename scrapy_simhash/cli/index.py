@@ -13,6 +13,7 @@ simhash; ``stats`` counts the pages stored without a sketch (judged by simhash a
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from typing import Any
@@ -200,20 +201,32 @@ def run_compact(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export_batch(out: Any, batch: list[Any], sketch_many: Any) -> None:
+    """Write ``batch``'s records, each page's sketch beside its simhash (read for the whole batch)."""
+    sketches = sketch_many([m.key for m in batch]) if sketch_many is not None else {}
+    for match in batch:
+        record = _record(match)
+        del record["distance"], record["similarity"]
+        sketch = sketches.get(match.key)
+        if sketch is not None:  # beside the simhash; pages stored without one have neither field
+            record["minhash"] = sketch.to_text()
+            record["minhash_scheme"] = MINHASH_SCHEME
+        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
 def run_export(args: argparse.Namespace) -> int:
     try:
         with _open(args.path, mode=args.mode) as index:
             out = sys.stdout
-            sketch_of = getattr(index, "sketch", None)
+            sketch_many = getattr(index, "sketch_many", None)  # a VerifiedIndex's: 1,000 a round trip
             rows = RowProgress("export", len(index), enabled=args.progress)
-            for match in rows.wrap(index):
-                record = _record(match)
-                del record["distance"], record["similarity"]
-                sketch = sketch_of(match.key) if sketch_of is not None else None
-                if sketch is not None:  # beside the simhash; pages stored without one have neither field
-                    record["minhash"] = sketch.to_text()
-                    record["minhash_scheme"] = MINHASH_SCHEME
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            batch: list[Any] = []
+            for match in itertools.chain(rows.wrap(index), [None]):  # None: the end
+                if match is not None:
+                    batch.append(match)
+                if batch and (match is None or len(batch) == 1000):
+                    _export_batch(out, batch, sketch_many)
+                    batch = []
     except (SimhashIndexError, NotImplementedError) as exc:
         return _fail(args, exc)
     return 0

@@ -11,7 +11,7 @@
 --       6 bucket kind ('s' sets, 'h' hashes), then by mode:
 --       'q' query: 7 band keys (8 bytes each, big-endian);  'Q' many queries: 7.. band keys per query
 --       'c' check_and_add, 'a' add: 7 key, 8 record;  'A' many adds: 7.. key, record pairs
---       'g' get, 'r' remove: 7 key;  'n' count;  'e' export keys: 7 first seq, 8 count
+--       'g' get, 'r' remove: 7 key;  'G' many gets: 7.. keys (one {seq, record} or {} per key);  'n' count;  'e' export keys: 7 first seq, 8 count
 --       'i' create/read the config: 2 a new epoch, 7.. field, value pairs;  'x' delete the config
 -- record = request id (8) .. sketch (4 * num_values, little-endian uint32) .. band keys (8 * bands)
 --          .. key length (4, big-endian) .. key .. meta JSON (may be empty)
@@ -247,6 +247,22 @@ if mode == 'g' then
     return {}
   end
   return {seq, rec}
+end
+
+if mode == 'G' then
+  local out = {}
+  for i = 7, #ARGV do
+    local found = {}
+    local seq = redis.call('HGET', KEYMAP, ARGV[i])
+    if seq then
+      local rec = redis.call('HGET', DOCS, seq)
+      if rec then
+        found = {seq, rec}
+      end
+    end
+    out[#out + 1] = found
+  end
+  return out
 end
 
 if mode == 'r' then

@@ -15,10 +15,14 @@ A page with a sketch is written to the sketch store first: its atomic ``check_an
 script on Redis) is what makes the decision, so two processes racing with near-duplicate pages
 cannot both see "no match". A sketch match takes its fingerprint, meta and age (``seq``, which
 the middleware compares) from the simhash store, read in one go for a batch; on Redis the sketch
-store's meta also carries the page's simhash and meta, so that a match on another process's insert
-still in flight is complete (embedded, it holds none: one writer, and no second copy on disk).
-Both writes are done when a call returns: an acknowledged page is never lost. A crash between
-the two leaves an unacknowledged sketch without its simhash row: the embedded index (one writer;
+store's meta also carries the page's simhash and meta, so that a match on a sketch without simhash
+row is complete (embedded, it holds none: one writer, and no second copy on disk). Both writes are
+done when a call returns: an acknowledged page is never lost.
+
+On a single Redis server both stores' writes (and the rows the combination needs) are one atomic
+script (:mod:`.redis_verified`): one round trip, and both writes land or neither. Elsewhere (the
+embedded index, Redis Cluster, where the two stores are in two slots) a crash between the two
+writes leaves an unacknowledged sketch without its simhash row: the embedded index (one writer;
 both writes under one lock) never reports it; Redis reports it, as it cannot tell it from an
 insert in flight.
 """
@@ -77,6 +81,12 @@ class VerifiedIndex(NearDuplicateIndex):
         self._lean: dict[str, bool] = {} if self._meta_in_answers else {"with_meta": False}
         self._writing = threading.RLock()
         """Held across both stores' writes: this process's other threads never see half an insert."""
+        self._pair: Any = None
+        """Redis: both stores' writes in one atomic script (:mod:`.redis_verified`), or None."""
+        if sketches is not None and self._meta_in_answers:
+            from .redis_verified import pair_for
+
+            self._pair = pair_for(simhashes, sketches)
 
     # -- helpers ---------------------------------------------------------------------------------
     def _sketch_values(self, sketch: Any) -> np.ndarray | None:
@@ -179,6 +189,9 @@ class VerifiedIndex(NearDuplicateIndex):
                 if values is None or not self._meta_in_answers:
                     encode_meta(key, meta)
         with self._writing:
+            if self._pair is not None:  # Redis: 50 rows per atomic script over both stores
+                sketch_meta = [None if v is None else self._sketch_meta(h, m) for h, _, m, v in rows]
+                return self._pair.add_many([(*row, sm) for row, sm in zip(rows, sketch_meta, strict=True)])
             if with_sketch:
                 self._writable_sketches().add_many(with_sketch)
             for key in without:  # a page replaced by one without sketch loses its old sketch
@@ -204,6 +217,10 @@ class VerifiedIndex(NearDuplicateIndex):
         if values is not None and not self._meta_in_answers:
             encode_meta(key, meta)  # checked by the simhash store, after the sketch store wrote
         with self._writing:
+            if self._pair is not None:  # Redis: one atomic script does all of the below
+                sketch_meta = None if values is None else self._sketch_meta(simhash, meta)
+                had, found, before, near = self._pair.check_and_add(simhash, key, meta, values, sketch_meta)
+                return self._combine(simhash, found, near, self.k, (key, had), before)
             had = self._has_sketch(key)
             sketch_found = None
             if values is not None:
@@ -237,6 +254,8 @@ class VerifiedIndex(NearDuplicateIndex):
 
     def remove(self, key: str) -> bool:
         with self._writing:
+            if self._pair is not None:
+                return self._pair.remove(key)
             if self._has_sketch(key):
                 self._writable_sketches().remove(key)
             return self.simhashes.remove(key)
@@ -300,6 +319,21 @@ class VerifiedIndex(NearDuplicateIndex):
             return None
         values = self.sketches.get(key)
         return None if values is None else MinHash(values)
+
+    def sketch_many(self, keys: Iterable[str]) -> dict[str, MinHash]:
+        """``sketch`` for many keys at once (Redis: 1,000 per round trip); keys without one are absent.
+
+        For callers reading many pages' sketches (export, reports): one read per key would cost
+        one round trip each on Redis."""
+        if self.sketches is None:
+            return {}
+        wanted = list(keys)
+        get_many = getattr(self.sketches, "get_many", None)
+        if get_many is not None:
+            found = get_many(wanted)
+        else:
+            found = {key: values for key in wanted if (values := self.sketches.get(key)) is not None}
+        return {key: MinHash(values) for key, values in found.items()}
 
     def __len__(self) -> int:
         return len(self.simhashes)

@@ -264,15 +264,13 @@ def _clusters_with_index(results: list[PageResult], index: Any, rule: Rule) -> l
     """Clusters of the graph built from the index's answers (earlier runs' records included).
 
     Rows compare each member with its original by ``rule``; a stored page's sketch comes from the
-    index (``index.sketch(key)``; None for pages stored without one, judged by simhash alone)."""
-    stored_sketch = getattr(index, "sketch", None)
+    index (``index.sketch_many(keys)``; None for pages stored without one, judged by simhash alone)."""
+    sketch_many = getattr(index, "sketch_many", None)  # a VerifiedIndex's: one read per answer
 
     def matches(result: PageResult, key: str) -> list[tuple[str, dict[str, Any], Any]]:
         found = check_and_add(index, result)
-        return [
-            (m.key, dict(m.meta or {}), (m.simhash, stored_sketch(m.key) if stored_sketch else None))
-            for m in found
-        ]
+        stored = sketch_many([m.key for m in found]) if sketch_many is not None and found else {}
+        return [(m.key, dict(m.meta or {}), (m.simhash, stored.get(m.key))) for m in found]
 
     return [
         rule_row(number, meta, value, first, role, rule)

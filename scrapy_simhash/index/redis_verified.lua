@@ -1,0 +1,107 @@
+-- scrapy-simhash verified Redis index: one call's writes to both stores in ONE atomic script.
+--
+-- redis_verified.py assembles the script as
+--   local function SIMHASH_STORE(KEYS, ARGV) <redis_store.lua> end
+--   local function SKETCH_STORE(KEYS, ARGV) <redis_minhash.lua> end
+--   <this file>
+-- so each store's script runs unchanged over its own keys and arguments, and Redis runs the whole
+-- call atomically: both stores' writes land or neither does (AOF and replicas get them as one unit).
+--
+-- KEYS: 1 .. ARGV[1] the sketch store's keys (its KEYS), the rest the simhash store's (its KEYS).
+-- ARGV: 1 the number of the sketch store's keys, then operations, each: name, count n, n arguments:
+--   'm'  a call of the sketch store's script (n arguments: its ARGV); replies as that script does
+--   's'  a call of the simhash store's script (its ARGV)
+--   'h'  1 if the sketch store holds the key (1 argument), else 0
+--   'b'  the simhash store's rows, read now, of the candidates the last 'm' call returned (4 arguments:
+--        the simhash store's k, retention ms, tables spec and epoch): flat {seq8, 0, record, ...}
+-- Returns a list: one reply per operation. Both stores' epochs are checked before any operation
+-- runs, so a lost namespace fails the call with nothing written (as each script alone does).
+
+local NK = tonumber(ARGV[1])
+local SK, HK = {}, {}
+for i = 1, #KEYS do
+  if i <= NK then
+    SK[#SK + 1] = KEYS[i]
+  else
+    HK[#HK + 1] = KEYS[i]
+  end
+end
+
+local ops = {}
+local at = 2
+while at <= #ARGV do
+  local n = tonumber(ARGV[at + 1])
+  local args = {}
+  for j = 1, n do
+    args[j] = ARGV[at + 1 + j]
+  end
+  ops[#ops + 1] = {ARGV[at], args}
+  at = at + 2 + n
+end
+
+local function lost(config, epoch, what)
+  local stored = redis.call('HGET', config, 'epoch')
+  if stored == epoch then
+    return nil
+  end
+  if stored then
+    return redis.error_reply('SIMHASH_LOST the ' .. what .. ' namespace was deleted and created again')
+  end
+  return redis.error_reply('SIMHASH_LOST the ' .. what .. ' namespace is gone')
+end
+
+for _, op in ipairs(ops) do
+  local name, args = op[1], op[2]
+  local err
+  if name == 'm' then
+    err = lost(SK[1], args[2], 'sketch store')
+  elseif name == 's' then
+    err = lost(HK[1], args[5], 'simhash store')
+  elseif name == 'b' then
+    err = lost(HK[1], args[4], 'simhash store')
+  end
+  if err then
+    return err
+  end
+end
+
+-- The key of a sketch store record (see redis_minhash.lua) of num_values nv and bands b.
+local function sketch_record_key(rec, nv, b)
+  local off = 9 + 4 * nv + 8 * b
+  local b1, b2, b3, b4 = string.byte(rec, off, off + 3)
+  local len = ((b1 * 256 + b2) * 256 + b3) * 256 + b4
+  return string.sub(rec, off + 4, off + 3 + len)
+end
+
+local out, last = {}, nil
+for _, op in ipairs(ops) do
+  local name, args = op[1], op[2]
+  local reply
+  if name == 'm' then
+    reply = SKETCH_STORE(SK, args)
+    last = {reply, args}
+  elseif name == 's' then
+    reply = SIMHASH_STORE(HK, args)
+  elseif name == 'h' then
+    reply = redis.call('HEXISTS', SK[3], args[1])
+  elseif name == 'b' then
+    reply = {}
+    if last and type(last[1]) == 'table' then
+      local nv, b = tonumber(last[2][4]), tonumber(last[2][5])
+      for j = 2, #last[1], 2 do
+        local key = sketch_record_key(last[1][j], nv, b)
+        local row = SIMHASH_STORE(HK, {'g', args[1], args[2], args[3], args[4], key})
+        for _, v in ipairs(row) do
+          reply[#reply + 1] = v
+        end
+      end
+    end
+  else
+    return redis.error_reply('scrapy-simhash: unknown verified operation ' .. tostring(name))
+  end
+  if type(reply) == 'table' and reply.err then
+    return reply
+  end
+  out[#out + 1] = reply
+end
+return out

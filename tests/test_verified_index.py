@@ -355,10 +355,10 @@ def test_reset_empties_both_stores(tmp_path: Path) -> None:
         assert index.query(5, sketch=sketch_of(8)) == [] and len(index.sketches) == 0
 
 
-def test_simhash_mode_over_a_verified_index_leaves_no_stale_sketch(tmp_path: Path) -> None:
-    path = tmp_path / "ix"
+def test_simhash_mode_over_a_verified_index_leaves_no_stale_sketch(backend: Backend) -> None:
+    path = backend.location()
     h, old = 0x5555AAAA5555AAAA, sketch_of(21)
-    with open_index(path) as index:
+    with backend.open(path) as index:
         index.add(h, "page", {"v": 1}, sketch=old)
         index.add(h ^ 0b1, "kept", {"v": 1}, sketch=sketch_of(22))
         index.add(h ^ 0b11, "gone", {"v": 1}, sketch=sketch_of(23))
@@ -372,13 +372,37 @@ def test_simhash_mode_over_a_verified_index_leaves_no_stale_sketch(tmp_path: Pat
         assert [[m.key for m in ms] for ms in index.query_many([h])] == [["kept", "gone"]]
         assert index.remove("gone")
         assert "without_sketch" not in index.stats() and index.stats()["size"] == 2
-    with open_index(path) as index:
+    with backend.open(path) as index:
         assert index.sketch("page") is None and index.sketch("gone") is None
         assert index.sketch("kept") is not None
         assert index.query(h ^ 0xFFFF, sketch=old) == []  # the old content's sketch matches nothing
         found = index.query(h ^ 0xFFFF, sketch=sketch_of(22))
         assert [(m.key, m.similarity) for m in found] == [("kept", 1.0)]
         assert index.stats()["without_sketch"] == 1
+
+
+def test_simhash_mode_reset_empties_the_sketches_too(tmp_path: Path) -> None:
+    path = tmp_path / "ix"  # embedded only: a Redis index has no reset option (clear() empties it)
+    with open_index(path, similarity=0.6) as index:
+        index.add(0x77, "page", sketch=sketch_of(24))
+    with open_index(path, mode="simhash", reset=True) as index:
+        assert len(index) == 0
+    with open_index(path, similarity=0.6) as index:  # emptied with its settings
+        assert index.sketch("page") is None and index.query(0x77, sketch=sketch_of(24)) == []
+        assert len(index.sketches) == 0
+
+
+def test_simhash_mode_without_sketches_is_the_simhash_index(backend: Backend) -> None:
+    path = backend.location()
+    with open_index(path, mode="simhash") as index:
+        index.add(0x77, "page")
+        assert not isinstance(index, VerifiedIndex)
+    with open_index(path, mode="simhash") as index:  # still none: nothing was created
+        assert not isinstance(index, VerifiedIndex) and len(index) == 1
+        if backend.server is None:
+            assert not (Path(path) / "sketches").exists()
+        else:
+            index.clear()
 
 
 def test_read_only_opening_of_a_legacy_index(tmp_path: Path) -> None:

@@ -135,25 +135,24 @@ def _open_verified(location: str | Path, k: int, similarity: float | None, optio
 
 
 def _keeping_sketches_true(simhashes: Any, location: str | Path, options: dict[str, Any]) -> Any:
-    """Simhash mode on a directory that holds sketches: a :class:`~.simhash_mode.SimhashModeIndex`,
+    """Simhash mode on an index that holds sketches: a :class:`~.simhash_mode.SimhashModeIndex`,
     so that pages rewritten here do not keep a sketch of their old content."""
-    from .minhash_store import DATABASE, MinHashIndex
-    from .verified import SKETCHES
+    import dataclasses
 
-    text = str(location).removeprefix("file://")
-    if is_server_uri(text) or not (Path(text) / SKETCHES / DATABASE).exists():
-        return simhashes
     from ..decision import DEFAULT_RULE
     from .simhash_mode import SimhashModeIndex
+    from .verified import open_existing_sketch_store
 
-    shared = {name: options[name] for name in ("synchronous", "verify") if name in options}
+    text = str(location).removeprefix("file://")
+    names = ("retries", "retry_cap") if is_server_uri(text) else ("reset", "synchronous", "verify")
+    shared = {name: options[name] for name in names if name in options}
     try:  # the stored threshold, bands and rows, whatever they are: only removals happen here
-        sketches = MinHashIndex(Path(text) / SKETCHES, reset=bool(options.get("reset")), **shared)
+        sketches = open_existing_sketch_store(text, simhashes, **shared)
     except BaseException:
         simhashes.close()
         raise
-    import dataclasses
-
+    if sketches is None:
+        return simhashes
     return SimhashModeIndex(simhashes, sketches, dataclasses.replace(DEFAULT_RULE, distance=simhashes.k))
 
 

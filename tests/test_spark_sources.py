@@ -1,0 +1,248 @@
+"""Archives read through Spark's Hadoop filesystem (issue 15: "any URI Spark's Hadoop filesystem reads")
+on a real local[2] Spark: the rows are the local streaming path's rows, whatever the scheme.
+
+Two real Hadoop routes, no cluster needed: ``file:`` paths forced through Hadoop (``via_hadoop=True``)
+and ``viewfs://`` URIs, a scheme of its own that Hadoop maps to local directories by its mount table,
+so the code takes exactly the path an ``hdfs:`` or ``s3a:`` URI takes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from scrapy_simhash.warc.pipeline import plan_inputs
+
+pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[test]' installs it)")
+
+from scrapy_simhash.spark import fingerprint_archives
+from scrapy_simhash.spark.sources import HIDDEN, MISSING, NOT_READ_BY_SPARK
+
+CORPUS_MOUNT = "viewfs://corpus/warcs"
+WORK_MOUNT = "viewfs://corpus/work"
+
+FILES = [
+    "aut/warc/example.warc.gz",
+    "aut/arc/example.arc.gz",
+    "resiliparse/warcfile.warc.gz",
+    "dolma/sample-0000.warc.gz",
+    "warcio/example-space-in-url.arc",
+    # damaged
+    "aut/arc/badexample.arc.gz",
+    "warcio/example-trunc.warc",
+    "resiliparse/clipped.warc.gz",
+    "gowarc/corrupted-mid-record.warc.gz.open",
+    "copycat/cc-arc-sample__small-sample-1213893279526_0.arc",
+    "warcio/example-wrong-chunks.warc.gz",
+]
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("hadoop")
+
+
+@pytest.fixture(scope="module")
+def spark(corpus, work):
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    (work / "spark-local").mkdir()
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("scrapy-simhash-sources-tests")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.default.parallelism", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.local.dir", str(work / "spark-local"))
+        .config("spark.hadoop.fs.viewfs.mounttable.corpus.link./warcs", (corpus / "warcs").as_uri())
+        .config("spark.hadoop.fs.viewfs.mounttable.corpus.link./work", (work / "data").as_uri())
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def _data(work: Path, name: str) -> Path:
+    path = work / "data" / name
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return path
+
+
+def rows(df, strip: str = "") -> list[tuple]:
+    """Every column of every row, ``file`` without the ``strip`` prefix, in a stable order."""
+    got = []
+    for r in df.collect():
+        file = r.file.removeprefix(strip)
+        minhash = None if r.minhash is None else bytes(r.minhash)
+        got.append(
+            (
+                r.input,
+                file,
+                r.offset,
+                r.record_id,
+                r.uri,
+                r.date,
+                r.simhash,
+                r.tokens,
+                r.reason,
+                r.problem,
+                r.skipped,
+                minhash,
+            )
+        )
+    return sorted(got, key=repr)
+
+
+def test_hadoop_rows_equal_local_rows(spark, corpus):
+    """The same files, streamed locally and read through Hadoop (``file:`` forced, and ``viewfs:``):
+    identical rows, problems of the damaged files included, ``file`` naming the URI read."""
+    local = [corpus / "warcs" / name for name in FILES]
+    want = rows(fingerprint_archives(spark, local), strip=str(corpus / "warcs") + "/")
+    assert sum(1 for r in want if r[6] is not None) > 200
+    assert sum(1 for r in want if r[9] is not None and r[10]) >= 5  # damaged files lost data
+    forced = fingerprint_archives(spark, [p.as_uri() for p in local], via_hadoop=True)
+    assert rows(forced, strip=f"file:{corpus / 'warcs'}/") == want
+    viewfs = fingerprint_archives(spark, [f"{CORPUS_MOUNT}/{name}" for name in FILES])
+    assert rows(viewfs, strip=CORPUS_MOUNT + "/") == want
+
+
+def test_hadoop_rows_equal_local_rows_simhash_mode(spark, corpus):
+    local = [corpus / "warcs" / name for name in FILES[:3]]
+    want = rows(fingerprint_archives(spark, local, mode="simhash"), strip=str(corpus / "warcs") + "/")
+    got = fingerprint_archives(spark, [f"{CORPUS_MOUNT}/{name}" for name in FILES[:3]], mode="simhash")
+    assert rows(got, strip=CORPUS_MOUNT + "/") == want
+    assert all(r[11] is None for r in want)
+
+
+def test_directory_uri_expands_to_tags_positions(spark, corpus, work):
+    """A directory URI is expanded as ``tag`` expands a directory: recursively, by path components
+    (``a/`` before ``a-b/``, unlike a plain string sort), archives only, sidecars and indexes left out."""
+    root = _data(work, "tree")
+    source = corpus / "warcs" / "resiliparse/warcfile.warc.gz"
+    for rel in ["a-b/x.warc.gz", "a/y.warc.gz", "a/z.arc", "b.warc.gz", "a/c/d.warc.gz"]:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source, root / rel)
+    shutil.copy(source, root / "a/y.warc.gz.simhash.warc.gz")  # a sidecar: not an input
+    (root / "a/y.cdxj").write_text("")
+    (root / "notes.txt").write_text("")
+    want = [(i, str(e.path.relative_to(root))) for i, e in enumerate(plan_inputs([root]))]
+    assert [rel for _, rel in want] == [
+        "a/c/d.warc.gz",
+        "a/y.warc.gz",
+        "a/z.arc",
+        "a-b/x.warc.gz",
+        "b.warc.gz",
+    ]
+    uri = f"{WORK_MOUNT}/tree"
+    df = fingerprint_archives(spark, [uri, corpus / "warcs" / "aut/warc/example.warc.gz"])
+    got = sorted({(r.input, r.file.removeprefix(uri + "/")) for r in df.collect()})
+    example = str(corpus / "warcs" / "aut/warc/example.warc.gz")
+    assert got == [*want, (len(want), example)]  # the local argument after it keeps its position
+    local = rows(fingerprint_archives(spark, [root]), strip=str(root) + "/")
+    assert rows(df.where(df.input < len(want)), strip=uri + "/") == local
+
+
+def test_damaged_copies_and_an_empty_directory(spark, corpus, work):
+    """A truncated copy and a gzip-damaged copy give the local path's rows; a directory without archives
+    is the same skipped problem row as ``tag`` reports for it."""
+    root = _data(work, "damaged")
+    data = (corpus / "warcs" / "aut/warc/example.warc.gz").read_bytes()
+    (root / "cut.warc.gz").write_bytes(data[: len(data) // 2])
+    (root / "holes.warc.gz").write_bytes(data[:5000] + b"\0" * 3000 + data[8000:])
+    (root / "empty").mkdir()
+    want = rows(fingerprint_archives(spark, [root / "cut.warc.gz", root / "holes.warc.gz"]), str(root) + "/")
+    uris = [f"{WORK_MOUNT}/damaged/cut.warc.gz", f"{WORK_MOUNT}/damaged/holes.warc.gz"]
+    got = rows(fingerprint_archives(spark, uris), strip=f"{WORK_MOUNT}/damaged/")
+    assert got == want
+    assert any(r[9] and "clipped" in r[9] for r in got) and any(r[9] and r[1] == "holes.warc.gz" for r in got)
+    [empty] = fingerprint_archives(spark, [f"{WORK_MOUNT}/damaged/empty"]).collect()
+    [local] = fingerprint_archives(spark, [root / "empty"]).collect()
+    assert (empty.problem, empty.skipped) == (local.problem, local.skipped) == (local.problem, True)
+
+
+def test_missing_over_cap_hidden_and_sidecar_inputs_are_problem_rows(spark, corpus, work):
+    """None of these fails the job: each is one skipped problem row at its position, the rest is read."""
+    root = _data(work, "problems")
+    small = corpus / "warcs" / "resiliparse/warcfile.warc.gz"
+    big = corpus / "warcs" / "aut/warc/example.warc.gz"
+    shutil.copy(small, root / "small.warc")
+    shutil.copy(big, root / "big.warc.gz")
+    shutil.copy(small, root / "_hidden.warc")
+    shutil.copy(small, root / "x.warc.gz.simhash.warc.gz")
+    names = ["small.warc", "missing.warc.gz", "big.warc.gz", "_hidden.warc", "x.warc.gz.simhash.warc.gz"]
+    cap = small.stat().st_size
+    df = fingerprint_archives(spark, [f"{WORK_MOUNT}/problems/{n}" for n in names], max_file_bytes=cap)
+    got = df.collect()
+    problems = {r.input: r for r in got if r.problem}
+    assert sorted(problems) == [1, 2, 3, 4]
+    assert all(r.skipped and r.offset is None for r in problems.values())
+    assert problems[1].problem == MISSING and problems[1].file == f"{WORK_MOUNT}/problems/missing.warc.gz"
+    assert problems[2].problem.startswith(f"{big.stat().st_size} bytes: over the {cap} byte limit")
+    assert "copy it to a shared filesystem" in problems[2].problem
+    assert problems[3].problem == HIDDEN
+    assert "sidecar" in problems[4].problem
+    read = [r for r in got if r.input == 0]
+    assert read and {r.file for r in read} == {f"{WORK_MOUNT}/problems/small.warc"}
+    assert rows(df.where(df.input == 0), strip=f"{WORK_MOUNT}/problems/") == rows(
+        fingerprint_archives(spark, [root / "small.warc"]), strip=str(root) + "/"
+    )
+
+
+def test_file_gone_when_its_task_runs_is_a_problem_row(spark, corpus, work):
+    """Listed on the driver, deleted before the executors read it: a problem row, the job goes on."""
+    root = _data(work, "gone")
+    for name in ["a.warc.gz", "b.warc.gz"]:
+        shutil.copy(corpus / "warcs" / "resiliparse/warcfile.warc.gz", root / name)
+    df = fingerprint_archives(spark, [f"{WORK_MOUNT}/gone"])
+    (root / "a.warc.gz").unlink()
+    got = df.collect()
+    problems = [r for r in got if r.problem]
+    assert [(r.input, r.file, r.problem, r.skipped) for r in problems] == [
+        (0, f"{WORK_MOUNT}/gone/a.warc.gz", NOT_READ_BY_SPARK, True)
+    ]
+    assert {r.input for r in got if not r.problem} == {1} and len(got) > 10
+
+
+def test_spooled_copies_are_deleted(spark, corpus, work):
+    """The executors' temporary local copies are removed once a file is read."""
+    uris = [f"{CORPUS_MOUNT}/{name}" for name in FILES[:4]]
+    assert fingerprint_archives(spark, uris).count() > 100
+    left = [p for p in (work / "spark-local").rglob("scrapy-simhash-*")]
+    assert left == []
+
+
+def test_unknown_scheme_is_a_clear_error(spark):
+    with pytest.raises(ValueError, match=r"no Hadoop filesystem for it: .*nosuchfs"):
+        fingerprint_archives(spark, ["nosuchfs://bucket/crawl/x.warc.gz"])
+
+
+def test_spark_dedupe_cli_reads_uris(spark, corpus, tmp_path, capsys):
+    """``spark dedupe`` takes Hadoop URIs: the report is ``dedupe``'s on the same files, with the URIs
+    as ``file``; a missing URI is reported as skipped (exit 1), never a crash."""
+    from scrapy_simhash.cli import main
+
+    names = ["aut/warc/example.warc.gz", "aut/arc/example.arc.gz", "resiliparse/warcfile.warc.gz"]
+    local = tmp_path / "local.jsonl"
+    assert main(["dedupe", *[str(corpus / "warcs" / n) for n in names], "--report", str(local)]) == 0
+    capsys.readouterr()
+    remote = tmp_path / "remote.jsonl"
+    uris = [f"{CORPUS_MOUNT}/{n}" for n in names]
+    assert main(["spark", "dedupe", *uris, "--report", str(remote)]) == 0
+    want = [json.loads(line) for line in local.read_text().splitlines()]
+    got = [json.loads(line) for line in remote.read_text().splitlines()]
+    assert len(want) > 50
+    for row in want:
+        row["file"] = row["file"].replace(str(corpus / "warcs"), CORPUS_MOUNT)
+    assert got == want
+    status = main(["spark", "dedupe", *uris, f"{CORPUS_MOUNT}/nope.warc.gz", "--report", str(remote)])
+    assert status == 1
+    assert f"skipped: {CORPUS_MOUNT}/nope.warc.gz: {MISSING}" in capsys.readouterr().out

@@ -151,6 +151,18 @@ def test_directory_uri_expands_to_tags_positions(spark, corpus, work):
     assert rows(df.where(df.input < len(want)), strip=uri + "/") == local
 
 
+def test_glob_uri_expands_sorted(spark, corpus):
+    """A glob (no shell expands ``s3a:`` patterns) lists its matches sorted; a glob matching nothing
+    is one missing-input problem row."""
+    patterns = [f"{CORPUS_MOUNT}/aut/*/example.{{warc,arc}}.gz", f"{CORPUS_MOUNT}/aut/*.nothing"]
+    got = {(r.input, r.file, r.problem) for r in fingerprint_archives(spark, patterns).collect()}
+    assert got == {
+        (0, f"{CORPUS_MOUNT}/aut/arc/example.arc.gz", None),
+        (1, f"{CORPUS_MOUNT}/aut/warc/example.warc.gz", None),
+        (2, f"{CORPUS_MOUNT}/aut/*.nothing", MISSING),
+    }
+
+
 def test_damaged_copies_and_an_empty_directory(spark, corpus, work):
     """A truncated copy and a gzip-damaged copy give the local path's rows; a directory without archives
     is the same skipped problem row as ``tag`` reports for it."""
@@ -246,3 +258,73 @@ def test_spark_dedupe_cli_reads_uris(spark, corpus, tmp_path, capsys):
     status = main(["spark", "dedupe", *uris, f"{CORPUS_MOUNT}/nope.warc.gz", "--report", str(remote)])
     assert status == 1
     assert f"skipped: {CORPUS_MOUNT}/nope.warc.gz: {MISSING}" in capsys.readouterr().out
+
+
+def sidecar_records(path: Path, source: str) -> list[tuple[str, dict[str, str], bytes]]:
+    """(type, headers, content) of every record, ids and dates left out, ``source`` written as SOURCE."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    records = []
+    with path.open("rb") as stream:
+        for record in ArchiveIterator(stream):
+            headers = {
+                k: v for k, v in record.rec_headers.headers if k not in ("WARC-Record-ID", "WARC-Date")
+            }
+            for name in ("Content-Length", "WARC-Block-Digest", "WARC-Payload-Digest"):  # the source differs
+                headers.pop(name, None)
+            content = record.content_stream().read().replace(source.encode(), b"SOURCE")
+            records.append((record.rec_type, headers, content))
+    return records
+
+
+def test_spark_tag_cli_writes_tags_sidecars_for_uris(spark, corpus, work, tmp_path, capsys):
+    """``spark tag URI... --out DIR``: the sidecars ``tag`` writes for the same files (named alike under
+    --out, ``.open`` for the damaged ones), naming the URI as their source; problems name the URI; a
+    missing URI is skipped (exit 1); complete sidecars are skipped on the next run without reading."""
+    from scrapy_simhash.cli import main
+
+    root = _data(work, "tag")
+    data = (corpus / "warcs" / "resiliparse/warcfile.warc.gz").read_bytes()
+    (root / "cut.warc.gz").write_bytes(data[: len(data) // 2])
+    names = ["resiliparse/warcfile.warc.gz", "aut/arc/example.arc.gz", "aut/arc/badexample.arc.gz"]
+    local_inputs = [str(corpus / "warcs" / n) for n in names] + [str(root / "cut.warc.gz")]
+    uris = [f"{CORPUS_MOUNT}/{n}" for n in names] + [f"{WORK_MOUNT}/tag/cut.warc.gz"]
+    local, distributed = tmp_path / "tag", tmp_path / "spark"
+    assert main(["tag", *local_inputs, "--workers", "1", "--no-progress", "--out", str(local)]) == 1
+    want = capsys.readouterr()
+    assert main(["spark", "tag", *uris, "--out", str(distributed)]) == 1
+    got = capsys.readouterr()
+    names_out = sorted(p.name for p in local.iterdir())
+    assert names_out == sorted(p.name for p in distributed.iterdir())
+    assert "cut.warc.gz.simhash.warc.gz.open" in names_out and len(names_out) == 4
+    for name, given, uri in zip(
+        sorted(names_out), sorted(local_inputs, key=_base), sorted(uris, key=_base), strict=True
+    ):
+        assert name.startswith(_base(given))
+        source = os.path.relpath(given, local)
+        assert sidecar_records(distributed / name, uri) == sidecar_records(local / name, source), name
+    assert [line.split(" read (")[0] for line in got.out.splitlines()] == [
+        line.split(" read (")[0] for line in want.out.splitlines()
+    ]
+    spark_lines = [line for line in got.err.splitlines() if line.startswith(("skipped: ", "note: "))]
+    want_lines = [line for line in want.err.splitlines() if line.startswith(("skipped: ", "note: "))]
+    for given, uri in zip(local_inputs, uris, strict=True):
+        want_lines = [line.replace(given, uri) for line in want_lines]
+    assert [line.replace(str(local), str(distributed)) for line in want_lines] == spark_lines
+    assert len(spark_lines) >= 2
+    # rerun: finished sidecars skipped, damaged inputs redone; a missing URI is a skipped input
+    assert main(["spark", "tag", *uris, f"{CORPUS_MOUNT}/nope.warc.gz", "--out", str(distributed)]) == 1
+    rerun = capsys.readouterr()
+    assert "files: 2 processed, 2 already complete" in rerun.out
+    assert f"skipped: {CORPUS_MOUNT}/nope.warc.gz: {MISSING}" in rerun.err
+
+
+def _base(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def test_spark_tag_of_uris_needs_out(spark, capsys):
+    from scrapy_simhash.cli import main
+
+    assert main(["spark", "tag", f"{CORPUS_MOUNT}/aut/warc/example.warc.gz"]) == 2
+    assert "pass --out" in capsys.readouterr().err

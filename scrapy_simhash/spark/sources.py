@@ -63,6 +63,9 @@ class Source:
     uri: str
     size: int | None = None
     not_read: str | None = None
+    rel: str = ""
+    """The path under the directory argument it was found in (its name when given itself): where
+    ``spark tag`` puts its sidecar under ``--out``, as ``tag`` does."""
 
 
 def list_sources(spark: Any, path: str, first: int, cap: int) -> list[Source]:
@@ -81,7 +84,7 @@ def list_sources(spark: Any, path: str, first: int, cap: int) -> list[Source]:
         raise ValueError(f"{path}: no Hadoop filesystem for it: {_java_message(exc)}") from None
     statuses = _statuses(fs, hpath)
     if statuses is None:
-        return [Source(first, path, not_read=MISSING)]
+        return [Source(first, path, not_read=MISSING, rel=_name(path))]
     sources: list[Source] = []
     for status in statuses:
         if status.isDirectory():
@@ -89,14 +92,14 @@ def list_sources(spark: Any, path: str, first: int, cap: int) -> list[Source]:
             if not found:
                 directory = status.getPath().toString()
                 sources.append(Source(first + len(sources), directory, not_read=NO_ARCHIVES))
-            for uri, size in found:
-                sources.append(_file(first + len(sources), uri, size, cap))
+            for uri, size, rel in found:
+                sources.append(_file(first + len(sources), uri, size, cap, rel))
         else:
             uri, size = status.getPath().toString(), int(status.getLen())
             if is_sidecar_name(_name(uri)):
-                sources.append(Source(first + len(sources), uri, size, SIDECAR_INPUT))
+                sources.append(Source(first + len(sources), uri, size, SIDECAR_INPUT, _name(uri)))
             else:
-                sources.append(_file(first + len(sources), uri, size, cap))
+                sources.append(_file(first + len(sources), uri, size, cap, _name(uri)))
     return sources
 
 
@@ -115,7 +118,7 @@ def _statuses(fs: Any, hpath: Any) -> list[Any] | None:
     return sorted(matches, key=lambda s: s.getPath().toString().split("/"))
 
 
-def _archives_under(fs: Any, directory: Any) -> list[tuple[str, int]]:
+def _archives_under(fs: Any, directory: Any) -> list[tuple[str, int, str]]:
     root = directory.toString().rstrip("/") + "/"
     found = []
     files = fs.listFiles(directory, True)
@@ -123,16 +126,16 @@ def _archives_under(fs: Any, directory: Any) -> list[tuple[str, int]]:
         status = files.next()
         uri = status.getPath().toString()
         if is_archive_name(_name(uri)):
-            found.append((uri, int(status.getLen())))
-    return sorted(found, key=lambda item: item[0].removeprefix(root).split("/"))
+            found.append((uri, int(status.getLen()), uri.removeprefix(root)))
+    return sorted(found, key=lambda item: item[2].split("/"))
 
 
-def _file(position: int, uri: str, size: int, cap: int) -> Source:
+def _file(position: int, uri: str, size: int, cap: int, rel: str) -> Source:
     if size > cap:
-        return Source(position, uri, size, over_cap(size, cap))
+        return Source(position, uri, size, over_cap(size, cap), rel)
     if _name(uri).startswith(("_", ".")):
-        return Source(position, uri, size, HIDDEN)
-    return Source(position, uri, size)
+        return Source(position, uri, size, HIDDEN, rel)
+    return Source(position, uri, size, None, rel)
 
 
 def _name(uri: str) -> str:

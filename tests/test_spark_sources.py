@@ -15,13 +15,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from scrapy_simhash.warc.pipeline import plan_inputs
 
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[test]' installs it)")
 
 from scrapy_simhash.spark import fingerprint_archives
-from scrapy_simhash.spark.sources import HIDDEN, MISSING, NOT_READ_BY_SPARK
+from scrapy_simhash.spark.sources import HIDDEN, MISSING, NOT_READ_BY_SPARK, list_sources
 
 CORPUS_MOUNT = "viewfs://corpus/warcs"
 WORK_MOUNT = "viewfs://corpus/work"
@@ -149,6 +151,44 @@ def test_directory_uri_expands_to_tags_positions(spark, corpus, work):
     assert got == [*want, (len(want), example)]  # the local argument after it keeps its position
     local = rows(fingerprint_archives(spark, [root]), strip=str(root) + "/")
     assert rows(df.where(df.input < len(want)), strip=uri + "/") == local
+
+
+PART = st.text("a-._~", min_size=1, max_size=3).filter(lambda p: p not in (".", ".."))
+NAME = st.builds(
+    lambda stem, ext: stem + ext, PART, st.sampled_from([".warc.gz", ".arc", ".warc", ".cdx", ""])
+)
+TREE = st.lists(st.lists(PART, max_size=2).flatmap(lambda d: NAME.map(lambda n: [*d, n])), max_size=8)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(TREE)
+@example([["a-", "x.warc.gz"], ["a", "y.warc.gz"], ["a.warc"]])
+def test_directory_listing_order_is_plan_inputs_order(spark, work, tree):
+    """Property: for any tree of names, the Hadoop listing of a directory gives ``plan_inputs``'s
+    files in ``plan_inputs``'s order (names such as ``a-b`` and ``a/`` sort by path components)."""
+    root = _data(work, "property")
+    for parts in tree:
+        path = root.joinpath(*parts)
+        if any(p.is_file() for p in [*path.parents][: len(parts) - 1]) or path.is_dir():
+            continue  # a name already used as a file (or directory) in this tree
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x")
+    want = [str(e.path.relative_to(root)) for e in plan_inputs([root]) if not e.not_read]
+    got = [s.rel for s in list_sources(spark, f"{WORK_MOUNT}/property", 0, 1 << 30) if s.not_read != MISSING]
+    got = [rel for rel in got if rel]  # the directory itself, when it holds no archive
+    assert got == want
+
+
+def test_names_with_glob_characters_are_read_literally(spark, corpus, work):
+    """Spark's file sources read every path as a glob: a file named ``crawl[1]{a,b}*.warc.gz`` is still
+    read as itself, with the local path's rows."""
+    root = _data(work, "literal")
+    name = "crawl[1]{a,b}*.warc.gz"
+    shutil.copy(corpus / "warcs" / "resiliparse/warcfile.warc.gz", root / name)
+    shutil.copy(corpus / "warcs" / "resiliparse/warcfile.warc.gz", root / "crawl1a.warc.gz")
+    got = rows(fingerprint_archives(spark, [f"{WORK_MOUNT}/literal/{name}"]), strip=f"{WORK_MOUNT}/literal/")
+    assert got == rows(fingerprint_archives(spark, [root / name]), strip=str(root) + "/")
+    assert len(got) > 10 and {r[1] for r in got} == {name}
 
 
 def test_glob_uri_expands_sorted(spark, corpus):
@@ -297,19 +337,19 @@ def test_spark_tag_cli_writes_tags_sidecars_for_uris(spark, corpus, work, tmp_pa
     names_out = sorted(p.name for p in local.iterdir())
     assert names_out == sorted(p.name for p in distributed.iterdir())
     assert "cut.warc.gz.simhash.warc.gz.open" in names_out and len(names_out) == 4
-    for name, given, uri in zip(
+    for name, path, uri in zip(
         sorted(names_out), sorted(local_inputs, key=_base), sorted(uris, key=_base), strict=True
     ):
-        assert name.startswith(_base(given))
-        source = os.path.relpath(given, local)
+        assert name.startswith(_base(path))
+        source = os.path.relpath(path, local)
         assert sidecar_records(distributed / name, uri) == sidecar_records(local / name, source), name
     assert [line.split(" read (")[0] for line in got.out.splitlines()] == [
         line.split(" read (")[0] for line in want.out.splitlines()
     ]
     spark_lines = [line for line in got.err.splitlines() if line.startswith(("skipped: ", "note: "))]
     want_lines = [line for line in want.err.splitlines() if line.startswith(("skipped: ", "note: "))]
-    for given, uri in zip(local_inputs, uris, strict=True):
-        want_lines = [line.replace(given, uri) for line in want_lines]
+    for path, uri in zip(local_inputs, uris, strict=True):
+        want_lines = [line.replace(path, uri) for line in want_lines]
     assert [line.replace(str(local), str(distributed)) for line in want_lines] == spark_lines
     assert len(spark_lines) >= 2
     # rerun: finished sidecars skipped, damaged inputs redone; a missing URI is a skipped input

@@ -6,6 +6,8 @@ when records of the input were lost, complete sidecars skipped). There is no ind
 no near-duplicate fields (use ``tag --index`` or ``spark dedupe`` for those). What the task would
 have printed (problems, "left unfinished" notes) and its counts go back to the driver, which prints
 them in input order with ``tag``'s summary lines and exit status. A failing task never fails the job.
+Inputs on ``hdfs:``, ``s3a:``, ... arrive as bytes from Spark (:mod:`.sources`): the task tags a local
+copy, and the sidecar (under ``--out``) and the messages name the URI.
 """
 
 from __future__ import annotations

@@ -208,7 +208,7 @@ def test_only_local_paths_and_file_uris(spark, tmp_path):
     assert local_path(f"file://{tmp_path}/a%20b.warc.gz") == f"{tmp_path}/a b.warc.gz"
     assert local_path("/x/y.warc") == "/x/y.warc"
     with pytest.raises(ValueError, match="only local paths and file: URIs"):
-        fingerprint_archives(spark, ["hdfs://namenode/crawl/x.warc.gz"])
+        local_path("hdfs://namenode/crawl/x.warc.gz")  # other schemes: tests/test_spark_sources.py
     with pytest.raises(ValueError, match="no such file"):
         fingerprint_archives(spark, [tmp_path / "missing.warc.gz"])
 

@@ -24,7 +24,15 @@ TAG_DESCRIPTION = (
     "one task per file, with the records `tag` writes without --index: fingerprints only. There is no "
     "index here, so nothing is detected as a near-duplicate: for near-duplicate-of-* fields run `tag "
     "--index`, or `spark dedupe` for a clusters report. Complete sidecars are skipped; a sidecar stays "
-    ".open when records of its input were lost, and the next run redoes it, as with `tag`."
+    ".open when records of its input were lost, and the next run redoes it, as with `tag`. Inputs on "
+    "hdfs:, s3a:, ... are read through Spark and need --out (a local or shared directory)."
+)
+
+
+INPUTS_HELP = (
+    "WARC/ARC files or directories: local paths or file: URIs on a filesystem every executor reads, "
+    "or any URI Spark's Hadoop filesystem reads (hdfs:, s3a:, gs:, abfs:, ...; read through Spark, "
+    "a whole file per task in executor memory)"
 )
 
 
@@ -41,9 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     dedupe = commands.add_parser(
         "dedupe", help="near-duplicate clusters on Spark", description=DEDUPE_DESCRIPTION
     )
-    dedupe.add_argument(
-        "inputs", nargs="+", metavar="INPUT", help="WARC/ARC files or directories (or file: URIs)"
-    )
+    dedupe.add_argument("inputs", nargs="+", metavar="INPUT", help=INPUTS_HELP)
     dedupe.add_argument(
         "--report", metavar="FILE", help="write clusters here (.csv for CSV); default: stdout"
     )
@@ -62,10 +68,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     tag = commands.add_parser(
         "tag", help="sidecar metadata WARCs written on Spark (no index)", description=TAG_DESCRIPTION
     )
+    tag.add_argument("inputs", nargs="+", metavar="INPUT", help=INPUTS_HELP)
     tag.add_argument(
-        "inputs", nargs="+", metavar="INPUT", help="WARC/ARC files or directories (or file: URIs)"
+        "--out",
+        metavar="DIR",
+        help="write sidecars here instead of next to each input (required with hdfs:, s3a:, ... inputs: "
+        "their sidecars are named after the URI's path under its argument, as tag names them)",
     )
-    tag.add_argument("--out", metavar="DIR", help="write sidecars here instead of next to each input")
     tag.add_argument("--master", help="Spark master URL (default: spark-submit's, else local[*])")
     tag.add_argument(
         "--workers", type=_positive, default=1, help="fingerprinting processes in each Spark task (1)"

@@ -6,8 +6,10 @@ every record into a page task exactly as the single-machine pipeline does
 same whichever tool computed it. Reading problems become rows (``problem`` set, ``skipped``
 saying whether data was lost); a damaged file never fails the job.
 
-Paths are local paths or ``file:`` URIs that every executor can open (a shared filesystem on
-a cluster); directories are expanded on the driver like ``tag`` does.
+Local paths and ``file:`` URIs are streamed from a filesystem every executor can open (a shared
+filesystem on a cluster); any other URI Spark's Hadoop filesystem reads (``hdfs:``, ``s3a:``, ...)
+is listed and read through Spark (:mod:`.sources`). Directories are expanded on the driver in
+``tag``'s order either way, so input positions are ``tag``'s.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
+from functools import reduce
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -22,6 +25,15 @@ from urllib.parse import unquote, urlparse
 from ..warc.pipeline import Options, _task, fingerprint_tasks, plan_inputs
 from ..warc.reader import ArchiveReader, ReadProblem
 from .convert import to_signed
+from .sources import (
+    NOT_READ_BY_SPARK,
+    SPARK_BINARY_LIMIT,
+    Source,
+    binary_files,
+    is_remote,
+    list_sources,
+    spooled,
+)
 
 COLUMNS = [
     ("input", "int"),
@@ -54,48 +66,124 @@ def local_path(path: str | os.PathLike[str]) -> str:
     return text
 
 
-def fingerprint_archives(spark: Any, paths: Iterable[str | os.PathLike[str]], **options: Any) -> Any:
+def fingerprint_archives(
+    spark: Any,
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    via_hadoop: bool = False,
+    max_file_bytes: int = SPARK_BINARY_LIMIT,
+    **options: Any,
+) -> Any:
     """DataFrame of one row per HTML record (and one per reading problem) of the archives in ``paths``.
 
     ``options`` are those of :class:`scrapy_simhash.warc.pipeline.Options` (``reader``,
     ``extractor``, ``min_tokens``, ``max_body_size``, ``function``, ``mode``: sketches are computed
-    in verified mode, the default); ``workers`` and ``progress`` do not apply. Inputs are read one
-    Spark task per file.
+    in verified mode, the default); ``workers`` and ``progress`` do not apply. Local paths and
+    ``file:`` URIs are read one Spark task per file, streamed from the shared filesystem. Other URIs
+    (``hdfs:``, ``s3a:``, ...; all paths with ``via_hadoop``) go through Spark's Hadoop filesystem:
+    see :mod:`scrapy_simhash.spark.sources`; files over ``max_file_bytes`` are problem rows.
     """
+    opts = replace(Options(), **options)
+    names = [os.fspath(p) for p in paths]
+    if not via_hadoop and not any(is_remote(name) for name in names):
+        planned = plan_inputs([local_path(name) for name in names])
+        return _local_frame(spark, [(i, str(e.path), e.not_read) for i, e in enumerate(planned)], opts)
+    cap = min(max_file_bytes, SPARK_BINARY_LIMIT)
+    tasks: list[tuple[int, str, str | None]] = []
+    sources: list[Source] = []
+    for name in names:  # positions in argument order, whichever way each argument is read
+        first = len(tasks) + len(sources)
+        if via_hadoop or is_remote(name):
+            sources.extend(list_sources(spark, name, first, cap))
+        else:
+            for offset, entry in enumerate(plan_inputs([local_path(name)])):
+                tasks.append((first + offset, str(entry.path), entry.not_read))
+    frames = [_local_frame(spark, tasks, opts)] if tasks else []
+    if sources:
+        frames.append(_hadoop_frame(spark, sources, opts))
+    return reduce(lambda a, b: a.union(b), frames)
+
+
+def _schema() -> Any:
     from pyspark.sql.types import StructType
 
-    opts = replace(Options(), **options)
-    planned = plan_inputs([local_path(p) for p in paths])
-    tasks = [(position, str(entry.path), entry.not_read) for position, entry in enumerate(planned)]
-    schema = StructType.fromDDL(", ".join(f"{name} {kind}" for name, kind in COLUMNS))
+    return StructType.fromDDL(", ".join(f"{name} {kind}" for name, kind in COLUMNS))
+
+
+def _local_frame(spark: Any, tasks: list[tuple[int, str, str | None]], opts: Options) -> Any:
     if not tasks:
-        return spark.createDataFrame([], schema)
+        return spark.createDataFrame([], _schema())
     rdd = spark.sparkContext.parallelize(tasks, len(tasks)).flatMap(lambda task: read_file(*task, opts))
-    return spark.createDataFrame(rdd, schema)
+    return spark.createDataFrame(rdd, _schema())
 
 
-def read_file(position: int, path: str, not_read: str | None, options: Options) -> Iterator[tuple[Any, ...]]:
-    """Rows of one file, as the executor task sees it; never raises."""
+def _hadoop_frame(spark: Any, sources: list[Source], opts: Options) -> Any:
+    """Rows of the listed sources: problems known on the driver, the files Spark read, and a problem
+    row for every listed file Spark gave no bytes for (gone since, or passed over): none is lost."""
+    from pyspark.sql import functions as F
+
+    problems = [
+        _problem_row(s.position, ReadProblem(s.uri, None, s.not_read, skipped=True))
+        for s in sources
+        if s.not_read
+    ]
+    frame = spark.createDataFrame(problems, _schema())
+    wanted = [s for s in sources if not s.not_read]
+    if not wanted:
+        return frame
+    positions: dict[str, list[int]] = {}
+    for source in wanted:
+        positions.setdefault(source.uri, []).append(source.position)
+    files = binary_files(spark, list(positions))
+    rows = files.select("path", "content").rdd.flatMap(
+        lambda row: read_bytes(positions.get(row.path, []), row.path, row.content, opts)
+    )
+    listed = spark.createDataFrame([(s.position, s.uri) for s in wanted], "position int, uri string")
+    gone = listed.join(files.select("path"), listed.uri == files.path, "left_anti")
+    missing = {"input": F.col("position"), "file": F.col("uri"), "tokens": F.lit(0)}
+    missing |= {"problem": F.lit(NOT_READ_BY_SPARK), "skipped": F.lit(True)}
+    gone = gone.select(*[(missing.get(name, F.lit(None))).cast(kind).alias(name) for name, kind in COLUMNS])
+    return frame.union(spark.createDataFrame(rows, _schema())).union(gone)
+
+
+def read_bytes(positions: list[int], uri: str, content: bytes, options: Options) -> Iterator[tuple[Any, ...]]:
+    """Rows of one file Spark brought to the executor (once per input position it was given at),
+    read from a temporary local copy and named by ``uri``; never raises."""
+    try:
+        with spooled(uri, bytes(content)) as local:
+            del content
+            for position in positions:
+                yield from read_file(position, local, None, options, name=uri)
+    except Exception as exc:  # e.g. no room for the copy: report it, never fail the job
+        for position in positions:
+            yield _problem_row(position, ReadProblem(uri, None, f"file failed: {type(exc).__name__}: {exc}"))
+
+
+def read_file(
+    position: int, path: str, not_read: str | None, options: Options, name: str | None = None
+) -> Iterator[tuple[Any, ...]]:
+    """Rows of one file, as the executor task sees it, under ``name`` (default: ``path``); never raises."""
+    name = path if name is None else name
     if not_read:
-        yield _problem_row(position, ReadProblem(path, None, not_read, skipped=True))
+        yield _problem_row(position, ReadProblem(name, None, not_read, skipped=True))
         return
     try:
-        yield from _read(position, path, options)
+        yield from _read(position, path, options, name)
     except Exception as exc:  # a bug or an unreadable file must not fail the job: report it
-        yield _problem_row(position, ReadProblem(path, None, f"file failed: {type(exc).__name__}: {exc}"))
+        yield _problem_row(position, ReadProblem(name, None, f"file failed: {type(exc).__name__}: {exc}"))
 
 
-def _read(position: int, path: str, options: Options) -> Iterator[tuple[Any, ...]]:
+def _read(position: int, path: str, options: Options, name: str) -> Iterator[tuple[Any, ...]]:
     reader = ArchiveReader(options.reader)
     for item in reader.read(Path(path)):
         if isinstance(item, ReadProblem):
-            yield _problem_row(position, item)
+            yield _problem_row(position, item if item.file == name else replace(item, file=name))
             continue
         task = _task(item, options.max_body_size)
         if task is None:
             continue
         for result in fingerprint_tasks(
-            path, [task], options.extractor, options.min_tokens, options.function, options.sketches
+            name, [task], options.extractor, options.min_tokens, options.function, options.sketches
         ):
             yield (
                 position,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import urlparse
 
 from ..decision import Rule
 from ..defaults import DISTANCE, MODE, SIMILARITY
@@ -71,12 +72,17 @@ def dedupe_rows(
                 "url": member.uri,
                 "date": member.date,
                 "record_id": member.record_id,
-                "file": os.path.abspath(member.file),
+                "file": _report_name(member.file),
                 "offset": member.offset,
             }
             role = "original" if i == 0 else "duplicate"
             rows.append(rule_row(number, meta, _page(member), first, role, rule))
     return rows, problems
+
+
+def _report_name(file: str) -> str:
+    """Local paths absolute, as ``dedupe`` reports them; URIs (files read through Hadoop) as they are."""
+    return file if len(urlparse(file).scheme) > 1 else os.path.abspath(file)
 
 
 def _page(row: Any) -> tuple[int, MinHash | None]:

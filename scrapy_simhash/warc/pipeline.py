@@ -53,6 +53,9 @@ class Input:
     """Why this input is not read at all (a sidecar given as input, a directory without archives)."""
     lost: bool = False
     """With ``not_read``: whether that is a problem (exit status 1) rather than a note."""
+    source: str | None = None
+    """How the sidecar names its input when ``path`` is a local copy of it (a Hadoop URI that
+    ``spark tag`` spooled); None: the path relative to the sidecar."""
 
 
 @dataclass(frozen=True)

@@ -111,7 +111,7 @@ def _finish_sidecar(writer: WarcFileWriter, stats: FileStats, progress: Progress
 def _open_sidecar(entry: Input, extractor_name: str) -> WarcFileWriter:
     entry.sidecar.parent.mkdir(parents=True, exist_ok=True)
     writer = WarcFileWriter(entry.sidecar, mode="wb")
-    source = os.path.relpath(entry.path, entry.sidecar.parent)
+    source = _source(entry)
     fields = base_warcinfo_fields(
         [
             (
@@ -128,6 +128,10 @@ def _open_sidecar(entry: Input, extractor_name: str) -> WarcFileWriter:
     return writer
 
 
+def _source(entry: Input) -> str:
+    return entry.source or os.path.relpath(entry.path, entry.sidecar.parent)
+
+
 def _sidecar_record(
     entry: Input, result: PageResult, extractor_name: str, duplicate: Duplicate | None
 ) -> Any:
@@ -137,7 +141,7 @@ def _sidecar_record(
         tokens=result.tokens,
         extractor=extractor_name,
         duplicate=duplicate,
-        source_file=os.path.relpath(entry.path, entry.sidecar.parent),
+        source_file=_source(entry),
         source_offset=result.offset,
         minhash=result.minhash,
     )

@@ -9,8 +9,9 @@ steps, so that no page's sketch is shuffled once per band:
    Pages sharing a key are grouped (skewed keys split into block pairs as for the simhash tables,
    :func:`.pairs.shared_groups`); each group yields its candidate pairs ``(a, b)``.
 2. **Candidates**: a pair found by several bands (or by a hash collision) is kept once (``distinct``).
-3. **Verification**: the candidates are joined with the ``(id, simhash, sketch)`` table, once for
-   ``a`` and once for ``b`` (the table's exchange is planned once and reused), and each pair is judged
+3. **Verification**: the candidates are joined with the ``(id, simhash, sketch)`` table in one join
+   (each candidate asks for ``a`` and ``b`` by id; the two halves meet again by ``(a, b)``), so the
+   sketches are shuffled once by id plus twice per candidate pair, and each pair is judged
    by :meth:`Rule.judge <scrapy_simhash.decision.Rule.judge>` on its two sketches, the very check every
    index applies. The rule looks at the real band values, so the 64-bit key is only a filter: a hash
    collision can add a candidate, never a pair, and a pair is reported once however many bands share it.
@@ -129,14 +130,16 @@ def verified_pairs(
         key_bits=key_bits,
     )
     pages = df.where(F.col(simhash_col).isNotNull() & F.col(sketch_col).isNotNull()).select(
-        F.col(id_col).alias("_id"), F.col(simhash_col).alias("_h"), F.col(sketch_col).alias("_s")
+        F.col(id_col).alias("id"), F.col(simhash_col).alias("h"), F.col(sketch_col).alias("s")
     )
-    # the same `pages` plan on both sides: Spark shuffles it by id once and reuses the exchange
-    left = candidates.join(pages, candidates["a"] == pages["_id"]).select(
-        "a", "b", F.col("_h").alias("ha"), F.col("_s").alias("sa")
-    )
-    both = left.join(pages, left["b"] == pages["_id"]).select(
-        "a", "b", "ha", "sa", F.col("_h").alias("hb"), F.col("_s").alias("sb")
+    # one join, so the pages are shuffled by id once: each candidate asks for both its pages by id,
+    # and the two halves meet again by (a, b), the only rows that carry a sketch twice
+    ends = candidates.select("a", "b", F.explode(F.array("a", "b")).alias("id"))
+    both = (
+        ends.join(pages, "id")
+        .groupBy("a", "b")
+        .agg(F.collect_list(F.struct("id", "h", "s")).alias("pages"))
+        .where(F.size("pages") == 2)
     )
     judged = both.rdd.mapPartitions(partial(_judge_pairs, rule))
     schema = StructType(
@@ -187,7 +190,7 @@ def _band_candidates(item: tuple[tuple[int, ...], Iterable[Member]]) -> Iterator
 def _judge_pairs(rule: Rule, rows: Iterable[Any]) -> Iterator[tuple[Any, Any, int, float | None]]:
     """The candidate pairs (with both pages' simhash and sketch) the rule accepts (``compare_values``
     is :meth:`Rule.judge` after checking that the sketches have the same size)."""
-    for a, b, ha, sa, hb, sb in rows:
+    for a, b, ((_, ha, sa), (_, hb, sb)) in rows:
         verdict = rule.compare_values(ha & _MASK, hb & _MASK, sketch_values(sa), sketch_values(sb))
         if verdict.near_duplicate:
             yield a, b, verdict.distance, verdict.similarity

@@ -9,13 +9,14 @@ keeping most of their source's values (0..96 of 128 replaced, so some fall below
 similarity and are rejected). Prints both times, the ratio, whether the pair sets agree, and the
 rows and bytes shuffled per fingerprint as Spark counts them: the shuffle write records and bytes
 of every stage of the timed jobs, read from the driver's REST API (``/api/v1``, the UI bound to
-127.0.0.1), so they include the key-count aggregation and the join's exchanges, not only the
-grouped rows.
+127.0.0.1), so they include every exchange of the join (the band join's candidate ``distinct`` and
+its sketch join too), not only the grouped rows.
 
 The pages reach Spark from ``.npy`` files in a temporary directory, each task reading its slice
 (no driver-side ``createDataFrame`` of a million rows), so the master must be local; the input
 is cached and counted before any timing starts. ``--stages`` prints each timed stage's figures,
-``--no-compress`` turns shuffle compression off to show the raw bytes per row. The measured runs
+``--no-compress`` turns shuffle compression off to show the raw bytes per row, ``--no-simhash``
+times the band join alone (10M sketched pages in one run on a small machine). The measured runs
 and the cost model built on them: docs/scaling.md, "Apache Spark: a cost model for 1 billion pages".
 """
 

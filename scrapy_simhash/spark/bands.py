@@ -1,14 +1,20 @@
 """Verified near-duplicate pairs on Spark: LSH bands of the sketches as a distributed join, then the rule.
 
-The distributed form of the verified rule's two stages (:mod:`scrapy_simhash.decision`). Each
-sketched page is emitted once per band, keyed by ``(band, the band's bytes)``: the band's
-``rows`` values cut straight out of the sketch's byte form (``MinHash.to_bytes()``: a 4-byte
-magic, then little-endian uint32 values) in the JVM, so a key is equal exactly when the band is.
-Pages sharing a key are candidates; each candidate pair is judged by
-:meth:`Rule.judge <scrapy_simhash.decision.Rule.judge>` on its two sketches, the very check every
-index applies. A pair is reported only by the first band it shares, so it comes out once without a
-global ``distinct``. Skewed keys (many identical pages) are split into block pairs as for the
-simhash tables (:func:`.pairs.shared_groups`).
+The distributed form of the verified rule's two stages (:mod:`scrapy_simhash.decision`), in three
+steps, so that no page's sketch is shuffled once per band:
+
+1. **Grouping** (slim rows): each sketched page is emitted once per band as ``(band, key, id, new)``,
+   where ``key`` is ``xxhash64`` of the band's ``rows`` values cut straight out of the sketch's byte
+   form (``MinHash.to_bytes()``: a 4-byte magic, then little-endian uint32 values) in the JVM.
+   Pages sharing a key are grouped (skewed keys split into block pairs as for the simhash tables,
+   :func:`.pairs.shared_groups`); each group yields its candidate pairs ``(a, b)``.
+2. **Candidates**: a pair found by several bands (or by a hash collision) is kept once (``distinct``).
+3. **Verification**: the candidates are joined with the ``(id, simhash, sketch)`` table in one join
+   (each candidate asks for ``a`` and ``b`` by id; the two halves meet again by ``(a, b)``), so the
+   sketches are shuffled once by id plus twice per candidate pair, and each pair is judged
+   by :meth:`Rule.judge <scrapy_simhash.decision.Rule.judge>` on its two sketches, the very check every
+   index applies. The rule looks at the real band values, so the 64-bit key is only a filter: a hash
+   collision can add a candidate, never a pair, and a pair is reported once however many bands share it.
 """
 
 from __future__ import annotations
@@ -26,8 +32,8 @@ _MASK = (1 << 64) - 1
 _MAGIC_BYTES = 4
 _VALUE_BYTES = 4
 
-Member = tuple[Any, int, bytes, int, bool]
-"""(id, unsigned simhash, sketch bytes, block, new)."""
+Member = tuple[Any, int, bool]
+"""(id, block, new)."""
 
 
 def band_groups(
@@ -39,23 +45,62 @@ def band_groups(
     sketch_col: str = "minhash",
     max_group: int = MAX_GROUP,
     new_col: str | None = None,
+    key_bits: int = 64,
 ) -> Any:
-    """DataFrame[table, key, first, second, members]: the groups of pages sharing a band (``table`` is
-    the band's number); rows without simhash or sketch are left out."""
+    """DataFrame[table, key, first, second, members]: the groups of pages sharing a band's key
+    (``table`` is the band's number, ``key`` a 64-bit hash of its values, members ``(id, block,
+    new)``); rows without simhash or sketch are left out. ``key_bits`` < 64 keeps only the key's low
+    bits: more pages share a key (more candidates, never more pairs); the tests force collisions so."""
     from pyspark.sql import functions as F
 
     if max_group < 1:
         raise ValueError("max_group must be at least 1")
+    if not 1 <= key_bits <= 64:
+        raise ValueError(f"key_bits must be in 1..64, got {key_bits!r}")
     width = rule.rows * _VALUE_BYTES
     rows = df.where(F.col(simhash_col).isNotNull() & F.col(sketch_col).isNotNull()).select(
         F.col(id_col).alias("id"),
-        F.col(simhash_col).alias("h"),
         F.col(sketch_col).alias("s"),
         (F.coalesce(F.col(new_col).cast("boolean"), F.lit(False)) if new_col else F.lit(True)).alias("new"),
     )
-    bands = [F.substring("s", 1 + _MAGIC_BYTES + band * width, width) for band in range(rule.bands)]
-    keyed = rows.select("id", "h", "s", "new", F.posexplode(F.array(*bands)).alias("table", "key"))
-    return shared_groups(keyed, ["id", "h", "s"], max_group)
+    bands = [
+        F.xxhash64(F.substring("s", 1 + _MAGIC_BYTES + band * width, width)) for band in range(rule.bands)
+    ]
+    if key_bits < 64:
+        bands = [key.bitwiseAND(F.lit((1 << key_bits) - 1)) for key in bands]
+    keyed = rows.select("id", "new", F.posexplode(F.array(*bands)).alias("table", "key"))
+    return shared_groups(keyed, ["id"], max_group)
+
+
+def candidate_pairs(
+    df: Any,
+    rule: Rule,
+    *,
+    id_col: str = "id",
+    simhash_col: str = "simhash",
+    sketch_col: str = "minhash",
+    max_group: int = MAX_GROUP,
+    new_col: str | None = None,
+    key_bits: int = 64,
+) -> Any:
+    """DataFrame[a, b]: every pair of sketched rows sharing a band's key (at least one of them new),
+    ``a < b``, each once. A superset of the rule's pairs: nothing is judged yet."""
+    from pyspark.sql.types import StructField, StructType
+
+    id_type = df.schema[id_col].dataType
+    groups = band_groups(
+        df,
+        rule,
+        id_col=id_col,
+        simhash_col=simhash_col,
+        sketch_col=sketch_col,
+        max_group=max_group,
+        new_col=new_col,
+        key_bits=key_bits,
+    )
+    pairs = groups.rdd.map(_group_item).flatMap(_band_candidates)
+    schema = StructType([StructField("a", id_type, False), StructField("b", id_type, False)])
+    return df.sparkSession.createDataFrame(pairs, schema).distinct()
 
 
 def verified_pairs(
@@ -67,13 +112,14 @@ def verified_pairs(
     sketch_col: str = "minhash",
     max_group: int = MAX_GROUP,
     new_col: str | None = None,
+    key_bits: int = 64,
 ) -> Any:
     """DataFrame[a, b, distance, similarity]: every pair of sketched rows the rule judges near-duplicate."""
+    from pyspark.sql import functions as F
     from pyspark.sql.types import DoubleType, IntegerType, StructField, StructType
 
-    spark = df.sparkSession
     id_type = df.schema[id_col].dataType
-    groups = band_groups(
+    candidates = candidate_pairs(
         df,
         rule,
         id_col=id_col,
@@ -81,8 +127,21 @@ def verified_pairs(
         sketch_col=sketch_col,
         max_group=max_group,
         new_col=new_col,
+        key_bits=key_bits,
     )
-    pairs = groups.rdd.map(_group_item).flatMap(partial(_band_pairs, rule))
+    pages = df.where(F.col(simhash_col).isNotNull() & F.col(sketch_col).isNotNull()).select(
+        F.col(id_col).alias("id"), F.col(simhash_col).alias("h"), F.col(sketch_col).alias("s")
+    )
+    # one join, so the pages are shuffled by id once: each candidate asks for both its pages by id,
+    # and the two halves meet again by (a, b), the only rows that carry a sketch twice
+    ends = candidates.select("a", "b", F.explode(F.array("a", "b")).alias("id"))
+    both = (
+        ends.join(pages, "id")
+        .groupBy("a", "b")
+        .agg(F.collect_list(F.struct("id", "h", "s")).alias("pages"))
+        .where(F.size("pages") == 2)
+    )
+    judged = both.rdd.mapPartitions(partial(_judge_pairs, rule))
     schema = StructType(
         [
             StructField("a", id_type, False),
@@ -91,11 +150,11 @@ def verified_pairs(
             StructField("similarity", DoubleType(), True),
         ]
     )
-    return spark.createDataFrame(pairs, schema)
+    return df.sparkSession.createDataFrame(judged, schema)
 
 
 def _group_item(row: Any) -> tuple[tuple[int, ...], list[Member]]:
-    return (row[0], row[1], row[2], row[3]), [(m[0], m[1] & _MASK, bytes(m[2]), m[3], m[4]) for m in row[4]]
+    return (row[0], row[1], row[2], row[3]), [(m[0], m[1], m[2]) for m in row[4]]
 
 
 def sketch_values(data: bytes) -> np.ndarray:
@@ -103,37 +162,35 @@ def sketch_values(data: bytes) -> np.ndarray:
     return np.frombuffer(data, dtype="<u4", offset=_MAGIC_BYTES).astype(np.uint32)
 
 
-def _band_pairs(
-    rule: Rule, item: tuple[tuple[int, ...], Iterable[Member]]
-) -> Iterator[tuple[Any, Any, int, float | None]]:
-    """The pairs of one band group (or block pair) the rule accepts and no earlier band also joins."""
-    (band, _key, first, second), members = item
+def _band_candidates(item: tuple[tuple[int, ...], Iterable[Member]]) -> Iterator[tuple[Any, Any]]:
+    """The pairs of one band group (or block pair) with at least one new page, ``a < b``."""
+    (_band, _key, first, second), members = item
     members = list(members)
     if len(members) < 2:
         return
     ids = [m[0] for m in members]
-    hashes = [m[1] for m in members]
-    sketches = np.stack([sketch_values(m[2]) for m in members])
-    new = np.array([m[4] for m in members], dtype=bool)
+    new = np.array([m[2] for m in members], dtype=bool)
     if first == second:
         left = right = np.arange(len(members))
         within = True
     else:
-        in_block = np.array([m[3] for m in members])
+        in_block = np.array([m[1] for m in members])
         left, right = np.flatnonzero(in_block == first), np.flatnonzero(in_block == second)
         within = False
-    earlier = band * rule.rows
     for n, i in enumerate(left.tolist()):
         others = right[n + 1 :] if within else right
-        if not others.size:
-            continue
-        equal = sketches[others] == sketches[i]
-        keep = new[others] | new[i]
-        if earlier:  # reported by the first band the two share
-            keep &= ~equal[:, :earlier].reshape(-1, band, rule.rows).all(axis=2).any(axis=1)
-        for j, eq in zip(others[keep].tolist(), equal[keep], strict=True):
-            verdict = rule.judge((hashes[i] ^ hashes[j]).bit_count(), eq)
-            if not verdict.near_duplicate or ids[i] == ids[j]:
-                continue
-            a, b = (ids[i], ids[j]) if ids[i] < ids[j] else (ids[j], ids[i])
+        if not new[i]:
+            others = others[new[others]]
+        for j in others.tolist():
+            a, b = ids[i], ids[j]
+            if a != b:
+                yield (a, b) if a < b else (b, a)
+
+
+def _judge_pairs(rule: Rule, rows: Iterable[Any]) -> Iterator[tuple[Any, Any, int, float | None]]:
+    """The candidate pairs (with both pages' simhash and sketch) the rule accepts (``compare_values``
+    is :meth:`Rule.judge` after checking that the sketches have the same size)."""
+    for a, b, ((_, ha, sa), (_, hb, sb)) in rows:
+        verdict = rule.compare_values(ha & _MASK, hb & _MASK, sketch_values(sa), sketch_values(sb))
+        if verdict.near_duplicate:
             yield a, b, verdict.distance, verdict.similarity

@@ -165,15 +165,18 @@ def shared_groups(keyed: Any, fields: list[str], max_group: int) -> Any:
     without a new record, are dropped in the JVM; a key shared by more than ``max_group`` records is
     split into block pairs.
     """
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    counts = (
-        keyed.groupBy("table", "key")
-        .agg(F.count(F.lit(1)).alias("count"), F.max(F.col("new").cast("int")).alias("has_new"))
-        .where((F.col("count") >= 2) & (F.col("has_new") == 1))
-        .drop("has_new")
+    # one shuffle: the rows are partitioned by key once; the counts are a window over it, and the
+    # grouping below reuses that partitioning
+    key = Window.partitionBy("table", "key")
+    shared = keyed.select(
+        "*",
+        F.count(F.lit(1)).over(key).alias("count"),
+        F.max(F.col("new").cast("int")).over(key).alias("has_new"),
     )
-    shared = keyed.join(counts, ["table", "key"])
+    shared = shared.where((F.col("count") >= 2) & (F.col("has_new") == 1)).drop("has_new")
     blocks = F.when(F.col("count") > max_group, F.ceil(F.col("count") / max_group)).otherwise(F.lit(1))
     shared = shared.withColumn("blocks", blocks.cast("int"))
     shared = shared.withColumn("block", F.pmod(F.xxhash64("id"), F.col("blocks")).cast("int"))

@@ -4,6 +4,7 @@ give the same answers as the single-machine code (brute force, index.batch, the 
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import random
 import shutil
@@ -306,6 +307,43 @@ def test_spark_dedupe_report_same_as_dedupe(spark, corpus, tmp_path, capsys):
     assert want.count("\n") > 20 and '"role": "duplicate"' in want
     assert distributed.read_text(encoding="utf-8") == want
     assert "skipped: " in capsys.readouterr().out
+
+
+def test_spark_dedupe_against_a_saved_table(spark, corpus, tmp_path, capsys):
+    """Last year's run saved its fingerprints (--save); this year's run is deduplicated against them
+    (--against) without reading last year's WARC again: the clusters holding a new record are those
+    ``dedupe`` finds over both years, with last year's records as the originals."""
+    from scrapy_simhash.cli import main
+
+    old_copy = tmp_path / "2025" / "example.warc.gz"  # last year's archive, gone before this year's run
+    old_copy.parent.mkdir()
+    shutil.copyfile(corpus / "warcs" / "aut/warc/example.warc.gz", old_copy)
+    new = str(corpus / "warcs" / "aut/arc/example.arc.gz")  # the same crawl again, as ARC
+    table, report = tmp_path / "fingerprints-2025", tmp_path / "2026.jsonl"
+    assert main(["spark", "dedupe", str(old_copy), "--master", "local[2]", "--save", str(table)]) == 0
+    both = tmp_path / "both.jsonl"
+    assert main(["dedupe", str(old_copy), new, "--workers", "1", "--report", str(both)]) == 0
+    old_copy.unlink()
+    args = ["spark", "dedupe", new, "--master", "local[2]", "--against", str(table), "--report", str(report)]
+    assert main(args) == 0
+
+    def clusters(path: Path) -> list[list[tuple[str, int, str]]]:
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        out: dict[int, list[tuple[str, int, str]]] = {}
+        for row in rows:
+            out.setdefault(row["cluster"], []).append((row["file"], row["offset"], row["role"]))
+        return sorted(out.values())
+
+    want = [c for c in clusters(both) if any(file == new for file, _, _ in c)]
+    got = clusters(report)
+    assert len(want) > 20 and got == want
+    originals = [member for cluster in got for member in cluster if member[2] == "original"]
+    assert sum(file == str(old_copy) for file, _, _ in originals) > 20  # last year's record comes first
+    capsys.readouterr()
+    assert main(["spark", "dedupe", new, "--save", str(table)]) == 2  # a table is written once
+    assert "already exists" in capsys.readouterr().err
+    assert main(["spark", "dedupe", new, "--against", str(tmp_path / "nothing")]) == 2
+    assert "no such table" in capsys.readouterr().err
 
 
 # -- spark tag == tag --------------------------------------------------------------------------------

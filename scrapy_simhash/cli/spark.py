@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from ..defaults import MIN_TOKENS, MODE, MODES, SIMILARITY
 from ..warc.commandline import add_rule_arguments, run_mode
@@ -57,6 +59,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--format", choices=["jsonl", "csv"], help="report format (default: from FILE, else jsonl)"
     )
     dedupe.add_argument("--master", help="Spark master URL (default: spark-submit's, else local[*])")
+    dedupe.add_argument(
+        "--save",
+        metavar="DIR",
+        help="also write the fingerprinted records as a Parquet table (a new directory, any Hadoop URI), "
+        "for a later run's --against",
+    )
+    dedupe.add_argument(
+        "--against",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="a table an earlier run wrote with --save (repeatable, oldest first): its records count as "
+        "earlier; only clusters reached by a pair with a new record are reported; its WARCs are not read",
+    )
     add_rule_arguments(dedupe)
     dedupe.add_argument(
         "--min-tokens", type=int, default=MIN_TOKENS, help=f"fewer tokens: no fingerprint ({MIN_TOKENS})"
@@ -93,6 +109,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     tag.set_defaults(func=run_tag)
 
 
+def _remote(location: str) -> bool:
+    """A URI of a filesystem other than the local one (hdfs:, s3a:, ...)."""
+    scheme = urlparse(location).scheme
+    return len(scheme) > 1 and scheme != "file"
+
+
 def _session(name: str, master: str | None) -> Any:
     try:
         from pyspark.sql import SparkSession
@@ -108,6 +130,11 @@ def run_dedupe(args: argparse.Namespace) -> int:
     """Writes the report; exit status 1 when data was skipped (as ``dedupe``), 2 on a bad argument."""
     mode = run_mode(args)  # a usage error before Spark starts
     similarity = SIMILARITY if args.similarity is None else args.similarity
+    if args.save and not _remote(args.save) and Path(args.save.removeprefix("file://")).exists():
+        raise ValueError(f"--save {args.save}: already exists (a table is written once; choose a new name)")
+    for table in args.against:
+        if not _remote(table) and not Path(table.removeprefix("file://")).is_dir():
+            raise ValueError(f"--against {table}: no such table (a directory written by --save)")
     spark = _session("scrapy-simhash spark dedupe", args.master)
     from ..spark.dedupe import dedupe_rows
     from ..warc.dedupe import write_report
@@ -120,6 +147,8 @@ def run_dedupe(args: argparse.Namespace) -> int:
         similarity=similarity,
         min_tokens=args.min_tokens,
         reader=args.reader,
+        save=args.save,
+        against=args.against,
     )
     write_report(rows, args.report, args.format)
     out = sys.stdout if args.report not in (None, "-") else sys.stderr

@@ -34,6 +34,10 @@ def record_ids(pages: Any) -> Any:
     return pages.withColumn("id", F.shiftleft(F.col("input").cast("long"), OFFSET_BITS) + F.col("offset"))
 
 
+STORED_COLUMNS = ["input", "file", "offset", "record_id", "uri", "date", "simhash", "tokens", "minhash"]
+"""What ``save`` writes of each fingerprinted record, and what ``against`` reads back."""
+
+
 def dedupe_rows(
     spark: Any,
     paths: Iterable[str | os.PathLike[str]],
@@ -42,10 +46,19 @@ def dedupe_rows(
     max_group: int = MAX_GROUP,
     mode: str = MODE,
     similarity: float = SIMILARITY,
+    save: str | None = None,
+    against: Iterable[str] = (),
     **options: Any,
 ) -> tuple[list[dict[str, Any]], list[Any]]:
     """(report rows as ``dedupe`` writes them, problem rows of the read). ``options`` as for
-    :func:`~scrapy_simhash.spark.fingerprint_archives`; ``mode`` and ``similarity`` as for ``dedupe``."""
+    :func:`~scrapy_simhash.spark.fingerprint_archives`; ``mode`` and ``similarity`` as for ``dedupe``.
+
+    ``save``: also write the fingerprinted records to this Parquet directory (any Hadoop URI), to be
+    given as ``against`` in a later run. ``against``: Parquet tables of earlier runs, the stored
+    collection: their records count as earlier than the new ones (tables in the order given), only
+    clusters joined by at least one pair with a new record are reported, and the stored archives are
+    not read again.
+    """
     from pyspark.sql import functions as F
 
     rule = Rule(mode=mode, distance=k, similarity=similarity)
@@ -55,8 +68,14 @@ def dedupe_rows(
         too_far = read.where(F.col("offset") >= (1 << OFFSET_BITS)).limit(1).count()
         if too_far:
             raise ValueError(f"a record offset is beyond {1 << OFFSET_BITS} bytes: not supported")
-        pages = record_ids(read.where(F.col("simhash").isNotNull() & F.col("problem").isNull()))
-        pairs = near_duplicates(pages, k, max_group=max_group, mode=mode, similarity=similarity)
+        fingerprinted = read.where(F.col("simhash").isNotNull() & F.col("problem").isNull())
+        if save:
+            fingerprinted.select(*STORED_COLUMNS).write.mode("errorifexists").parquet(save)
+        pages, new_col = _with_stored(spark, fingerprinted, list(against))
+        pages = record_ids(pages)
+        pairs = near_duplicates(
+            pages, k, max_group=max_group, mode=mode, similarity=similarity, new_col=new_col
+        )
         members = clusters(pairs.select("a", "b")).join(pages, "id").collect()
     finally:
         read.unpersist()
@@ -78,6 +97,30 @@ def dedupe_rows(
             role = "original" if i == 0 else "duplicate"
             rows.append(rule_row(number, meta, _page(member), first, role, rule))
     return rows, problems
+
+
+def _with_stored(spark: Any, fresh: Any, tables: list[str]) -> tuple[Any, str | None]:
+    """The new records after the stored ones: input positions shifted past every stored table's, so
+    that ``record_ids`` orders stored tables (in the order given) before this run's inputs."""
+    if not tables:
+        return fresh, None
+    from pyspark.sql import functions as F
+
+    parts, shift = [], 0
+    for table in tables:
+        stored = spark.read.parquet(table)
+        missing = [name for name in STORED_COLUMNS if name not in stored.columns]
+        if missing:
+            raise ValueError(f"{table}: not a table written by --save (no column {', '.join(missing)})")
+        top = stored.agg(F.max("input")).first()[0]
+        parts.append(stored.select(*STORED_COLUMNS).withColumn("input", F.col("input") + shift))
+        shift += 0 if top is None else int(top) + 1
+    fresh = fresh.select(*STORED_COLUMNS).withColumn("input", F.col("input") + shift)
+    stored_rows = parts[0]
+    for part in parts[1:]:
+        stored_rows = stored_rows.unionByName(part)
+    both = stored_rows.withColumn("new", F.lit(False)).unionByName(fresh.withColumn("new", F.lit(True)))
+    return both, "new"
 
 
 def _report_name(file: str) -> str:

@@ -1,4 +1,5 @@
-"""Crash tests' shared step: start a writer process, SIGKILL it at a random moment, return its acks."""
+"""Crash tests' shared steps: start a writer process, SIGKILL it at a random moment, return its acks;
+the verified index's writer program and the reading of its acks."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 
 def run_and_kill(child_code: str, path: Path, round_: int, rng: random.Random, sync: str) -> list[str]:
@@ -35,3 +38,71 @@ def run_and_kill(child_code: str, path: Path, round_: int, rng: random.Random, s
     if out and not out.endswith("\n"):  # killed in the middle of writing it: not an acknowledgement
         lines.pop()
     return lines
+
+
+VERIFIED_CHILD = r"""
+import random, sys
+import numpy as np
+from scrapy_simhash.index import open_index
+
+location, round_, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+sync = sys.argv[4] if len(sys.argv) > 4 else ""
+rng = random.Random(seed)
+index = open_index(location, synchronous=sync) if sync else open_index(location)
+print("OPEN", flush=True)
+
+def sketch(s):
+    return None if s < 0 else np.random.default_rng(s % 50).integers(0, 2**32, 128, dtype=np.uint32)
+
+done = []
+i = 0
+while True:
+    action = rng.random()
+    if action < 0.5:
+        key, h, s = f"r{round_}-{i}", rng.getrandbits(64) or 1, rng.randrange(-10, 1000)
+        if rng.random() < 0.6:
+            index.check_and_add(h, key, {"i": i}, sketch=sketch(s))
+        else:
+            index.add(h, key, {"i": i}, sketch=sketch(s))
+        print(f"A {key} {h:x} {s}", flush=True)
+        done.append(key)
+        i += 1
+    elif action < 0.85:
+        batch = []
+        for _ in range(rng.randint(1, 40)):
+            batch.append((f"r{round_}-{i}", rng.getrandbits(64) or 1, rng.randrange(-10, 1000)))
+            i += 1
+        index.add_many([(h, key, None, sketch(s)) for key, h, s in batch])
+        print("\n".join(f"A {key} {h:x} {s}" for key, h, s in batch), flush=True)
+        done.extend(key for key, _, _ in batch)
+    elif done:
+        key = done.pop(rng.randrange(len(done)))
+        print(f"D {key}", flush=True)
+        index.remove(key)
+        print(f"R {key}", flush=True)
+"""
+"""A verified index's writer (argv: location, round, seed[, synchronous]): check_and_add, add, add_many
+and remove at random, each acknowledged on stdout once it returned (``A key simhash sketch-seed``,
+``D key`` before a removal, ``R key`` after it)."""
+
+
+def crash_sketch(seed: int) -> np.ndarray | None:
+    """The sketch :data:`VERIFIED_CHILD` stored for ``seed`` (None: stored without one)."""
+    return None if seed < 0 else np.random.default_rng(seed % 50).integers(0, 2**32, 128, dtype=np.uint32)
+
+
+def acknowledged(
+    lines: list[str], present: dict[str, tuple[int, np.ndarray | None]]
+) -> tuple[dict[str, tuple[int, np.ndarray | None]], str | None]:
+    """``present`` updated with the child's acks, and the key whose removal was cut (either state)."""
+    removing = None
+    for line in lines:
+        kind, key, *rest = line.split()
+        if kind == "A":
+            present[key] = (int(rest[0], 16), crash_sketch(int(rest[1])))
+        elif kind == "D":
+            removing = key
+        else:
+            present.pop(key, None)
+            removing = None
+    return present, removing

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from crash_support import VERIFIED_CHILD, acknowledged, run_and_kill
 from redis_server import RedisServer
 
 from scrapy_simhash.fingerprint.minhash import MinHash
@@ -292,61 +293,14 @@ def test_dead_redis_gives_the_clear_error(tmp_path: Path) -> None:
 
 # -- SIGKILL during a busy insert loop --------------------------------------------------------------
 
-CHILD = r"""
-import random, sys
-import numpy as np
-from scrapy_simhash.index import open_index
-
-uri, round_, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-rng = random.Random(seed)
-index = open_index(uri)
-print("OPEN", flush=True)
-
-def sketch(s):
-    return None if s < 0 else np.random.default_rng(s % 40).integers(0, 2**32, 128, dtype=np.uint32)
-
-done = []
-i = 0
-while True:
-    action = rng.random()
-    if action < 0.6:
-        key, h, s = f"r{round_}-{i}", rng.getrandbits(64) or 1, rng.randrange(-5, 1000)
-        if rng.random() < 0.8:
-            index.check_and_add(h, key, {"i": i}, sketch=sketch(s))
-        else:
-            index.add(h, key, {"i": i}, sketch=sketch(s))
-        print(f"A {key} {h:x} {s}", flush=True)
-        done.append(key)
-        i += 1
-    elif action < 0.8:
-        batch = []
-        for _ in range(rng.randint(1, 80)):
-            batch.append((f"r{round_}-{i}", rng.getrandbits(64) or 1, rng.randrange(-5, 1000)))
-            i += 1
-        index.add_many([(h, key, None, sketch(s)) for key, h, s in batch])
-        print("\n".join(f"A {key} {h:x} {s}" for key, h, s in batch), flush=True)
-        done.extend(key for key, _, _ in batch)
-    elif done:
-        key = done.pop(rng.randrange(len(done)))
-        print(f"D {key}", flush=True)
-        index.remove(key)
-        print(f"R {key}", flush=True)
-"""
-
-
-def crash_sketch(s: int) -> np.ndarray | None:
-    return None if s < 0 else np.random.default_rng(s % 40).integers(0, 2**32, NV, dtype=np.uint32)
-
 
 def test_sigkill_leaves_no_sketch_without_row_and_loses_no_insert(server: RedisServer) -> None:
-    from crash_support import run_and_kill
-
     rng = random.Random(18)
     uri = f"{server.url}?prefix=kill-{uuid.uuid4().hex[:12]}"
     present: dict[str, tuple[int, np.ndarray | None]] = {}
     try:
         for round_ in range(10):
-            lines = run_and_kill(CHILD, uri, round_, rng, "")  # type: ignore[arg-type]
+            lines = run_and_kill(VERIFIED_CHILD, uri, round_, rng, "")  # type: ignore[arg-type]
             present, removing = acknowledged(lines, present)
             present = check_both_stores(uri, round_, present, removing)
         assert len(present) > 50
@@ -378,22 +332,6 @@ def check_both_stores(
         return {key: (h, None if key not in sketches else sketches[key].values) for key, h in stored.items()}
 
 
-def acknowledged(
-    lines: list[str], present: dict[str, tuple[int, np.ndarray | None]]
-) -> tuple[dict[str, tuple[int, np.ndarray | None]], str | None]:
-    removing = None
-    for line in lines:
-        kind, key, *rest = line.split()
-        if kind == "A":
-            present[key] = (int(rest[0], 16), crash_sketch(int(rest[1])))
-        elif kind == "D":
-            removing = key
-        else:
-            present.pop(key, None)
-            removing = None
-    return present, removing
-
-
 def test_redis_killed_during_busy_writes_keeps_both_stores_in_step(tmp_path: Path) -> None:
     """SIGKILL of redis-server itself (AOF, appendfsync always) mid-loop, then a restart from the AOF:
     a script's effects are one unit there, so no sketch is replayed without its simhash row."""
@@ -409,7 +347,7 @@ def test_redis_killed_during_busy_writes_keeps_both_stores_in_step(tmp_path: Pat
     try:
         for round_ in range(8):
             child = subprocess.Popen(
-                [sys.executable, "-c", CHILD, uri, str(round_), str(rng.getrandbits(32))],
+                [sys.executable, "-c", VERIFIED_CHILD, uri, str(round_), str(rng.getrandbits(32))],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,

@@ -519,72 +519,19 @@ def test_lost_sketch_namespace_raises_index_lost(server: RedisServer) -> None:
 
 # -- crash safety ---------------------------------------------------------------------------------
 
-CHILD = r"""
-import random, sys
-import numpy as np
-from scrapy_simhash.index import open_index
-
-path, round_, seed, sync = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-rng = random.Random(seed)
-index = open_index(path, synchronous=sync)
-print("OPEN", flush=True)
-
-def sketch(s):
-    return None if s < 0 else np.random.default_rng(s % 50).integers(0, 2**32, 128, dtype=np.uint32)
-
-done = []
-i = 0
-while True:
-    action = rng.random()
-    if action < 0.5:
-        key, h, s = f"r{round_}-{i}", rng.getrandbits(64) or 1, rng.randrange(-10, 1000)
-        if rng.random() < 0.5:
-            index.check_and_add(h, key, {"i": i}, sketch=sketch(s))
-        else:
-            index.add(h, key, {"i": i}, sketch=sketch(s))
-        print(f"A {key} {h:x} {s}", flush=True)
-        done.append(key)
-        i += 1
-    elif action < 0.85:
-        batch = []
-        for _ in range(rng.randint(1, 20)):
-            batch.append((f"r{round_}-{i}", rng.getrandbits(64) or 1, rng.randrange(-10, 1000)))
-            i += 1
-        index.add_many([(h, key, None, sketch(s)) for key, h, s in batch])
-        print("\n".join(f"A {key} {h:x} {s}" for key, h, s in batch), flush=True)
-        done.extend(key for key, _, _ in batch)
-    elif done:
-        key = done.pop(rng.randrange(len(done)))
-        print(f"D {key}", flush=True)
-        index.remove(key)
-        print(f"R {key}", flush=True)
-"""
-
-
-def crash_sketch(s: int) -> np.ndarray | None:
-    return None if s < 0 else np.random.default_rng(s % 50).integers(0, 2**32, NV, dtype=np.uint32)
-
 
 @pytest.mark.parametrize("sync", ["full", "normal"])
 def test_sigkill_loses_no_acknowledged_insert(tmp_path: Path, sync: str) -> None:
-    from crash_support import run_and_kill
+    from crash_support import VERIFIED_CHILD, acknowledged, run_and_kill
 
     rng = random.Random(13)
     path = tmp_path / "ix"
     present: dict[str, tuple[int, np.ndarray | None]] = {}
     all_orphans: set[str] = set()
     for round_ in range(12):
-        in_doubt = None
-        for line in run_and_kill(CHILD, path, round_, rng, sync):
-            kind, key, *rest = line.split()
-            if kind == "A":
-                present[key] = (int(rest[0], 16), crash_sketch(int(rest[1])))
-            elif kind == "D":
-                in_doubt = key
-            else:
-                present.pop(key, None)
-                in_doubt = None
-        if in_doubt is not None:
+        lines = run_and_kill(VERIFIED_CHILD, path, round_, rng, sync)
+        present, in_doubt = acknowledged(lines, present)
+        if in_doubt is not None:  # cut during remove: either state
             present.pop(in_doubt, None)
         with open_index(path) as index:
             stored = {m.key: m.simhash for m in index}

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import random
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from spark_support import local_spark
 
 from scrapy_simhash.index.batch import clusters as batch_clusters
 from scrapy_simhash.index.batch import popcount64
@@ -38,20 +37,8 @@ U64 = (1 << 64) - 1
 
 @pytest.fixture(scope="module")
 def spark():
-    from pyspark.sql import SparkSession
-
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("scrapy-simhash-tests")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.default.parallelism", "2")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    with local_spark("scrapy-simhash-tests") as session:
+        yield session
 
 
 # -- signed longs ------------------------------------------------------------------------------------

@@ -5,14 +5,13 @@ split into blocks, a stored collection and forced key collisions."""
 from __future__ import annotations
 
 import itertools
-import os
 import random
-import sys
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from spark_support import local_spark
 
 from scrapy_simhash.decision import DEFAULT_RULE, Rule
 from scrapy_simhash.fingerprint.minhash import MinHash
@@ -33,20 +32,8 @@ Page = tuple[int, "np.ndarray | None"]
 
 @pytest.fixture(scope="module")
 def spark():
-    from pyspark.sql import SparkSession
-
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("scrapy-simhash-bands-tests")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.default.parallelism", "2")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    with local_spark("scrapy-simhash-bands-tests") as session:
+        yield session
 
 
 def _flip(value: int, bits: int, rnd: random.Random) -> int:

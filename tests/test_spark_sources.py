@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from spark_support import local_spark
 
 from scrapy_simhash.warc.pipeline import plan_inputs
 
@@ -51,24 +51,14 @@ def work(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def spark(corpus, work):
-    from pyspark.sql import SparkSession
-
-    os.environ["PYSPARK_PYTHON"] = sys.executable
     (work / "spark-local").mkdir()
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("scrapy-simhash-sources-tests")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.default.parallelism", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.local.dir", str(work / "spark-local"))
-        .config("spark.hadoop.fs.viewfs.mounttable.corpus.link./warcs", (corpus / "warcs").as_uri())
-        .config("spark.hadoop.fs.viewfs.mounttable.corpus.link./work", (work / "data").as_uri())
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    config = {
+        "spark.local.dir": str(work / "spark-local"),
+        "spark.hadoop.fs.viewfs.mounttable.corpus.link./warcs": (corpus / "warcs").as_uri(),
+        "spark.hadoop.fs.viewfs.mounttable.corpus.link./work": (work / "data").as_uri(),
+    }
+    with local_spark("scrapy-simhash-sources-tests", **config) as session:
+        yield session
 
 
 def _data(work: Path, name: str) -> Path:

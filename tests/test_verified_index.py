@@ -355,6 +355,48 @@ def test_reset_empties_both_stores(tmp_path: Path) -> None:
         assert index.query(5, sketch=sketch_of(8)) == [] and len(index.sketches) == 0
 
 
+def test_lookups_skip_the_simhash_tables_only_while_every_page_has_a_sketch(tmp_path: Path) -> None:
+    """Embedded: with no page stored without sketch, a lookup with a sketch needs no simhash probe (only
+    such pages are judged by simhash); the answers stay the rule's as pages without sketch come and go,
+    and across a reopen (the set is rebuilt from both stores)."""
+    path = tmp_path / "ix"
+    h = 0x0123456789ABCDEF
+    model = Model()
+
+    def check(index: VerifiedIndex, probing: bool) -> None:
+        assert index._probing() is probing
+        for q, sk in [(h, sketch_of(30)), (h ^ 0b11, sketch_of(31)), (h ^ 0xFF00, sketch_of(30))]:
+            assert rows(index.query(q, sketch=sk)) == model.query(q, sk)
+        many = index.query_many([h, h ^ 0b11], sketches=np.stack([sketch_of(30), sketch_of(31)]))
+        want = [model.query(h, sketch_of(30)), model.query(h ^ 0b11, sketch_of(31))]
+        assert [rows(m) for m in many] == want
+
+    def add(index: VerifiedIndex, simhash: int, key: str, sketch: np.ndarray | None) -> None:
+        index.add(simhash, key, {"k": key}, sketch=sketch)
+        model.add(simhash, key, {"k": key}, sketch)
+
+    with open_index(path) as index:
+        add(index, h ^ 0b1, "a", sketch_of(30))
+        add(index, h ^ 0xFF000000, "b", sketch_of(30))  # far by simhash, same sketch
+        check(index, probing=False)
+        add(index, h ^ 0b10, "legacy", None)  # judged by simhash: the tables are probed again
+        check(index, probing=True)
+    with open_index(path) as index:
+        check(index, probing=True)
+        assert index.add_sketch("legacy", sketch_of(31))
+        model.rows["legacy"] = (*model.rows["legacy"][:1], sketch_of(31), *model.rows["legacy"][2:])
+        check(index, probing=False)
+        index.check_and_add(h ^ 0b100, "c", {"k": "c"})
+        model.add(h ^ 0b100, "c", {"k": "c"}, None)
+        check(index, probing=True)
+        assert index.remove("c")
+        del model.rows["c"]
+        check(index, probing=False)
+        index.add_many([(h ^ 0b1000, "d", None), (h ^ 0b1000, "d", None, sketch_of(32))])
+        model.add(h ^ 0b1000, "d", None, sketch_of(32))
+        check(index, probing=False)
+
+
 def test_simhash_mode_over_a_verified_index_leaves_no_stale_sketch(backend: Backend) -> None:
     path = backend.location()
     h, old = 0x5555AAAA5555AAAA, sketch_of(21)

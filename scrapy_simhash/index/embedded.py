@@ -442,6 +442,12 @@ class SimhashIndex(NearDuplicateIndex):
     def __len__(self) -> int:
         return self._count
 
+    def keys(self) -> list[str]:
+        """Every stored key, in no particular order (one read of the database, no rows decoded)."""
+        with self._lock:
+            self._check_open()
+            return list(self._store.keys())
+
     def __iter__(self) -> Iterator[Match]:
         """Every stored fingerprint, oldest first (distance 0)."""
         self._check_open()

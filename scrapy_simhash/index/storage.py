@@ -372,6 +372,17 @@ class Store(RowDatabase):
             return np.zeros(0, np.int64), np.zeros(0, np.uint64)
         return np.concatenate(seqs_parts), np.concatenate(hash_parts)
 
+    def keys(self, batch: int = 100_000) -> Iterator[str]:
+        """Every stored key (keys only: the rows' checks are verified where rows are read)."""
+        with self._reading():
+            cursor = self.conn.execute("SELECT key FROM entries")
+            while True:
+                chunk = cursor.fetchmany(batch)
+                if not chunk:
+                    return
+                for (key,) in chunk:
+                    yield key
+
     def iterate(self, batch: int = 10_000) -> Iterator[tuple[int, str, int, dict[str, Any]]]:
         """Every row as (seq, key, simhash, meta), oldest first, each verified."""
         with self._reading():

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,14 @@ class VerifiedIndex(NearDuplicateIndex):
             from .redis_verified import pair_for
 
             self._pair = pair_for(simhashes, sketches)
+        self._legacy: set[str] | None = None
+        """Embedded: the keys stored without a sketch (exact: one writer). While it is empty, a lookup
+        with a sketch needs no simhash-table probe: only pages without sketch are judged by simhash.
+        None (Redis: other processes write; no sketch store): always probe."""
+        if sketches is not None and not self._meta_in_answers:
+            keys = getattr(simhashes, "keys", None)
+            if keys is not None:
+                self._legacy = set(keys()).difference(sketches.keys())
 
     # -- helpers ---------------------------------------------------------------------------------
     def _sketch_values(self, sketch: Any) -> np.ndarray | None:
@@ -192,12 +201,31 @@ class VerifiedIndex(NearDuplicateIndex):
             if self._pair is not None:  # Redis: 50 rows per atomic script over both stores
                 sketch_meta = [None if v is None else self._sketch_meta(h, m) for h, _, m, v in rows]
                 return self._pair.add_many([(*row, sm) for row, sm in zip(rows, sketch_meta, strict=True)])
-            if with_sketch:
-                self._writable_sketches().add_many(with_sketch)
-            for key in without:  # a page replaced by one without sketch loses its old sketch
-                if self._has_sketch(key):
-                    self._writable_sketches().remove(key)
-            return self.simhashes.add_many([(h, key, meta) for h, key, meta, _ in rows])
+            with self._tracking_legacy():
+                if with_sketch:
+                    self._writable_sketches().add_many(with_sketch)
+                for key in without:  # a page replaced by one without sketch loses its old sketch
+                    if self._has_sketch(key):
+                        self._writable_sketches().remove(key)
+                added = self.simhashes.add_many([(h, key, meta) for h, key, meta, _ in rows])
+                if self._legacy is not None:
+                    self._legacy.difference_update(key for key, _, _ in with_sketch)
+                    self._legacy.update(without)
+                return added
+
+    @contextmanager
+    def _tracking_legacy(self) -> Iterator[None]:
+        """Around a write: if it fails half-way, stop trusting the set of pages without sketch."""
+        try:
+            yield
+        except BaseException:
+            self._legacy = None
+            raise
+
+    def _probing(self) -> bool:
+        """Whether a lookup with a sketch must probe the simhash tables: some page lacks a sketch
+        (or, on Redis, nobody here can tell), so it may be judged by simhash alone."""
+        return self._legacy is None or bool(self._legacy)
 
     def _writable_sketches(self) -> Any:
         if self.sketches is None:
@@ -228,9 +256,12 @@ class VerifiedIndex(NearDuplicateIndex):
                 sketch_found = self._writable_sketches().check_and_add(key, values, sketch_meta, **self._lean)
             elif had:
                 self._writable_sketches().remove(key)
-            # the matches' rows as they are before this insert (it may replace one: its own key)
-            before = self._get_many([found.key for found in sketch_found]) if sketch_found else None
-            simhash_found = self.simhashes.check_and_add(simhash, key, meta)
+            with self._tracking_legacy():
+                # the matches' rows as they are before this insert (it may replace one: its own key)
+                before = self._get_many([found.key for found in sketch_found]) if sketch_found else None
+                simhash_found = self.simhashes.check_and_add(simhash, key, meta)
+                if self._legacy is not None:
+                    (self._legacy.add if values is None else self._legacy.discard)(key)
             return self._combine(simhash, sketch_found, simhash_found, self.k, (key, had), before)
 
     def add_sketch(self, key: str, sketch: Any) -> bool:
@@ -250,15 +281,21 @@ class VerifiedIndex(NearDuplicateIndex):
                 return False
             meta = self._sketch_meta(stored.simhash, stored.meta)
             self._writable_sketches().add_many([(key, values, meta)])
+            if self._legacy is not None:
+                self._legacy.discard(key)
             return True
 
     def remove(self, key: str) -> bool:
         with self._writing:
             if self._pair is not None:
                 return self._pair.remove(key)
-            if self._has_sketch(key):
-                self._writable_sketches().remove(key)
-            return self.simhashes.remove(key)
+            with self._tracking_legacy():
+                if self._has_sketch(key):
+                    self._writable_sketches().remove(key)
+                removed = self.simhashes.remove(key)
+                if self._legacy is not None:
+                    self._legacy.discard(key)
+                return removed
 
     # -- reads -----------------------------------------------------------------------------------
     def query(self, simhash: int, k: int | None = None, *, sketch: Any = None) -> list[Match]:
@@ -267,7 +304,8 @@ class VerifiedIndex(NearDuplicateIndex):
         sketch_found = None
         if values is not None:
             sketch_found = [] if self.sketches is None else self.sketches.query(values, **self._lean)
-        return self._combine(int(simhash), sketch_found, self.simhashes.query(simhash, k), k)
+        near = self.simhashes.query(simhash, k) if values is None or self._probing() else []
+        return self._combine(int(simhash), sketch_found, near, k)
 
     def query_many(  # type: ignore[override]
         self, simhashes: Iterable[int], k: int | None = None, *, sketches: Iterable[Any] | None = None
@@ -296,7 +334,10 @@ class VerifiedIndex(NearDuplicateIndex):
                 answers = self.sketches.query_many(matrix, **self._lean)
             for i, answer in zip(with_sketch, answers, strict=True):
                 sketch_found[i] = answer
-        simhash_found = self.simhashes.query_many(hashes, k)
+        if len(with_sketch) < len(hashes) or self._probing():
+            simhash_found = self.simhashes.query_many(hashes, k)
+        else:  # every page stored and asked has a sketch: the sketches decide alone
+            simhash_found = [[] for _ in hashes]
         farther = {  # sketch matches beyond k, for the whole batch: one read of the simhash store
             found.key
             for answer, near in zip(sketch_found, simhash_found, strict=True)

@@ -83,12 +83,10 @@ def _open(location: str, k: int, reset: bool, sync: str, rule: dict[str, Any]) -
 
 
 def _clear(index: NearDuplicateIndex, location: str) -> None:
-    """SIMHASH_RESET on a server index: every store it has (a verified index: the sketches too)."""
-    stores = [getattr(index, "simhashes", index), getattr(index, "sketches", None)]
-    clears = [getattr(store, "clear", None) for store in stores if store is not None]
-    if not clears or None in clears:
+    """SIMHASH_RESET on a server index: every store it has (a verified index clears its sketches too)."""
+    clear = getattr(index, "clear", None)
+    if clear is None:
         index.close()
         raise ValueError(f"SIMHASH_RESET is not supported by the index at {location}")
     logger.info("SIMHASH_RESET: clearing the index at %s", location)
-    for clear in clears:
-        clear()
+    clear()

@@ -36,8 +36,7 @@ def index(server: RedisServer) -> Iterator[VerifiedIndex]:
     opened = open_index(f"{server.url}?prefix=one-{uuid.uuid4().hex[:12]}")
     assert isinstance(opened, VerifiedIndex)
     yield opened
-    opened.simhashes.clear()
-    opened.sketches.clear(reopen=False)
+    opened.clear()
     opened.close()
 
 
@@ -238,8 +237,7 @@ def test_four_processes_racing_see_only_whole_pages(server: RedisServer) -> None
     assert len(seqs) >= 3 * len(clusters) and all(seq > 0 for seq in seqs)
     with open_index(uri) as index:
         assert len(index) == 4 * len(clusters) and index.stats()["without_sketch"] == 0
-        index.simhashes.clear()
-        index.sketches.clear(reopen=False)
+        index.clear()
 
 
 # -- a lost or dead Redis --------------------------------------------------------------------------
@@ -306,8 +304,7 @@ def test_sigkill_leaves_no_sketch_without_row_and_loses_no_insert(server: RedisS
         assert len(present) > 50
     finally:
         with open_index(uri) as index:
-            index.simhashes.clear()
-            index.sketches.clear(reopen=False)
+            index.clear()
 
 
 def check_both_stores(

@@ -62,8 +62,7 @@ class Backend:
             return
         for location in self.opened:
             with open_index(location) as index:
-                index.simhashes.clear()
-                index.sketches.clear(reopen=False)
+                index.clear()
 
 
 @pytest.fixture(params=["embedded", "redis"])
@@ -299,6 +298,22 @@ def test_replaced_without_sketch_loses_its_sketch_and_remove_forgets_both(backen
         assert not index.remove("last")
 
 
+def test_clear_empties_both_stores_and_the_index_stays_usable(backend: Backend) -> None:
+    h = 0x1111222233334444
+    with backend.open() as index:
+        index.add(h, "page", {"v": 1}, sketch=sketch_of(40))
+        index.add(h ^ 0b1, "legacy", {"v": 1})
+        if backend.server is None:
+            with pytest.raises(ValueError, match="reset=True"):
+                index.clear()
+            return
+        assert index.clear() > 0
+        assert len(index) == 0 and index.sketch("page") is None
+        assert index.query(h, sketch=sketch_of(40)) == [] and index.stats()["without_sketch"] == 0
+        index.add(h, "again", sketch=sketch_of(40))
+        assert [m.key for m in index.query(h, sketch=sketch_of(40))] == ["again"]
+
+
 def test_bad_item_in_a_batch_stores_nothing(backend: Backend) -> None:
     with backend.open() as index:
         for bad in [
@@ -531,8 +546,7 @@ def test_four_processes_racing_record_one_original_per_cluster(server: RedisServ
         assert len(index) == 6 * len(clusters) and index.stats()["without_sketch"] == 0
         h, sketch = clusters[0][0]
         assert {m.key for m in index.query(h, sketch=sketch)} == {f"c0-m{m}" for m in range(6)}
-        index.simhashes.clear()
-        index.sketches.clear(reopen=False)
+        index.clear()
 
 
 def test_lost_sketch_namespace_raises_index_lost(server: RedisServer) -> None:

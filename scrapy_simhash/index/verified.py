@@ -388,6 +388,16 @@ class VerifiedIndex(NearDuplicateIndex):
     def compact(self) -> None:
         self.simhashes.compact()
 
+    def clear(self) -> int:
+        """Empty a server index: both stores' namespaces (the sketches first: a sketch must never outlive
+        its page), each created again empty with its settings. Returns the number of keys deleted.
+        An embedded index is emptied by opening it with ``reset=True``."""
+        clear = getattr(self.simhashes, "clear", None)
+        if clear is None:
+            raise ValueError(f"{self!r} cannot be cleared in place: open it with reset=True")
+        deleted = 0 if self.sketches is None else self.sketches.clear()
+        return deleted + clear()
+
     def stats(self) -> dict[str, Any]:
         out = dict(self.simhashes.stats())
         sketch_stats = {} if self.sketches is None else self.sketches.stats()

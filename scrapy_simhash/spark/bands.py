@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..decision import Rule
-from .pairs import MAX_GROUP, shared_groups
+from .pairs import MAX_GROUP, block_partners, shared_groups
 
 _MASK = (1 << 64) - 1
 _MAGIC_BYTES = 4
@@ -170,15 +170,7 @@ def _band_candidates(item: tuple[tuple[int, ...], Iterable[Member]]) -> Iterator
         return
     ids = [m[0] for m in members]
     new = np.array([m[2] for m in members], dtype=bool)
-    if first == second:
-        left = right = np.arange(len(members))
-        within = True
-    else:
-        in_block = np.array([m[1] for m in members])
-        left, right = np.flatnonzero(in_block == first), np.flatnonzero(in_block == second)
-        within = False
-    for n, i in enumerate(left.tolist()):
-        others = right[n + 1 :] if within else right
+    for i, others in block_partners([m[1] for m in members], first, second):
         if not new[i]:
             others = others[new[others]]
         for j in others.tolist():

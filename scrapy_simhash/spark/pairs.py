@@ -218,6 +218,21 @@ def _group_item(row: Any) -> tuple[tuple[int, ...], list[Member]]:
     return (row[0], row[1], row[2], row[3]), [(m[0], m[1] & _MASK, m[2], m[3]) for m in row[4]]
 
 
+def block_partners(blocks: list[int], first: int, second: int) -> Iterator[tuple[int, np.ndarray]]:
+    """Each member ``i`` of a group with the members it is paired with: the later members of the same
+    group (``first == second``: a whole group, or a block with itself), else every member of block
+    ``second`` for each member of block ``first`` (``blocks``: each member's block)."""
+    if first == second:
+        everyone = np.arange(len(blocks))
+        for i in range(len(blocks)):
+            yield i, everyone[i + 1 :]
+        return
+    in_block = np.array(blocks)
+    right = np.flatnonzero(in_block == second)
+    for i in np.flatnonzero(in_block == first).tolist():
+        yield i, right
+
+
 def _group_pairs(
     layout: Layout, k: int, item: tuple[tuple[int, ...], Iterable[Member]]
 ) -> Iterator[tuple[Any, Any, int]]:
@@ -230,15 +245,7 @@ def _group_pairs(
     hashes = np.array([m[1] for m in members], dtype=np.uint64)
     new = np.array([m[3] for m in members], dtype=bool)
     earlier = layout.keys(hashes)[:, :table] if table else None
-    if first == second:
-        left = right = np.arange(len(members))
-        within = True
-    else:
-        in_block = np.array([m[2] for m in members])
-        left, right = np.flatnonzero(in_block == first), np.flatnonzero(in_block == second)
-        within = False
-    for n, i in enumerate(left.tolist()):
-        others = right[n + 1 :] if within else right
+    for i, others in block_partners([m[2] for m in members], first, second):
         if not others.size:
             continue
         distance = popcount64(hashes[others] ^ hashes[i])

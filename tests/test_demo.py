@@ -48,21 +48,28 @@ def test_make_demo_installs_once_and_again_when_pyproject_changes(venv: Path) ->
     assert "pip install" not in _make_n("test", venv)  # make test shares the stamp
 
 
-def test_the_demo_explains_the_extra_rows(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
+    """One run of the demo (a crawl of its local site), read by the tests below."""
+    out = tmp_path_factory.mktemp("demo") / "out"
     proc = subprocess.run(
-        [sys.executable, str(REPO / "example_project" / "demo.py"), "--out", str(tmp_path / "out")],
+        [sys.executable, str(REPO / "example_project" / "demo.py"), "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    served = int(re.search(r"Serving (\d+) pages", proc.stdout)[1])
-    table = proc.stdout.split("near-duplicate of\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    return proc
+
+
+def test_the_demo_explains_the_extra_rows(demo: subprocess.CompletedProcess[str]) -> None:
+    served = int(re.search(r"Serving (\d+) pages", demo.stdout)[1])
+    table = demo.stdout.split("near-duplicate of\n", 1)[1].split("\n\n", 1)[0].splitlines()
     variants = [line for line in table if "?utm_source=" in line]
     assert variants and len(table) == served + len(variants)
-    note = re.search(r"(\d+) rows for the (\d+) pages the site serves: (\d+) link", proc.stdout)
+    note = re.search(r"(\d+) rows for the (\d+) pages the site serves: (\d+) link", demo.stdout)
     assert note and tuple(map(int, note.groups())) == (len(table), served, len(variants))
-    assert "tracking parameters" in proc.stdout and "separate page" in proc.stdout
+    assert "tracking parameters" in demo.stdout and "separate page" in demo.stdout
     for line in variants:  # each variant is caught as a near-duplicate of the URL without the parameters
         url, _, similarity, bits, original = line.split()
         assert original == url.split("?")[0] and (similarity, bits) == ("100%", "0")
@@ -73,17 +80,12 @@ def _demo_rows(stdout: str) -> dict[str, list[str]]:
     return {line.split()[0]: line.split()[1:] for line in table}
 
 
-def test_the_demo_catches_an_edit_and_appended_comments_and_shows_the_similarity(tmp_path: Path) -> None:
+def test_the_demo_catches_an_edit_and_appended_comments_and_shows_the_similarity(
+    demo: subprocess.CompletedProcess[str],
+) -> None:
     """The planted one-sentence edit and appended-comments copies are caught by the default (verified)
     rule though their simhashes are more than 3 bits off; different articles of one template are not."""
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "example_project" / "demo.py"), "--out", str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    rows = _demo_rows(proc.stdout)
+    rows = _demo_rows(demo.stdout)
     for kind in ("corrected", "comments"):
         planted = {path: cells for path, cells in rows.items() if f"-{kind}.html" in path}
         assert len(planted) >= 2, kind
@@ -96,4 +98,4 @@ def test_the_demo_catches_an_edit_and_appended_comments_and_shows_the_similarity
         story = re.search(r"story-\d+", path)
         if len(cells) == 4:
             assert story and story[0] in cells[3], (path, cells)
-    assert "Different articles share one template: none is a near-duplicate of another." in proc.stdout
+    assert "Different articles share one template: none is a near-duplicate of another." in demo.stdout

@@ -497,3 +497,108 @@ def test_native_bucket_lookup_finds_exactly_what_numpy_finds(
     as_sets = [set(zip(q.tolist(), i.tolist(), strict=True)) for q, i in found]
     assert as_sets[0] == as_sets[1]
     assert len(found[0][0]) == len(found[1][0])
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    stored=st.integers(1, 40),
+    asked=st.integers(1, 6),
+    shape=st.sampled_from([(16, 4, 4), (16, 3, 5), (12, 2, 2), (8, 8, 1)]),
+    keep=st.floats(0.0, 1.0),
+    seed=st.integers(0, 2**32 - 1),
+    threshold=st.sampled_from([0.3, 0.5, 0.8]),
+)
+def test_native_verification_counts_exactly_what_numpy_counts(
+    stored: int, asked: int, shape: tuple[int, int, int], keep: float, seed: int, threshold: float
+) -> None:
+    """The C verification (equal values counted, band checked, threshold applied) against the numpy
+    path, for candidates of one query and of a batch, values left past the bands included; then
+    the index's answers with it equal brute force over the stored sketches."""
+    from scrapy_simhash.index import lsh as lsh_module
+
+    if lsh_module._native_verify is None:
+        pytest.skip("the C extension is not built")
+    num_values, bands, rows = shape
+    rng = np.random.default_rng(seed)
+    small = rng.integers(0, 3, size=(stored, num_values), dtype=np.uint32)  # few values: many equal
+    index = MinHashLSH(threshold, num_values, bands=bands, rows=rows)
+    for i, sketch in enumerate(small):
+        index.add(f"k{i}", sketch)
+    queries = small[rng.integers(0, stored, size=asked)].copy()
+    change = rng.random(queries.shape) >= keep
+    queries[change] = rng.integers(0, 3, size=int(change.sum()), dtype=np.uint32)
+    ids = np.repeat(np.arange(stored), asked)
+    query_of = np.tile(np.arange(asked), stored)
+    for of in (query_of, None):
+        native = index._counts(ids, queries, of, native=True)
+        numpy_counts = index._counts(ids, queries, of, native=False)
+        assert native.tolist() == numpy_counts.tolist()
+    for q in queries:
+        equal = small == q
+        banded = equal[:, : bands * rows].reshape(stored, bands, rows).all(axis=2).any(axis=1)
+        counts = equal.sum(axis=1)
+        want = sorted(
+            (
+                (f"k{i}", counts[i] / num_values)
+                for i in range(stored)
+                if banded[i] and counts[i] >= index.min_matches
+            ),
+            key=lambda kv: (-kv[1], int(kv[0][1:])),
+        )
+        assert index.query(q) == want
+    assert index.query_many(queries) == [index.query(q) for q in queries]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    stored=st.integers(0, 60),
+    shape=st.sampled_from([(16, 4, 4), (128, 32, 4)]),
+)
+def test_the_index_answers_alike_with_and_without_the_c_extension(
+    seed: int, stored: int, shape: tuple[int, int, int]
+) -> None:
+    """Band keys, lookups and verification in C give exactly the pure-numpy answers (the
+    extension is optional), with recent inserts pending, merged and removed."""
+    from scrapy_simhash.index import lsh as lsh_module
+    from scrapy_simhash.index import lsh_bands, lsh_buckets
+
+    num_values, bands, rows = shape
+    rng = np.random.default_rng(seed)
+    seeds = rng.integers(0, 2**32, size=(max(1, stored // 4), num_values), dtype=np.uint32)
+    sketches = seeds[rng.integers(0, seeds.shape[0], size=stored)]
+    sketches[rng.random(sketches.shape) < 0.3] = 7
+    queries = np.concatenate(
+        [sketches[: stored // 2], rng.integers(0, 2**32, size=(3, num_values), dtype=np.uint32)]
+    )
+    natives = ("_native_query", "_native_verify"), ("_native_keys",), ("_native_lookup",)
+    modules = (lsh_module, lsh_bands, lsh_buckets)
+    answers = []
+    for native in (True, False):
+        saved = [
+            {name: getattr(m, name) for name in names} for m, names in zip(modules, natives, strict=True)
+        ]
+        try:
+            if not native:
+                for m, names in zip(modules, natives, strict=True):
+                    for name in names:
+                        setattr(m, name, None)
+            index = MinHashLSH(0.5, num_values, bands=bands, rows=rows, pending_limit=16)
+            assert index._hasher.keys_many(queries).tolist() == [
+                index._hasher.keys(q).tolist() for q in queries
+            ]
+            got = [index._hasher.keys_many(queries).tolist()]
+            for i, sketch in enumerate(sketches):
+                index.add(f"k{i}", sketch)
+                if i % 7 == 3:
+                    index.remove(f"k{i - 1}")
+                if i % 5 == 0:
+                    got.append([index.query(q) for q in queries[:4]])
+            got.append([index.query(q) for q in queries])
+            got.append(index.query_many(queries))
+            answers.append(got)
+        finally:
+            for m, values in zip(modules, saved, strict=True):
+                for name, value in values.items():
+                    setattr(m, name, value)
+    assert answers[0] == answers[1]

@@ -307,11 +307,247 @@ done:
     return result;
 }
 
+/* sketch_verify(sketches, num_values, ids, query_of, queries, bands, rows, min_matches) -> counts bytes
+ *
+ * The LSH index's verification (lsh.MinHashLSH._verify and query_many) in one pass: for each
+ * candidate ``ids[j]`` (a row of the uint32 ``sketches`` matrix) against query ``query_of[j]``
+ * (a row of ``queries``; ``query_of`` empty: query 0 for all), count the equal values and check
+ * that at least one of the first ``bands`` bands of ``rows`` values is equal in full. Output:
+ * one int32 per candidate, the count when both hold and ``count >= min_matches``, else -1. */
+static PyObject *sketch_verify(PyObject *self, PyObject *args) {
+    Py_buffer sk, ids, qof, qs;
+    int nv, bands, rows, min_matches;
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*iy*y*y*iii", &sk, &nv, &ids, &qof, &qs, &bands, &rows, &min_matches))
+        return NULL;
+    Py_ssize_t m = ids.len / 8, nrows = nv > 0 ? sk.len / (4 * (Py_ssize_t)nv) : 0;
+    Py_ssize_t nq = nv > 0 ? qs.len / (4 * (Py_ssize_t)nv) : 0;
+    if (nv < 1 || bands < 1 || rows < 1 || (Py_ssize_t)bands * rows > nv || ids.len % 8 ||
+        sk.len % (4 * (Py_ssize_t)nv) || qs.len % (4 * (Py_ssize_t)nv) || nq < 1 ||
+        (qof.len != 0 && qof.len != ids.len)) {
+        PyErr_SetString(PyExc_ValueError, "sketch_verify: inconsistent array sizes");
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize(NULL, m * 4);
+    if (!result) goto done;
+    {
+        int32_t *out = (int32_t *)PyBytes_AS_STRING(result);
+        const uint32_t *S = sk.buf, *Q = qs.buf;
+        const int64_t *I = ids.buf, *QO = qof.len ? (const int64_t *)qof.buf : NULL;
+        for (Py_ssize_t j = 0; j < m; j++) {
+            int64_t i = I[j], q = QO ? QO[j] : 0;
+            if (i < 0 || i >= nrows || q < 0 || q >= nq) {
+                Py_DECREF(result);
+                result = NULL;
+                PyErr_SetString(PyExc_IndexError, "sketch_verify: a candidate or query index is out of range");
+                goto done;
+            }
+            const uint32_t *a = S + (size_t)i * nv, *b = Q + (size_t)q * nv;
+            int count = 0, banded = 0;
+            for (int band = 0, at = 0; band < bands; band++) {
+                int equal = 0;
+                for (int r = 0; r < rows; r++, at++) equal += a[at] == b[at];
+                count += equal;
+                banded |= equal == rows;
+            }
+            for (int at = bands * rows; at < nv; at++) count += a[at] == b[at];
+            out[j] = (banded && count >= min_matches) ? count : -1;
+        }
+    }
+done:
+    PyBuffer_Release(&sk);
+    PyBuffer_Release(&ids);
+    PyBuffer_Release(&qof);
+    PyBuffer_Release(&qs);
+    return result;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct {
+    int64_t id;
+    int32_t count;
+} scored_t;
+
+static int cmp_scored(const void *a, const void *b) {
+    const scored_t *x = a, *y = b;
+    if (x->count != y->count) return x->count > y->count ? -1 : 1; /* best first */
+    return (x->id > y->id) - (x->id < y->id);                       /* then oldest */
+}
+
+static inline uint64_t fmix64(uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xFF51AFD7ED558CCDULL;
+    h ^= h >> 33;
+    h *= 0xC4CEB9FE1A85EC53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
+/* band_keys(sketches, num_values, multipliers, offsets, bands, rows) -> uint64 bytes (n x bands)
+ *
+ * lsh_bands.BandHasher's keys in one pass: key[t] = fmix64(O[t] + sum_j M[t*rows+j] * v[t*rows+j]). */
+static PyObject *band_keys(PyObject *self, PyObject *args) {
+    Py_buffer sk, mult, offs;
+    int nv, bands, rows;
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*iy*y*ii", &sk, &nv, &mult, &offs, &bands, &rows)) return NULL;
+    if (nv < 1 || bands < 1 || rows < 1 || (Py_ssize_t)bands * rows > nv || sk.len % (4 * (Py_ssize_t)nv) ||
+        mult.len != 8 * (Py_ssize_t)bands * rows || offs.len != 8 * (Py_ssize_t)bands) {
+        PyErr_SetString(PyExc_ValueError, "band_keys: inconsistent array sizes");
+        goto done;
+    }
+    {
+        Py_ssize_t n = sk.len / (4 * (Py_ssize_t)nv);
+        result = PyBytes_FromStringAndSize(NULL, n * bands * 8);
+        if (!result) goto done;
+        uint64_t *out = (uint64_t *)PyBytes_AS_STRING(result);
+        const uint32_t *S = sk.buf;
+        const uint64_t *M = mult.buf, *O = offs.buf;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const uint32_t *v = S + (size_t)i * nv;
+            for (int t = 0, at = 0; t < bands; t++) {
+                uint64_t sum = O[t];
+                for (int r = 0; r < rows; r++, at++) sum += M[at] * (uint64_t)v[at];
+                out[(size_t)i * bands + t] = fmix64(sum);
+            }
+        }
+    }
+done:
+    PyBuffer_Release(&sk);
+    PyBuffer_Release(&mult);
+    PyBuffer_Release(&offs);
+    return result;
+}
+
+/* lsh_query(prefixes, levels, extra_ids, sketches, alive, num_values, query, bands, rows, min_matches)
+ *     -> (ids int64 bytes, counts int32 bytes), best first (count descending, then id)
+ *
+ * One MinHash-LSH lookup (lsh.MinHashLSH._query) in one call: the query's band key prefixes
+ * looked up in each level of sorted buckets (``levels``: a sequence of (entries, directory,
+ * directory itemsize, shift), as bucket_lookup takes), plus ``extra_ids`` (the unsorted recent
+ * inserts' candidates), deduplicated, removed ids dropped (``alive``: one byte per id), then each
+ * candidate verified as sketch_verify does. */
+static PyObject *lsh_query(PyObject *self, PyObject *args) {
+    PyObject *levels, *result = NULL;
+    Py_buffer pre, extra, sk, alive, qv;
+    int nv, bands, rows, min_matches;
+    ints_t cand = {NULL, 0, 0};
+    scored_t *scored = NULL;
+    if (!PyArg_ParseTuple(args, "y*Oy*y*y*iy*iii", &pre, &levels, &extra, &sk, &alive, &nv, &qv, &bands, &rows,
+                          &min_matches))
+        return NULL;
+    const uint64_t HI = 0xFFFFFFFF00000000ULL;
+    Py_ssize_t nrows = nv > 0 ? sk.len / (4 * (Py_ssize_t)nv) : 0;
+    if (nv < 1 || bands < 1 || rows < 1 || (Py_ssize_t)bands * rows > nv || sk.len % (4 * (Py_ssize_t)nv) ||
+        qv.len != 4 * (Py_ssize_t)nv || pre.len % 8 || extra.len % 8 || alive.len < nrows || !PySequence_Check(levels)) {
+        PyErr_SetString(PyExc_ValueError, "lsh_query: inconsistent array sizes");
+        goto done;
+    }
+    {
+        const uint64_t *pv = pre.buf;
+        Py_ssize_t m = pre.len / 8, nlevels = PySequence_Size(levels);
+        for (Py_ssize_t l = 0; l < nlevels; l++) {
+            PyObject *level = PySequence_GetItem(levels, l);
+            if (!level) goto done;
+            Py_buffer entries, directory;
+            int dsize, shift;
+            if (!PyArg_ParseTuple(level, "y*y*ii", &entries, &directory, &dsize, &shift)) {
+                Py_DECREF(level);
+                goto done;
+            }
+            Py_DECREF(level);
+            Py_ssize_t n = entries.len / 8, ndir = dsize > 0 ? directory.len / dsize : 0;
+            int bad = (dsize != 4 && dsize != 8) || entries.len % 8 || directory.len != ndir * dsize || ndir < 2 ||
+                      shift < 1 || shift > 63;
+            const uint64_t *ev = entries.buf;
+            for (Py_ssize_t j = 0; j < m && !bad && n; j++) {
+                uint64_t p = pv[j] & HI, cell = p >> shift;
+                Py_ssize_t lo, hi;
+                if ((Py_ssize_t)cell + 1 >= ndir) { bad = 1; break; }
+                if (dsize == 4) {
+                    lo = ((const uint32_t *)directory.buf)[cell];
+                    hi = ((const uint32_t *)directory.buf)[cell + 1];
+                } else {
+                    lo = (Py_ssize_t)((const int64_t *)directory.buf)[cell];
+                    hi = (Py_ssize_t)((const int64_t *)directory.buf)[cell + 1];
+                }
+                if (lo < 0 || hi > n || lo > hi) { bad = 1; break; }
+                for (Py_ssize_t at = lo + lower64(ev + lo, hi - lo, p); at < hi && (ev[at] & HI) == p; at++)
+                    if (ints_push(&cand, (int64_t)(ev[at] & 0xFFFFFFFFULL)) < 0) bad = 2;
+            }
+            PyBuffer_Release(&entries);
+            PyBuffer_Release(&directory);
+            if (bad == 2) { PyErr_NoMemory(); goto done; }
+            if (bad) { PyErr_SetString(PyExc_ValueError, "lsh_query: the directory does not fit the entries"); goto done; }
+        }
+        const int64_t *xv = extra.buf;
+        for (Py_ssize_t j = 0; j < extra.len / 8; j++)
+            if (ints_push(&cand, xv[j]) < 0) { PyErr_NoMemory(); goto done; }
+    }
+    {
+        Py_ssize_t kept = 0;
+        if (cand.len > 1) qsort(cand.items, (size_t)cand.len, sizeof(int64_t), cmp_i64);
+        scored = malloc(sizeof(scored_t) * (size_t)(cand.len ? cand.len : 1));
+        if (!scored) { PyErr_NoMemory(); goto done; }
+        const uint32_t *S = sk.buf, *b = qv.buf;
+        const unsigned char *live = alive.buf;
+        for (Py_ssize_t j = 0; j < cand.len; j++) {
+            int64_t i = cand.items[j];
+            if (j && i == cand.items[j - 1]) continue;
+            if (i < 0 || i >= nrows) {
+                PyErr_SetString(PyExc_IndexError, "lsh_query: a bucket holds an id past the sketches");
+                goto done;
+            }
+            if (!live[i]) continue;
+            const uint32_t *a = S + (size_t)i * nv;
+            int count = 0, banded = 0;
+            for (int band = 0, at = 0; band < bands; band++) {
+                int equal = 0;
+                for (int r = 0; r < rows; r++, at++) equal += a[at] == b[at];
+                count += equal;
+                banded |= equal == rows;
+            }
+            for (int at = bands * rows; at < nv; at++) count += a[at] == b[at];
+            if (banded && count >= min_matches) {
+                scored[kept].id = i;
+                scored[kept].count = count;
+                kept++;
+            }
+        }
+        if (kept > 1) qsort(scored, (size_t)kept, sizeof(scored_t), cmp_scored);
+        PyObject *ids = PyList_New(kept), *counts = PyList_New(kept);
+        if (!ids || !counts) { Py_XDECREF(ids); Py_XDECREF(counts); goto done; }
+        for (Py_ssize_t j = 0; j < kept; j++) {
+            PyList_SET_ITEM(ids, j, PyLong_FromLongLong(scored[j].id));
+            PyList_SET_ITEM(counts, j, PyLong_FromLong(scored[j].count));
+        }
+        result = PyTuple_Pack(2, ids, counts);
+        Py_DECREF(ids);
+        Py_DECREF(counts);
+    }
+done:
+    free(cand.items);
+    free(scored);
+    PyBuffer_Release(&pre);
+    PyBuffer_Release(&extra);
+    PyBuffer_Release(&sk);
+    PyBuffer_Release(&alive);
+    PyBuffer_Release(&qv);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"lower_bound_sorted", lower_bound_sorted, METH_VARARGS, "searchsorted for ascending needles, galloping."},
     {"probe", probe, METH_VARARGS, "Probe one query against a segment's sorted tables."},
     {"brute", brute, METH_VARARGS, "Compare one query with every fingerprint of a buffer."},
     {"bucket_lookup", bucket_lookup, METH_VARARGS, "Look up LSH band key prefixes in sorted buckets."},
+    {"band_keys", band_keys, METH_VARARGS, "64-bit LSH band keys of a batch of sketches."},
+    {"lsh_query", lsh_query, METH_VARARGS, "One MinHash-LSH lookup: buckets, dedupe, verification."},
+    {"sketch_verify", sketch_verify, METH_VARARGS, "Count equal sketch values of LSH candidates, band-checked."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -37,6 +37,12 @@ from .lsh_buckets import HI as _HI
 from .lsh_buckets import LO as _LO
 from .lsh_buckets import SortedBuckets, merge_sorted
 
+try:
+    from ._probe import lsh_query as _native_query
+    from ._probe import sketch_verify as _native_verify
+except ImportError:  # pragma: no cover - depends on the build
+    _native_query = _native_verify = None
+
 _MAX_IDS = 0xFFFFFFFF
 
 
@@ -260,6 +266,26 @@ class MinHashLSH:
         return self._query(v, self._hasher.keys(v))
 
     def _query(self, v: np.ndarray, band_keys: np.ndarray) -> list[tuple[str, float]]:
+        if _native_query is not None:  # buckets, dedupe and verification in one C call
+            extra: Any = b""
+            if self._pending:
+                pending = self._pending
+                extra = np.array([i for k in band_keys.tolist() for i in pending.get(k, ())], dtype=np.int64)
+            levels = [level.native_args() for level in (self._table, self._recent) if level.size]
+            ids, counts = _native_query(
+                band_keys,
+                levels,
+                extra,
+                self._sketches,
+                self._alive,
+                self.num_values,
+                np.ascontiguousarray(v, dtype=np.uint32),
+                self.bands,
+                self.rows,
+                self.min_matches,
+            )
+            keys, nv = self._keys, self.num_values
+            return [(keys[i], c / nv) for i, c in zip(ids, counts, strict=True)]  # type: ignore[misc]
         found = self._candidates(band_keys)
         if not found:
             return []
@@ -283,24 +309,42 @@ class MinHashLSH:
 
     def _verify(self, v: np.ndarray, cand: np.ndarray) -> list[tuple[str, float]]:
         """The candidates (ascending ids) that share a band and pass the threshold, best first."""
-        width, nv, keys = self.bands * self.rows, self.num_values, self._keys
-        if cand.shape[0] == 1:  # the usual hit: a few numpy calls fewer
-            i = int(cand[0])
-            eq1 = self._sketches[i] == v
-            count = int(np.count_nonzero(eq1))
-            if count < self.min_matches or (
-                count < nv and not eq1[:width].reshape(self.bands, self.rows).all(axis=1).any()
-            ):
-                return []
-            return [(keys[i], count / nv)]  # type: ignore[list-item]
-        eq = self._sketches[cand] == v
-        counts = np.count_nonzero(eq, axis=1)
-        ok = counts >= self.min_matches
+        if not cand.shape[0]:
+            return []
+        counts = self._counts(cand, v[None, :], None)
+        ok = counts >= 0
         if not ok.any():
             return []
-        ok &= eq[:, :width].reshape(-1, self.bands, self.rows).all(axis=2).any(axis=1)
+        nv, keys = self.num_values, self._keys
         best_first = sorted(zip((-counts[ok]).tolist(), cand[ok].tolist(), strict=True))
         return [(keys[i], -c / nv) for c, i in best_first]  # type: ignore[misc]
+
+    def _counts(
+        self, ids: np.ndarray, queries: np.ndarray, query_of: np.ndarray | None, *, native: bool | None = None
+    ) -> np.ndarray:
+        """For each candidate ``ids[j]`` against ``queries[query_of[j]]`` (``query_of`` None: query
+        0): its count of equal values when it shares a band and has at least ``min_matches``,
+        else -1. In C when built (``native``; one pass, no equality matrix), else numpy."""
+        if _native_verify is not None and native is not False:
+            ids64 = np.ascontiguousarray(ids, dtype=np.int64)
+            of = b"" if query_of is None else np.ascontiguousarray(query_of, dtype=np.int64)
+            out = _native_verify(
+                self._sketches,
+                self.num_values,
+                ids64,
+                of,
+                np.ascontiguousarray(queries, dtype=np.uint32),
+                self.bands,
+                self.rows,
+                self.min_matches,
+            )
+            return np.frombuffer(out, dtype=np.int32)
+        width = self.bands * self.rows
+        eq = self._sketches[ids] == (queries[0] if query_of is None else queries[query_of])
+        counts = np.count_nonzero(eq, axis=1)
+        ok = counts >= self.min_matches
+        ok &= eq[:, :width].reshape(-1, self.bands, self.rows).all(axis=2).any(axis=1)
+        return np.where(ok, counts, -1).astype(np.int32)
 
     def query_many(self, sketches: Any) -> list[list[tuple[str, float]]]:
         """``query`` for each sketch of a batch, vectorised."""
@@ -324,7 +368,7 @@ class MinHashLSH:
         q, ids = pairs >> 32, pairs & _MAX_IDS
         alive = self._alive[ids]
         q, ids = q[alive], ids[alive]
-        width, nv, keys = self.bands * self.rows, self.num_values, self._keys
+        nv, keys = self.num_values, self._keys
         start, total = 0, q.shape[0]
         while start < total:  # chunks bound the equality matrix; a query never spans two
             end = min(total, start + (1 << 16))
@@ -333,10 +377,8 @@ class MinHashLSH:
                 end = cut if cut > start else int(np.searchsorted(q, q[end], "right"))
             cq, cids = q[start:end], ids[start:end]
             start = end
-            eq = self._sketches[cids] == batch[cq]
-            counts = np.count_nonzero(eq, axis=1)
-            ok = counts >= self.min_matches
-            ok &= eq[:, :width].reshape(-1, self.bands, self.rows).all(axis=2).any(axis=1)
+            counts = self._counts(cids, batch, cq)
+            ok = counts >= 0
             cq, cids, counts = cq[ok], cids[ok], counts[ok]
             order = np.lexsort((cids, -counts, cq))
             for qi, i, c in zip(

@@ -11,6 +11,11 @@ from typing import Any
 
 import numpy as np
 
+try:
+    from ._probe import band_keys as _native_keys
+except ImportError:  # pragma: no cover - depends on the build
+    _native_keys = None
+
 _M64 = (1 << 64) - 1
 _FMIX1 = np.uint64(0xFF51AFD7ED558CCD)
 _FMIX2 = np.uint64(0xC4CEB9FE1A85EC53)
@@ -61,6 +66,9 @@ class BandHasher:
 
     def keys(self, sketch: np.ndarray) -> np.ndarray:
         """Band keys of one sketch: ``uint64`` array of shape ``(bands,)``."""
+        if _native_keys is not None and sketch.dtype == np.uint32 and sketch.flags.c_contiguous:
+            out = _native_keys(sketch, sketch.shape[0], self.multipliers, self.offsets, self.bands, self.rows)
+            return np.frombuffer(out, dtype=np.uint64)
         width = self.bands * self.rows
         prod = sketch[:width].astype(np.uint64) * self.multipliers
         return fmix64(prod.reshape(self.bands, self.rows).sum(axis=1, dtype=np.uint64) + self.offsets)
@@ -68,6 +76,11 @@ class BandHasher:
     def keys_many(self, sketches: np.ndarray, chunk: int = 65536) -> np.ndarray:
         """Band keys of a batch: ``uint64`` array of shape ``(n, bands)``."""
         n, width = sketches.shape[0], self.bands * self.rows
+        if _native_keys is not None and sketches.dtype == np.uint32 and sketches.flags.c_contiguous and n:
+            out = _native_keys(
+                sketches, sketches.shape[1], self.multipliers, self.offsets, self.bands, self.rows
+            )
+            return np.frombuffer(out, dtype=np.uint64).reshape(n, self.bands)
         out = np.empty((n, self.bands), dtype=np.uint64)
         for start in range(0, n, chunk):
             part = sketches[start : start + chunk, :width].astype(np.uint64)

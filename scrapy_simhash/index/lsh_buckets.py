@@ -54,6 +54,10 @@ class SortedBuckets:
         self._offsets = np.arange(self.width, dtype=np.int64)
         self._last = max(0, n - 1)
 
+    def native_args(self) -> tuple[np.ndarray, np.ndarray, int, int]:
+        """The C lookups' view of these buckets: (entries, directory, its itemsize, shift)."""
+        return self.entries, self.directory, self.directory.itemsize, int(self.shift)
+
     @property
     def size(self) -> int:
         return int(self.entries.shape[0])

@@ -361,6 +361,42 @@ def test_simhash_store_get_many_equals_get(backend: Backend) -> None:
         assert index.simhashes.get_many([]) == {}
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(-3, 60), min_size=1, max_size=40), st.randoms(use_true_random=False))
+def test_rows_read_by_seq_hints_are_the_rows_read_by_key(hints: list[int], rnd: random.Random) -> None:
+    """Embedded: a match's row is read by the seq the sketch store remembers for it. Any hint (right,
+    0, another key's seq, a removed row's, one never used) gives exactly the rows read by key."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as where, open_index(where) as index:
+        index.add_many([(i + 1, f"k{i}", {"i": i}, sketch_of(i)) for i in range(30)])
+        index.add(7, "k3", {"i": "again"}, sketch=sketch_of(3))  # k3 moves to a new seq
+        index.remove("k5")
+        wanted = [f"k{rnd.randrange(32)}" for _ in hints]
+        right = index.simhashes.get_many(wanted)
+        assert index.simhashes.get_many(wanted, seq_hints=hints) == right
+        assert set(right) == set(wanted) - {"k5", "k30", "k31"}
+        assert "k3" not in right or right["k3"].meta == {"i": "again"}
+        true_seqs = [right[key].seq if key in right else 0 for key in wanted]
+        assert index.simhashes.get_many(wanted, seq_hints=true_seqs) == right
+
+
+def test_the_sketch_store_remembers_each_pages_seq(tmp_path: Path) -> None:
+    """The hints are there to be used: every page's seq after an open, a new page's after the first
+    lookup that reads its row, none for a re-added page until then."""
+    with open_index(tmp_path / "ix") as index:
+        index.add_many([(i + 1, f"k{i}", None, sketch_of(i)) for i in range(20)])
+    with open_index(tmp_path / "ix") as index:
+        keys = [f"k{i}" for i in range(20)]
+        assert index.sketches.hints(keys) == [index.get(key).seq for key in keys]
+        index.add(99, "new", None, sketch=sketch_of(100))
+        index.add(3, "k2", None, sketch=sketch_of(2))  # re-added: a new seq
+        assert index.sketches.hints(["new", "k2"]) == [0, 0]
+        assert [m.key for m in index.query(99, sketch=sketch_of(100))] == ["new"]
+        index.query_many([3], sketches=[sketch_of(2)])
+        assert index.sketches.hints(["new", "k2"]) == [index.get("new").seq, index.get("k2").seq]
+
+
 def test_reset_empties_both_stores(tmp_path: Path) -> None:
     path = tmp_path / "ix"
     with open_index(path) as index:

@@ -22,6 +22,13 @@ static int POPCOUNT64(uint64_t x) {
 }
 #endif
 
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(address) __builtin_prefetch(address)
+#else
+#define PREFETCH(address) ((void)0)
+#endif
+#define PREFETCH_AHEAD 16
+
 typedef struct {
     uint32_t row;
     uint32_t dist;
@@ -271,6 +278,20 @@ static PyObject *bucket_lookup(PyObject *self, PyObject *args) {
     const uint64_t *ev = entries.buf, *pv = prefixes.buf;
     const uint64_t HI = 0xFFFFFFFF00000000ULL;
     for (Py_ssize_t j = 0; j < m; j++) {
+        /* a batch's lookups are random reads of a large array: ask for the directory cell
+         * PREFETCH_AHEAD lookups ahead, and for the entries that cell points to half as far */
+        if (j + PREFETCH_AHEAD < m) {
+            uint64_t ahead = (pv[j + PREFETCH_AHEAD] & HI) >> shift;
+            if ((Py_ssize_t)ahead + 1 < ndir) PREFETCH((const char *)directory.buf + ahead * dsize);
+        }
+        if (j + PREFETCH_AHEAD / 2 < m) {
+            uint64_t ahead = (pv[j + PREFETCH_AHEAD / 2] & HI) >> shift;
+            if ((Py_ssize_t)ahead + 1 < ndir) {
+                Py_ssize_t at = dsize == 4 ? (Py_ssize_t)((const uint32_t *)directory.buf)[ahead]
+                                           : (Py_ssize_t)((const int64_t *)directory.buf)[ahead];
+                if (at >= 0 && at < n) PREFETCH(ev + at);
+            }
+        }
         uint64_t p = pv[j] & HI;
         uint64_t cell = p >> shift;
         if ((Py_ssize_t)cell + 1 >= ndir) goto corrupt;
@@ -464,6 +485,11 @@ static PyObject *lsh_query(PyObject *self, PyObject *args) {
             int bad = (dsize != 4 && dsize != 8) || entries.len % 8 || directory.len != ndir * dsize || ndir < 2 ||
                       shift < 1 || shift > 63;
             const uint64_t *ev = entries.buf;
+            if (!bad && n && dsize == 4) /* the bands' cells are independent reads: ask for all at once */
+                for (Py_ssize_t j = 0; j < m; j++) {
+                    uint64_t cell = (pv[j] & HI) >> shift;
+                    if ((Py_ssize_t)cell + 1 < ndir) PREFETCH((const uint32_t *)directory.buf + cell);
+                }
             for (Py_ssize_t j = 0; j < m && !bad && n; j++) {
                 uint64_t p = pv[j] & HI, cell = p >> shift;
                 Py_ssize_t lo, hi;

@@ -428,13 +428,22 @@ class SimhashIndex(NearDuplicateIndex):
         seq, h, meta = row
         return Match(key, h, 0, meta, seq)
 
-    def get_many(self, keys: Iterable[str]) -> dict[str, Match]:
-        """``get`` for many keys in one database read; keys not stored are absent."""
+    def get_many(self, keys: Iterable[str], *, seq_hints: list[int] | None = None) -> dict[str, Match]:
+        """``get`` for many keys in one database read; keys not stored are absent.
+
+        ``seq_hints``: each key's seq if known (0: not), to read rows by seq (a wrong hint costs
+        only a second read by key)."""
         wanted = [check_key(key) for key in keys]
         with self._lock:
             self._check_open()
-            rows = self._store.get_many(wanted) if wanted else {}
+            rows = self._store.get_many(wanted, seq_hints) if wanted else {}
         return {key: Match(key, h, 0, meta, seq) for key, (seq, h, meta) in rows.items()}
+
+    def key_seqs(self) -> list[tuple[str, int]]:
+        """Every stored ``(key, seq)``, in no particular order (one read, no rows decoded)."""
+        with self._lock:
+            self._check_open()
+            return [pair for chunk in self._store.key_seqs() for pair in chunk]
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and bool(key) and self.get(key) is not None

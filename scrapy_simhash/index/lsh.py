@@ -71,6 +71,9 @@ class MinHashLSH:
         self._hasher = BandHasher(self.bands, self.rows)
         self._sketches = np.zeros((1024, self.num_values), dtype=np.uint32)
         self._alive = np.zeros(1024, dtype=bool)
+        self._tags = np.zeros(1024, dtype=np.int64)
+        """A number the owner keeps beside each sketch (0 when unset): the persistent index's row
+        hint (:meth:`tags`); set by :meth:`set_tags`, reset when a key is re-added."""
         self._keys: list[str | None] = []  # by id; None once removed
         self._ids: dict[str, int] = {}
         # buckets, three levels: a dict of the last inserts (full band key -> ids), merged
@@ -100,6 +103,19 @@ class MinHashLSH:
     def keys(self) -> list[str]:
         """Stored keys, oldest first."""
         return [k for k in self._keys if k is not None]
+
+    def tags(self, keys: Iterable[str]) -> list[int]:
+        """The tag of each key (0: unset or not stored)."""
+        ids, tags = self._ids, self._tags
+        return [int(tags[i]) if (i := ids.get(key)) is not None else 0 for key in keys]
+
+    def set_tags(self, pairs: Iterable[tuple[str, int]]) -> None:
+        """Tag stored keys (keys not stored are skipped); a re-added key starts untagged again."""
+        ids, tags = self._ids, self._tags
+        for key, tag in pairs:
+            i = ids.get(key)
+            if i is not None:
+                tags[i] = tag
 
     # -- writes -------------------------------------------------------------------------
 
@@ -138,6 +154,7 @@ class MinHashLSH:
             self._grow(max(start + m, capacity + max(1024, capacity // 4)))
         self._sketches[start : start + m] = batch
         self._alive[start : start + m] = True
+        self._tags[start : start + m] = 0
         self._keys.extend(names)
         ids.update(zip(names, range(start, start + m), strict=True))
         entries = (band_keys & _HI) | np.arange(start, start + m, dtype=np.uint64)[:, None]
@@ -165,6 +182,7 @@ class MinHashLSH:
         self._sketches[:n] = batch
         self._alive = np.zeros(capacity, dtype=bool)
         self._alive[:n] = True
+        self._tags = np.zeros(capacity, dtype=np.int64)
         self._keys, self._ids = list(keys), ids
         entries = self._hasher.keys_many(batch) & _HI
         entries |= np.arange(n, dtype=np.uint64)[:, None]
@@ -185,6 +203,7 @@ class MinHashLSH:
             self._grow(self._sketches.shape[0] + max(1024, self._sketches.shape[0] // 4))  # +25%: RAM
         self._sketches[i] = v
         self._alive[i] = True
+        self._tags[i] = 0
         self._keys.append(key)
         self._ids[key] = i
         pending = self._pending
@@ -204,7 +223,9 @@ class MinHashLSH:
         sketches[: len(self._keys)] = self._sketches[: len(self._keys)]
         alive = np.zeros(capacity, dtype=bool)
         alive[: len(self._keys)] = self._alive[: len(self._keys)]
-        self._sketches, self._alive = sketches, alive
+        tags = np.zeros(capacity, dtype=np.int64)
+        tags[: len(self._keys)] = self._tags[: len(self._keys)]
+        self._sketches, self._alive, self._tags = sketches, alive, tags
 
     def flush(self) -> None:
         """Merge recent inserts (a dict) into the sorted bucket array."""
@@ -254,6 +275,9 @@ class MinHashLSH:
         self._sketches = sketches
         self._alive = np.zeros(capacity, dtype=bool)
         self._alive[: live.size] = True
+        tags = np.zeros(capacity, dtype=np.int64)
+        tags[: live.size] = self._tags[live]
+        self._tags = tags
         self._keys = [self._keys[i] for i in live.tolist()]
         self._ids = {k: j for j, k in enumerate(self._keys)}  # type: ignore[misc]
         self._dead = 0

@@ -207,6 +207,17 @@ class MinHashIndex:
         with self._lock:
             return self._lsh.keys()
 
+    def hints(self, keys: Iterable[str]) -> list[int]:
+        """The number the owner keeps in memory beside each key's sketch (0: none; not stored):
+        the verified index keeps the page's seq in the simhash store, to read its row by seq."""
+        with self._lock:
+            return self._lsh.tags(keys)
+
+    def set_hints(self, pairs: Iterable[tuple[str, int]]) -> None:
+        """Set :meth:`hints` of stored keys (in memory only; a re-added key has none)."""
+        with self._lock:
+            self._lsh.set_tags(pairs)
+
     # -- writes ----------------------------------------------------------------------------
     def _row(self, key: str, sketch: Any, meta: Meta | None) -> tuple[Row, np.ndarray]:
         check_key(key)

@@ -77,9 +77,12 @@ def connect(path: Path, read_only: bool, synchronous: str) -> sqlite3.Connection
     """An index database connection, read-only by URI or a WAL writer (the simhash and the sketch stores)."""
     if read_only:
         uri = f"file:{path}?mode=ro"
-        return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        _map(conn)
+        return conn
     conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
     try:
+        _map(conn)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
         # 64 MiB of page cache keeps the key index's hot pages in memory: ~1.5x inserts/s
@@ -88,6 +91,17 @@ def connect(path: Path, read_only: bool, synchronous: str) -> sqlite3.Connection
         conn.close()
         raise
     return conn
+
+
+def _map(conn: sqlite3.Connection) -> None:
+    """Read pages through a memory map (SQLite clamps the size to its build's limit, ~2 GiB): a
+    verified hit reads ~5 rows by key, and pages the cache misses then cost no read() call each
+    (at 1M pages, hit p50/p99 ~95/245 -> ~77/190 µs). Writes still go through the WAL."""
+    try:
+        conn.execute(f"PRAGMA mmap_size={1 << 31}")
+    except sqlite3.DatabaseError:
+        conn.close()
+        raise
 
 
 class RowDatabase:
@@ -314,17 +328,58 @@ class Store(RowDatabase):
                 raise self.damaged(f"the key index leads {key!r} to row {row[0]} of {row[1]!r}")
             return int(row[0]), to_unsigned(row[2]), self._verified(*row)
 
-    def get_many(self, keys: Sequence[str]) -> dict[str, tuple[int, int, dict[str, Any]]]:
-        """``get`` for many keys in one read (missing keys are absent from the result)."""
+    def get_many(
+        self, keys: Sequence[str], seq_hints: Sequence[int] | None = None
+    ) -> dict[str, tuple[int, int, dict[str, Any]]]:
+        """``get`` for many keys in one read (missing keys are absent from the result).
+
+        ``seq_hints``: a guess of each key's seq (0: none). Rows are read by seq first (one
+        B-tree instead of the key index and the table: ~1.5x faster); a hint is taken only
+        when its row holds that key (seqs are never reused), else the key is read by key.
+        """
         out: dict[str, tuple[int, int, dict[str, Any]]] = {}
+        wanted = list(keys)
         with self._reading():
-            for chunk in _chunks(list(keys)):
+            if seq_hints is not None:
+                hinted = {seq: key for key, seq in zip(wanted, seq_hints, strict=True) if seq > 0}
+                if hinted:
+                    for chunk in _chunks(list(hinted)):
+                        marks = ",".join("?" * len(chunk))
+                        self._collect(out, f"seq IN ({marks})", chunk, hinted)
+                    wanted = [key for key in wanted if key not in out]
+            for chunk in _chunks(wanted):
                 marks = ",".join("?" * len(chunk))
-                for row in self.conn.execute(
-                    f"SELECT seq, key, simhash, meta, {self._chk} FROM entries WHERE key IN ({marks})", chunk
-                ):
-                    out[row[1]] = (int(row[0]), to_unsigned(row[2]), self._verified(*row))
+                self._collect(out, f"key IN ({marks})", chunk, None)
         return out
+
+    def _collect(
+        self,
+        out: dict[str, tuple[int, int, dict[str, Any]]],
+        where: str,
+        args: Sequence[Any],
+        expected: dict[int, str] | None,
+    ) -> None:
+        """Verified rows into ``out`` by key (``expected``: only rows whose seq maps to their key)."""
+        check, loads = row_check, json.loads  # a verified hit reads ~5 rows: the loop is lean
+        for seq, key, h, meta, chk in self.conn.execute(
+            f"SELECT seq, key, simhash, meta, {self._chk} FROM entries WHERE {where}", args
+        ):
+            if expected is not None and expected.get(seq) != key:
+                continue
+            h += WRAP if h < 0 else 0
+            if chk is not None and chk + (WRAP if chk < 0 else 0) != check(seq, h, key, meta):
+                raise self.damaged(f"row {seq} ({key!r}) fails its checksum")
+            value = loads(meta) if meta else {}
+            if not isinstance(value, dict):
+                value = _meta(meta)  # the clear error
+            out[key] = (seq, h, value)
+
+    def key_seqs(self, batch: int = 100_000) -> Iterator[list[tuple[str, int]]]:
+        """Every stored ``(key, seq)``, in lists of ``batch`` (no rows decoded)."""
+        with self._reading():
+            cursor = self.conn.execute("SELECT key, seq FROM entries")
+            while chunk := cursor.fetchmany(batch):
+                yield chunk
 
     def fetch(self, seqs: Sequence[int]) -> dict[int, tuple[str, dict[str, Any]]]:
         """Key and meta of each stored seq (missing seqs are absent from the result)."""

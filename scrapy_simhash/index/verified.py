@@ -92,9 +92,17 @@ class VerifiedIndex(NearDuplicateIndex):
         """Embedded: the keys stored without a sketch (exact: one writer). While it is empty, a lookup
         with a sketch needs no simhash-table probe: only pages without sketch are judged by simhash.
         None (Redis: other processes write; no sketch store): always probe."""
+        self._hinted = False
+        """Embedded: the sketch store keeps each page's simhash-store seq in memory, so that a
+        match's row is read by seq (:meth:`_get_many`)."""
         if sketches is not None and not self._meta_in_answers:
-            keys = getattr(simhashes, "keys", None)
-            if keys is not None:
+            key_seqs = getattr(simhashes, "key_seqs", None)
+            if key_seqs is not None:
+                pairs = key_seqs()
+                sketches.set_hints(pairs)
+                self._hinted = True
+                self._legacy = {key for key, _ in pairs}.difference(sketches.keys())
+            elif (keys := getattr(simhashes, "keys", None)) is not None:
                 self._legacy = set(keys()).difference(sketches.keys())
 
     # -- helpers ---------------------------------------------------------------------------------
@@ -139,8 +147,9 @@ class VerifiedIndex(NearDuplicateIndex):
             )
         for found in sketch_found or ():
             known = by_key.get(found.key)
-            if known is not None:
-                stored, meta, seq = known.simhash, dict(known.meta), known.seq
+            if known is not None:  # rows of ``before`` may serve several answers: their meta is copied
+                stored, seq = known.simhash, known.seq
+                meta = dict(known.meta) if before and before.get(found.key) is known else known.meta
             elif not self._meta_in_answers:
                 continue  # embedded, one writer, writes under our lock: an insert cut by a crash
             else:  # being added by another process right now (or a crash cut its second write)
@@ -160,6 +169,14 @@ class VerifiedIndex(NearDuplicateIndex):
         return _ordered(out)
 
     def _get_many(self, keys: list[str]) -> dict[str, Match]:
+        if self._hinted and self.sketches is not None:
+            hints = self.sketches.hints(keys)
+            rows = self.simhashes.get_many(keys, seq_hints=hints)
+            hint_of = dict(zip(keys, hints, strict=True))
+            stale = [(key, m.seq) for key, m in rows.items() if hint_of.get(key) != m.seq]
+            if stale:  # new pages (inserted since the open) and re-added ones: by seq next time
+                self.sketches.set_hints(stale)
+            return rows
         get_many = getattr(self.simhashes, "get_many", None)
         if get_many is not None:
             return get_many(keys)

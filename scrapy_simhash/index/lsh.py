@@ -106,8 +106,8 @@ class MinHashLSH:
 
     def tags(self, keys: Iterable[str]) -> list[int]:
         """The tag of each key (0: unset or not stored)."""
-        ids, tags = self._ids, self._tags
-        return [int(tags[i]) if (i := ids.get(key)) is not None else 0 for key in keys]
+        ids, tag = self._ids, self._tags.item
+        return [tag(i) if (i := ids.get(key)) is not None else 0 for key in keys]
 
     def set_tags(self, pairs: Iterable[tuple[str, int]]) -> None:
         """Tag stored keys (keys not stored are skipped); a re-added key starts untagged again."""

@@ -14,6 +14,9 @@
 --   'h'  1 if the sketch store holds the key (1 argument), else 0
 --   'b'  the simhash store's rows, read now, of the candidates the last 'm' call returned (4 arguments:
 --        the simhash store's k, retention ms, tables spec and epoch): flat {seq8, 0, record, ...}
+--   'e'  (retention) the sketch store's 'r' arguments without the key: from now on, every page the
+--        simhash store forgets as expired (its trim, run by its writes and by 't') loses its sketch in
+--        the same call, so that no sketch outlives its page; replies 0
 -- Returns a list: one reply per operation. Both stores' epochs are checked before any operation
 -- runs, so a lost namespace fails the call with nothing written (as each script alone does).
 
@@ -59,6 +62,8 @@ for _, op in ipairs(ops) do
     err = lost(HK[1], args[5], 'simhash store')
   elseif name == 'b' then
     err = lost(HK[1], args[4], 'simhash store')
+  elseif name == 'e' then
+    err = lost(SK[1], args[2], 'sketch store')
   end
   if err then
     return err
@@ -73,15 +78,29 @@ local function sketch_record_key(rec, nv, b)
   return string.sub(rec, off + 4, off + 3 + len)
 end
 
-local out, last = {}, nil
+local out, last, on_expire = {}, nil, nil
 for _, op in ipairs(ops) do
   local name, args = op[1], op[2]
   local reply
   if name == 'm' then
     reply = SKETCH_STORE(SK, args)
     last = {reply, args}
+  elseif name == 'e' then
+    on_expire = function(key)
+      local call = {}
+      for j = 1, #args do
+        call[j] = args[j]
+      end
+      call[#call + 1] = key
+      local removed = SKETCH_STORE(SK, call)
+      if type(removed) == 'table' and removed.err then
+        return removed
+      end
+      return nil
+    end
+    reply = 0
   elseif name == 's' then
-    reply = SIMHASH_STORE(HK, args)
+    reply = SIMHASH_STORE(HK, args, on_expire)
   elseif name == 'h' then
     reply = redis.call('HEXISTS', SK[3], args[1])
   elseif name == 'b' then

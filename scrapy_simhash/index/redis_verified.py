@@ -42,8 +42,12 @@ def _assemble() -> str:
         files.joinpath(name).read_text(encoding="utf-8")
         for name in ("redis_store.lua", "redis_minhash.lua", "redis_verified.lua")
     )
+    hook = "local ON_EXPIRE = nil"  # the simhash store's trim() forgets expired pages: their sketches go too
+    if store.count(hook) != 1:
+        raise RuntimeError("redis_store.lua has no ON_EXPIRE hook line")
+    store = store.replace(hook, "local ON_EXPIRE = ON_EXPIRE_HOOK")
     return (
-        f"local function SIMHASH_STORE(KEYS, ARGV)\n{store}\nend\n"
+        f"local function SIMHASH_STORE(KEYS, ARGV, ON_EXPIRE_HOOK)\n{store}\nend\n"
         f"local function SKETCH_STORE(KEYS, ARGV)\n{sketches}\nend\n{main}"
     )
 
@@ -81,12 +85,22 @@ class RedisPair:
 
     def _run(self, ops: list[bytes], action: str) -> Any:
         self._prepare()
-        return self._redis.run([str(len(self.sketches._redis.keys)).encode(), *ops], action)
+        replies = self._redis.run(
+            [str(len(self.sketches._redis.keys)).encode(), *self._expiring(), *ops], action
+        )
+        return replies[1:] if self.simhashes.retention is not None else replies
 
     def _run_many(self, calls: list[list[bytes]], action: str) -> list[Any]:
         self._prepare()
-        head = str(len(self.sketches._redis.keys)).encode()
-        return self._redis.run_many([[head, *ops] for ops in calls], action)
+        head = [str(len(self.sketches._redis.keys)).encode(), *self._expiring()]
+        return self._redis.run_many([[*head, *ops] for ops in calls], action)
+
+    def _expiring(self) -> list[bytes]:
+        """With retention: the op that makes every page the simhash store forgets as expired (its
+        writes trim a few; :meth:`compact` all) lose its sketch in the same script."""
+        if self.simhashes.retention is None:
+            return []
+        return _op(b"e", self.sketches._args(b"r"))
 
     def _prepare(self) -> None:
         # the stores' keys change when they are cleared (a new epoch): read them at every call
@@ -145,6 +159,12 @@ class RedisPair:
         for start in range(0, len(calls), CALLS_PER_ROUND_TRIP):
             self._run_many(calls[start : start + CALLS_PER_ROUND_TRIP], "adding pages")
         return len(rows)
+
+    def compact(self) -> None:
+        """Forget every page past the retention window now, with its sketch (1,000 per call)."""
+        if self.simhashes.retention is not None:
+            while self._run(_op(b"s", self.simhashes._args(b"t", b"1000")), "trimming expired pages")[0]:
+                pass
 
     def remove(self, key: str) -> bool:
         """Forget ``key`` in both stores at once; True if the simhash store held it."""

@@ -88,6 +88,12 @@ class VerifiedIndex(NearDuplicateIndex):
             from .redis_verified import pair_for
 
             self._pair = pair_for(simhashes, sketches)
+        self._retention = getattr(simhashes, "retention", None)
+        self._row_decides = not self._meta_in_answers or self._pair is not None or self._retention is not None
+        """Whether a sketch match whose page has no simhash row is dropped: embedded (one writer: an
+        insert a crash cut), one Redis server (both written by one script: the page was removed or
+        expired since), and with retention anywhere (it expired). Only on Redis Cluster without
+        retention may it be another process's insert in flight, reported from the sketch's meta."""
         self._legacy: set[str] | None = None
         """Embedded: the keys stored without a sketch (exact: one writer). While it is empty, a lookup
         with a sketch needs no simhash-table probe: only pages without sketch are judged by simhash.
@@ -129,7 +135,8 @@ class VerifiedIndex(NearDuplicateIndex):
         """The rule's answer from the two stores' answers (sketch matches verified, the rest legacy).
 
         ``own``: ``(key, had_sketch)`` for check_and_add, whose key's sketch is already replaced;
-        ``before``: the simhash store's rows of the sketch matches, read before that insert.
+        ``before``: the simhash store's rows of the sketch matches, read before that insert (or for
+        a whole batch): a match without a row there has none (it is not read again).
         """
         if not sketch_found and not simhash_found:
             return []  # most lookups: nothing near
@@ -137,10 +144,11 @@ class VerifiedIndex(NearDuplicateIndex):
         seen: set[str] = set()
         by_key = {m.key: m for m in simhash_found}
         if sketch_found:
-            before = before or {}
-            farther = [f.key for f in sketch_found if f.key not in by_key and f.key not in before]
-            if farther:  # the simhash store has their fingerprints, meta and age
-                by_key.update(self._get_many(farther))
+            if before is None:
+                farther = [f.key for f in sketch_found if f.key not in by_key]
+                if farther:  # the simhash store has their fingerprints, meta and age
+                    by_key.update(self._get_many(farther))
+                before = {}
             # rows read before this insert (check_and_add) or for the whole batch (query_many)
             by_key.update(
                 (f.key, before[f.key]) for f in sketch_found if f.key in before and f.key not in by_key
@@ -150,9 +158,9 @@ class VerifiedIndex(NearDuplicateIndex):
             if known is not None:  # rows of ``before`` may serve several answers: their meta is copied
                 stored, seq = known.simhash, known.seq
                 meta = dict(known.meta) if before and before.get(found.key) is known else known.meta
-            elif not self._meta_in_answers:
-                continue  # embedded, one writer, writes under our lock: an insert cut by a crash
-            else:  # being added by another process right now (or a crash cut its second write)
+            elif self._row_decides:
+                continue  # removed, expired, or an insert a crash cut (see ``_row_decides``)
+            else:  # Redis Cluster: being added by another process now (or a crash cut its second write)
                 meta = dict(found.meta)
                 stored, seq = int(meta.pop(_SIMHASH_FIELD, simhash)), 0
             distance = (stored ^ simhash).bit_count()
@@ -403,7 +411,24 @@ class VerifiedIndex(NearDuplicateIndex):
         return iter(self.simhashes)
 
     def compact(self) -> None:
+        """The simhash store's compaction; with retention, expired pages are forgotten with their sketches."""
+        if self._pair is not None:
+            self._pair.compact()
         self.simhashes.compact()
+        if self._retention is not None and self._pair is None and self.sketches is not None:
+            self._drop_sketches_without_page()
+
+    def _drop_sketches_without_page(self) -> None:
+        """Redis Cluster with retention (the stores' writes are separate scripts there): remove the
+        sketches whose page expired. Not atomic: a page another process is adding at this instant
+        may lose its sketch (it is then judged by simhash alone, never lost)."""
+        keys = self.sketches.keys()
+        for start in range(0, len(keys), 1000):
+            chunk = keys[start : start + 1000]
+            alive = self._get_many(chunk)
+            for key in chunk:
+                if key not in alive:
+                    self.sketches.remove(key)
 
     def clear(self) -> int:
         """Empty a server index: both stores' namespaces (the sketches first: a sketch must never outlive

@@ -98,6 +98,35 @@ def test_verified_check_and_add_is_one_evalsha(server: RedisServer, index: Verif
     assert index.sketch("copy") is None and index.get("copy").meta == {"n": 4}
 
 
+def test_a_lookup_is_one_evalsha_and_a_batch_one_per_20_pages(
+    server: RedisServer, index: VerifiedIndex
+) -> None:
+    """Reads too: the sketch store's candidates, their simhash rows, the simhash store's matches and
+    which of those have a sketch come from one script (they were 3 round trips and one more per
+    simhash match: sketch query, simhash query, rows, sketch membership)."""
+    base = sketch_of(5)
+    index.add(0xF0F0, "original", {"n": 1}, sketch=base)
+    index.add(0xF0F1, "plain", {"n": 2})  # no sketch: judged by simhash
+    index.add(0xF0F3, "other", {"n": 3}, sketch=sketch_of(55))  # near by simhash, not by sketch
+    found: list = []
+    assert sent(server, lambda: found.extend(index.query(0xF0F0, sketch=near(base, 6)))) == ["EVALSHA"]
+    assert [(m.key, m.meta, m.similarity is not None) for m in found] == [
+        ("original", {"n": 1}, True),
+        ("plain", {"n": 2}, False),
+    ]
+    assert [m.key for m in index.query(0xF0F0)] == ["original", "plain", "other"]  # by simhash alone
+    pages = [near(base, 7 + i) if i % 3 else None for i in range(45)]
+    answers: list = []
+    commands = sent(server, lambda: answers.extend(index.query_many([0xF0F0] * 45, sketches=pages)))
+    assert commands == ["EVALSHA"] * 3
+    assert answers == [index.query(0xF0F0, sketch=p) for p in pages]
+    copy: list = []
+    assert sent(server, lambda: copy.extend(index.check_and_add(0xF0F0, "copy", sketch=near(base, 8)))) == [
+        "EVALSHA"
+    ]
+    assert [m.key for m in copy] == ["original", "plain"]
+
+
 def test_add_remove_and_batches_are_one_evalsha_each(server: RedisServer, index: VerifiedIndex) -> None:
     index.add(1, "warm", sketch=sketch_of(5))
     assert sent(server, lambda: index.add(7, "a", {"x": 1}, sketch=sketch_of(6))) == ["EVALSHA"]

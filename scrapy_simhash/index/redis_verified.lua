@@ -14,6 +14,9 @@
 --   'h'  1 if the sketch store holds the key (1 argument), else 0
 --   'b'  the simhash store's rows, read now, of the candidates the last 'm' call returned (4 arguments:
 --        the simhash store's k, retention ms, tables spec and epoch): flat {seq8, 0, record, ...}
+--   'k'  for each page the last 's' call returned (a query's or check_and_add's matches), 1 if the
+--        sketch store holds its key, else 0 (no arguments): a simhash match with a sketch is judged by
+--        sketches, so the client needs to know without another round trip
 --   'e'  (retention) the sketch store's 'r' arguments without the key: from now on, every page the
 --        simhash store forgets as expired (its trim, run by its writes and by 't') loses its sketch in
 --        the same call, so that no sketch outlives its page; replies 0
@@ -70,6 +73,14 @@ for _, op in ipairs(ops) do
   end
 end
 
+-- The key of a simhash store record (see redis_store.lua) of T tables.
+local function simhash_record_key(rec, T)
+  local off = 17 + 8 * T
+  local b1, b2, b3, b4 = string.byte(rec, off, off + 3)
+  local len = ((b1 * 256 + b2) * 256 + b3) * 256 + b4
+  return string.sub(rec, off + 4, off + 3 + len)
+end
+
 -- The key of a sketch store record (see redis_minhash.lua) of num_values nv and bands b.
 local function sketch_record_key(rec, nv, b)
   local off = 9 + 4 * nv + 8 * b
@@ -78,7 +89,7 @@ local function sketch_record_key(rec, nv, b)
   return string.sub(rec, off + 4, off + 3 + len)
 end
 
-local out, last, on_expire = {}, nil, nil
+local out, last, last_s, on_expire = {}, nil, nil, nil
 for _, op in ipairs(ops) do
   local name, args = op[1], op[2]
   local reply
@@ -101,6 +112,14 @@ for _, op in ipairs(ops) do
     reply = 0
   elseif name == 's' then
     reply = SIMHASH_STORE(HK, args, on_expire)
+    last_s = reply
+  elseif name == 'k' then
+    reply = {}
+    if type(last_s) == 'table' then
+      for j = 3, #last_s, 3 do
+        reply[#reply + 1] = redis.call('HEXISTS', SK[3], simhash_record_key(last_s[j], #HK - 5))
+      end
+    end
   elseif name == 'h' then
     reply = redis.call('HEXISTS', SK[3], args[1])
   elseif name == 'b' then

@@ -31,7 +31,7 @@ from .minhash_store import LSHMatch
 from .redis_client import ScriptClient
 from .redis_minhash import CALLS_PER_ROUND_TRIP, ROWS_PER_CALL, RedisMinHashIndex
 from .redis_store import RedisIndex
-from .redis_tables import check_key, encode_row
+from .redis_tables import check_key, decode_record, encode_row
 
 __all__ = ["SCRIPT", "RedisPair", "pair_for"]
 
@@ -112,14 +112,15 @@ class RedisPair:
 
     def check_and_add(
         self, simhash: int, key: str, meta: Meta | None, sketch: np.ndarray | None, sketch_meta: Meta | None
-    ) -> tuple[bool, list[LSHMatch] | None, dict[str, Match], list[Match]]:
+    ) -> tuple[bool, list[LSHMatch] | None, dict[str, Match], list[Match], set[str]]:
         """One atomic call: ``(had a sketch, sketch matches or None, the simhash rows of the sketch
-        candidates before the insert, simhash matches before the insert)``; the insert done."""
+        candidates before the insert, simhash matches before the insert, the keys of those that have
+        a sketch)``; the insert done."""
         simhash_args = self.simhashes._write_args(b"c", simhash, key, meta)
         if sketch is None:  # a page without sketch replaces the key's old sketch, if any
             ops = _op(b"m", self.sketches._args(b"r", key.encode())) + _op(b"s", simhash_args)
             had, found = self._run(ops, "checking and adding a page")
-            return bool(had), None, {}, self.simhashes._matches(found)
+            return bool(had), None, {}, self.simhashes._matches(found), set()
         ((key_bytes, record),) = self.sketches._records([(key, sketch, sketch_meta)])
         head = self.simhashes._args(b"b")[1:]  # k, retention, tables spec, epoch
         ops = [
@@ -127,11 +128,13 @@ class RedisPair:
             *_op(b"m", self.sketches._args(b"c", key_bytes, record)),
             *_op(b"b", head),
             *_op(b"s", simhash_args),
+            *_op(b"k", []),
         ]
-        had, candidates, rows, found = self._run(ops, "checking and adding a page")
+        had, candidates, rows, found, flags = self._run(ops, "checking and adding a page")
         sketch_found = self.sketches._answer(as_sketch(sketch, self.sketches.num_values), candidates)
         before = {m.key: m for m in self.simhashes._matches(rows)}
-        return bool(had), sketch_found, before, self.simhashes._matches(found)
+        near = self.simhashes._matches(found)
+        return bool(had), sketch_found, before, near, _sketched(found, flags, len(self.simhashes._tables))
 
     def add_many(self, rows: Sequence[tuple[int, str, Meta | None, np.ndarray | None, Meta | None]]) -> int:
         """``(simhash, key, meta, sketch or None, sketch meta)`` rows: 50 per atomic call, 10 calls
@@ -160,6 +163,56 @@ class RedisPair:
             self._run_many(calls[start : start + CALLS_PER_ROUND_TRIP], "adding pages")
         return len(rows)
 
+    # -- reads ---------------------------------------------------------------------------------
+
+    def query_many(
+        self, simhashes: Sequence[int], k: int, sketches: Sequence[np.ndarray | None]
+    ) -> list[tuple[list[LSHMatch] | None, dict[str, Match], list[Match], set[str]]]:
+        """Each page's ``(sketch matches or None, the simhash rows of its sketch candidates, simhash
+        matches, the keys of those that have a sketch)``, read in one script per 20 pages (so one
+        round trip for a single page): both stores answer from the same instant, and nothing is
+        read again."""
+        head = self.simhashes._args(b"b")[1:]  # k, retention, tables spec, epoch
+        query_head = [b"q", str(self.simhashes._k(k)).encode(), *head[1:], b"", b""]
+        values = [None if v is None else as_sketch(v, self.sketches.num_values) for v in sketches]
+        with_sketch = [v for v in values if v is not None]
+        band_probes = iter(
+            [row.tobytes() for row in self.sketches._hasher.keys_many(np.stack(with_sketch)).astype(">u8")]
+            if with_sketch
+            else []
+        )
+        per_page: list[list[bytes]] = []
+        for simhash, v in zip(simhashes, values, strict=True):
+            ops = _op(b"s", [*query_head, self.simhashes._probe(simhash, k)])
+            if v is not None:
+                ops = (
+                    _op(b"m", self.sketches._args(b"q", next(band_probes)))
+                    + _op(b"b", head)
+                    + ops
+                    + _op(b"k", [])
+                )
+            per_page.append(ops)
+        calls = [[arg for ops in per_page[i : i + 20] for arg in ops] for i in range(0, len(per_page), 20)]
+        replies: list[Any] = []
+        for start in range(0, len(calls), CALLS_PER_ROUND_TRIP):
+            for reply in self._run_many(calls[start : start + CALLS_PER_ROUND_TRIP], "querying"):
+                replies.extend(reply[1:] if self.simhashes.retention is not None else reply)
+        out = []
+        at = 0
+        for v in values:
+            if v is None:
+                out.append((None, {}, self.simhashes._matches(replies[at]), set()))
+                at += 1
+                continue
+            candidates, rows, found, flags = replies[at : at + 4]
+            at += 4
+            before = {m.key: m for m in self.simhashes._matches(rows)}
+            sketched = _sketched(found, flags, len(self.simhashes._tables))
+            out.append(
+                (self.sketches._answer(v, candidates), before, self.simhashes._matches(found), sketched)
+            )
+        return out
+
     def compact(self) -> None:
         """Forget every page past the retention window now, with its sketch (1,000 per call)."""
         if self.simhashes.retention is not None:
@@ -173,6 +226,15 @@ class RedisPair:
         ops += _op(b"s", self.simhashes._args(b"r", key.encode()))
         _, removed = self._run(ops, "removing a key")
         return bool(removed)
+
+
+def _sketched(found: list[Any], flags: list[Any], tables: int) -> set[str]:
+    """The keys of the simhash store's reply ``found`` (flat seq8, distance, record) flagged 1 by 'k'."""
+    return {
+        decode_record(found[i], found[i + 1], found[i + 2], tables).key
+        for i, flag in zip(range(0, len(found), 3), flags, strict=True)
+        if int(flag)
+    }
 
 
 def pair_for(simhashes: Any, sketches: Any) -> RedisPair | None:

@@ -131,12 +131,14 @@ class VerifiedIndex(NearDuplicateIndex):
         k: int,
         own: tuple[str, bool] | None = None,
         before: dict[str, Match] | None = None,
+        sketched: set[str] | None = None,
     ) -> list[Match]:
         """The rule's answer from the two stores' answers (sketch matches verified, the rest legacy).
 
         ``own``: ``(key, had_sketch)`` for check_and_add, whose key's sketch is already replaced;
         ``before``: the simhash store's rows of the sketch matches, read before that insert (or for
-        a whole batch): a match without a row there has none (it is not read again).
+        a whole batch): a match without a row there has none (it is not read again); ``sketched``:
+        the keys of ``simhash_found`` that have a sketch, when the reply said (else asked here).
         """
         if not sketch_found and not simhash_found:
             return []  # most lookups: nothing near
@@ -170,7 +172,10 @@ class VerifiedIndex(NearDuplicateIndex):
             if match.key in seen or match.distance > k:
                 continue
             if sketch_found is not None:
-                had = own[1] if own is not None and match.key == own[0] else self._has_sketch(match.key)
+                if own is not None and match.key == own[0]:
+                    had = own[1]
+                else:
+                    had = match.key in sketched if sketched is not None else self._has_sketch(match.key)
                 if had:
                     continue  # both have sketches: the sketch store judged it (and it failed)
             out.append(match)
@@ -272,8 +277,10 @@ class VerifiedIndex(NearDuplicateIndex):
         with self._writing:
             if self._pair is not None:  # Redis: one atomic script does all of the below
                 sketch_meta = None if values is None else self._sketch_meta(simhash, meta)
-                had, found, before, near = self._pair.check_and_add(simhash, key, meta, values, sketch_meta)
-                return self._combine(simhash, found, near, self.k, (key, had), before)
+                had, found, before, near, sketched = self._pair.check_and_add(
+                    simhash, key, meta, values, sketch_meta
+                )
+                return self._combine(simhash, found, near, self.k, (key, had), before, sketched)
             had = self._has_sketch(key)
             sketch_found = None
             if values is not None:
@@ -326,6 +333,11 @@ class VerifiedIndex(NearDuplicateIndex):
     def query(self, simhash: int, k: int | None = None, *, sketch: Any = None) -> list[Match]:
         k = self.k if k is None else k
         values = self._sketch_values(sketch)
+        if self._pair is not None:  # Redis: both stores in one script, one round trip
+            ((found, before, near, sketched),) = self._pair.query_many([int(simhash)], k, [values])
+            return self._combine(
+                int(simhash), found, near, k, before=before if values is not None else None, sketched=sketched
+            )
         sketch_found = None
         if values is not None:
             sketch_found = [] if self.sketches is None else self.sketches.query(values, **self._lean)
@@ -351,6 +363,16 @@ class VerifiedIndex(NearDuplicateIndex):
             with_sketch = [i for i, v in enumerate(values) if v is not None]
             if with_sketch:
                 matrix = np.stack([values[i] for i in with_sketch])
+        if self._pair is not None:  # Redis: both stores per page in one script, 20 pages a call
+            pages = list(matrix) if len(with_sketch) == len(hashes) and matrix is not None else values
+            return [
+                self._combine(
+                    h, found, near, k, before=before if found is not None else None, sketched=sketched
+                )
+                for h, (found, before, near, sketched) in zip(
+                    hashes, self._pair.query_many(hashes, k, pages), strict=True
+                )
+            ]
         sketch_found: list[list[Any] | None] = [None] * len(hashes)
         if with_sketch:
             if self.sketches is None:

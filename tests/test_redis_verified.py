@@ -448,3 +448,19 @@ def test_with_retention_expired_pages_are_not_matched_and_lose_their_sketches(se
         assert index.sketches.keys() == ["new"] and len(index) == 1
         found = index.check_and_add(0xBBBB, "copy", sketch=near(base, 43))
         assert [m.key for m in found] == ["new"]
+
+
+def test_add_sketch_never_puts_an_older_visits_sketch_on_a_newer_page(index: VerifiedIndex) -> None:
+    """add_sketch reads the page, then writes: another process may re-add the key in between. The
+    write is one script that checks the key still holds the page it read (before, it wrote anyway)."""
+    index.add(0xABC, "p", {"visit": 1})
+    stored = index.get("p")
+    newer = sketch_of(61)
+    index.add(0xABD, "p", {"visit": 2}, sketch=newer)  # another crawler's newer visit, in between
+    assert not index._pair.add_sketch("p", stored.seq, sketch_of(60), None)
+    assert np.array_equal(index.sketch("p").values, newer)
+    index.add(0xABE, "p", {"visit": 3})  # re-added without sketch: a new page again
+    assert not index._pair.add_sketch("p", stored.seq, sketch_of(60), None)  # the old read is stale
+    assert index.sketch("p") is None
+    assert index.add_sketch("p", sketch_of(62))  # read now: added
+    assert np.array_equal(index.sketch("p").values, sketch_of(62)) and index.get("p").meta == {"visit": 3}

@@ -17,6 +17,10 @@
 --   'k'  for each page the last 's' call returned (a query's or check_and_add's matches), 1 if the
 --        sketch store holds its key, else 0 (no arguments): a simhash match with a sketch is judged by
 --        sketches, so the client needs to know without another round trip
+--   'w'  add a sketch to a stored page that has none (add_sketch): 1 argument, the seq8 the simhash
+--        store held for the key when the client read it, then the sketch store's 'a' arguments; added
+--        only when the key still holds that seq8 and no sketch, so that an older visit's sketch never
+--        lands on a newer visit's page; replies 1 if added, else 0
 --   'e'  (retention) the sketch store's 'r' arguments without the key: from now on, every page the
 --        simhash store forgets as expired (its trim, run by its writes and by 't') loses its sketch in
 --        the same call, so that no sketch outlives its page; replies 0
@@ -67,6 +71,8 @@ for _, op in ipairs(ops) do
     err = lost(HK[1], args[4], 'simhash store')
   elseif name == 'e' then
     err = lost(SK[1], args[2], 'sketch store')
+  elseif name == 'w' then
+    err = lost(SK[1], args[3], 'sketch store')
   end
   if err then
     return err
@@ -113,6 +119,20 @@ for _, op in ipairs(ops) do
   elseif name == 's' then
     reply = SIMHASH_STORE(HK, args, on_expire)
     last_s = reply
+  elseif name == 'w' then
+    local key = args[#args - 1]
+    reply = 0
+    if redis.call('HGET', HK[3], key) == args[1] and redis.call('HEXISTS', SK[3], key) == 0 then
+      local call = {}
+      for j = 2, #args do
+        call[#call + 1] = args[j]
+      end
+      local added = SKETCH_STORE(SK, call)
+      if type(added) == 'table' and added.err then
+        return added
+      end
+      reply = 1
+    end
   elseif name == 'k' then
     reply = {}
     if type(last_s) == 'table' then

@@ -219,6 +219,14 @@ class RedisPair:
             while self._run(_op(b"s", self.simhashes._args(b"t", b"1000")), "trimming expired pages")[0]:
                 pass
 
+    def add_sketch(self, key: str, seq: int, sketch: np.ndarray, sketch_meta: Meta | None) -> bool:
+        """Give the page stored as ``seq`` under ``key`` the sketch, in one atomic call that checks the
+        key still holds that page and has no sketch (else nothing is written: False)."""
+        ((key_bytes, record),) = self.sketches._records([(key, sketch, sketch_meta)])
+        ops = _op(b"w", [seq.to_bytes(8, "big"), *self.sketches._args(b"a", key_bytes, record)])
+        (added,) = self._run(ops, "adding a sketch")
+        return bool(added)
+
     def remove(self, key: str) -> bool:
         """Forget ``key`` in both stores at once; True if the simhash store held it."""
         check_key(key)

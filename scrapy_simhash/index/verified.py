@@ -312,6 +312,8 @@ class VerifiedIndex(NearDuplicateIndex):
             if stored is None or self._has_sketch(key):
                 return False
             meta = self._sketch_meta(stored.simhash, stored.meta)
+            if self._pair is not None:  # Redis: added only if the key still holds this page, atomically
+                return self._pair.add_sketch(key, stored.seq, values, meta)
             self._writable_sketches().add_many([(key, values, meta)])
             if self._legacy is not None:
                 self._legacy.discard(key)

@@ -167,6 +167,28 @@ def verified_side_by_side(args: argparse.Namespace) -> None:
                     calls[name] += now[0] - evalsha[0]
                     usec[name] += now[1] - evalsha[1]
             assert answers["before"] == answers["after"], "the two paths answered differently"
+            # lookups: one query at a time, then a batch, both paths in alternating blocks
+            q_spent, q_calls, q_answers = (
+                dict.fromkeys(names, 0.0),
+                dict.fromkeys(names, 0),
+                {n: [] for n in names},
+            )
+            for first in range(0, singles, block):
+                for name, index in indexes.items():
+                    evalsha = _evalsha_calls(client)
+                    start = time.perf_counter()
+                    for i in range(first, min(singles, first + block)):
+                        found = index.query(probe_hashes[i], sketch=probes[i])
+                        q_answers[name].append([(m.key, m.distance, m.similarity) for m in found])
+                    q_spent[name] += time.perf_counter() - start
+                    q_calls[name] += _evalsha_calls(client)[0] - evalsha[0]
+            assert q_answers["before"] == q_answers["after"], "the two paths' lookups differ"
+            batch_spent = dict.fromkeys(names, float("inf"))
+            for turn in range(4):  # alternating, each first twice: the best of each
+                for name in names if turn % 2 else names[::-1]:
+                    start = time.perf_counter()
+                    indexes[name].query_many(probe_hashes, sketches=probes)
+                    batch_spent[name] = min(batch_spent[name], time.perf_counter() - start)
             keys = [f"https://example.com/page/{i}" for i in range(min(args.n, 2000))]
             start = time.perf_counter()
             one_by_one = {key: indexes["after"].sketch(key) for key in keys}
@@ -200,6 +222,12 @@ def verified_side_by_side(args: argparse.Namespace) -> None:
     print(f"  {'EVALSHA per check_and_add':32}{per_call[0]:>12.2f}{per_call[1]:>12.2f}")
     cpu = [usec[name] / singles for name in names]
     print(f"  {'Redis us per check_and_add':32}{cpu[0]:>12.0f}{cpu[1]:>12.0f}")
+    rates = [singles / q_spent[name] for name in names]
+    print(f"  {'query/s (one at a time)':32}{rates[0]:>12,.0f}{rates[1]:>12,.0f}")
+    per_call = [q_calls[name] / singles for name in names]
+    print(f"  {'EVALSHA per query':32}{per_call[0]:>12.2f}{per_call[1]:>12.2f}")
+    rates = [singles / batch_spent[name] for name in names]
+    print(f"  {'query_many/s (best of 2)':32}{rates[0]:>12,.0f}{rates[1]:>12,.0f}")
     print(
         f"  {len(keys):,} sketches read: sketch() per key {per_key * 1000:,.0f} ms, "
         f"sketch_many {batched * 1000:,.0f} ms"

@@ -98,7 +98,7 @@ def test_verified_check_and_add_is_one_evalsha(server: RedisServer, index: Verif
     assert index.sketch("copy") is None and index.get("copy").meta == {"n": 4}
 
 
-def test_a_lookup_is_one_evalsha_and_a_batch_one_per_20_pages(
+def test_a_lookup_is_one_evalsha_and_a_batch_one_per_50_pages(
     server: RedisServer, index: VerifiedIndex
 ) -> None:
     """Reads too: the sketch store's candidates, their simhash rows, the simhash store's matches and
@@ -115,10 +115,10 @@ def test_a_lookup_is_one_evalsha_and_a_batch_one_per_20_pages(
         ("plain", {"n": 2}, False),
     ]
     assert [m.key for m in index.query(0xF0F0)] == ["original", "plain", "other"]  # by simhash alone
-    pages = [near(base, 7 + i) if i % 3 else None for i in range(45)]
+    pages = [near(base, 7 + i) if i % 3 else None for i in range(120)]
     answers: list = []
-    commands = sent(server, lambda: answers.extend(index.query_many([0xF0F0] * 45, sketches=pages)))
-    assert commands == ["EVALSHA"] * 3
+    commands = sent(server, lambda: answers.extend(index.query_many([0xF0F0] * 120, sketches=pages)))
+    assert commands == ["EVALSHA"] * 3  # 120 pages: 50 + 50 + 20
     assert answers == [index.query(0xF0F0, sketch=p) for p in pages]
     copy: list = []
     assert sent(server, lambda: copy.extend(index.check_and_add(0xF0F0, "copy", sketch=near(base, 8)))) == [

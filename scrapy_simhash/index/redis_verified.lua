@@ -17,6 +17,9 @@
 --   'k'  for each page the last 's' call returned (a query's or check_and_add's matches), 1 if the
 --        sketch store holds its key, else 0 (no arguments): a simhash match with a sketch is judged by
 --        sketches, so the client needs to know without another round trip
+--   'B'  as 'b' for a batch: the rows of the candidates of every query of the last 'm' call (a 'Q'
+--        call: one list per query), each key once, flat
+--   'K'  as 'k' for a batch: for each query of the last 's' call (a 'Q' call), its list of flags
 --   'w'  add a sketch to a stored page that has none (add_sketch): 1 argument, the seq8 the simhash
 --        store held for the key when the client read it, then the sketch store's 'a' arguments; added
 --        only when the key still holds that seq8 and no sketch, so that an older visit's sketch never
@@ -60,19 +63,28 @@ local function lost(config, epoch, what)
   return redis.error_reply('SIMHASH_LOST the ' .. what .. ' namespace is gone')
 end
 
+local checked = {} -- each store's epoch once per call (a batch of lookups names it once per page)
+local function lost_once(config, epoch, what)
+  if checked[config] == epoch then
+    return nil
+  end
+  checked[config] = epoch
+  return lost(config, epoch, what)
+end
+
 for _, op in ipairs(ops) do
   local name, args = op[1], op[2]
   local err
   if name == 'm' then
-    err = lost(SK[1], args[2], 'sketch store')
+    err = lost_once(SK[1], args[2], 'sketch store')
   elseif name == 's' then
-    err = lost(HK[1], args[5], 'simhash store')
-  elseif name == 'b' then
-    err = lost(HK[1], args[4], 'simhash store')
+    err = lost_once(HK[1], args[5], 'simhash store')
+  elseif name == 'b' or name == 'B' then
+    err = lost_once(HK[1], args[4], 'simhash store')
   elseif name == 'e' then
-    err = lost(SK[1], args[2], 'sketch store')
+    err = lost_once(SK[1], args[2], 'sketch store')
   elseif name == 'w' then
-    err = lost(SK[1], args[3], 'sketch store')
+    err = lost_once(SK[1], args[3], 'sketch store')
   end
   if err then
     return err
@@ -93,6 +105,20 @@ local function sketch_record_key(rec, nv, b)
   local b1, b2, b3, b4 = string.byte(rec, off, off + 3)
   local len = ((b1 * 256 + b2) * 256 + b3) * 256 + b4
   return string.sub(rec, off + 4, off + 3 + len)
+end
+
+-- The simhash store's row of key: its 'g' call, or (no retention, so nothing can be expired) the two
+-- reads that call makes, without running the whole store script once per candidate.
+local function row_of(key, head)
+  if tonumber(head[2]) > 0 then
+    return SIMHASH_STORE(HK, {'g', head[1], head[2], head[3], head[4], key})
+  end
+  local seq8 = redis.call('HGET', HK[3], key)
+  local rec = seq8 and redis.call('HGET', HK[4], seq8)
+  if not rec then
+    return {}
+  end
+  return {seq8, 0, rec}
 end
 
 local out, last, last_s, on_expire = {}, nil, nil, nil
@@ -133,11 +159,36 @@ for _, op in ipairs(ops) do
       end
       reply = 1
     end
-  elseif name == 'k' then
+  elseif name == 'B' then
     reply = {}
-    if type(last_s) == 'table' then
-      for j = 3, #last_s, 3 do
-        reply[#reply + 1] = redis.call('HEXISTS', SK[3], simhash_record_key(last_s[j], #HK - 5))
+    if last and type(last[1]) == 'table' then
+      local nv, b, seen = tonumber(last[2][4]), tonumber(last[2][5]), {}
+      for _, one in ipairs(last[1]) do
+        for j = 2, #one, 2 do
+          local key = sketch_record_key(one[j], nv, b)
+          if not seen[key] then
+            seen[key] = true
+            for _, v in ipairs(row_of(key, args)) do
+              reply[#reply + 1] = v
+            end
+          end
+        end
+      end
+    end
+  elseif name == 'k' or name == 'K' then
+    local function flags(found)
+      local out = {}
+      for j = 3, #found, 3 do
+        out[#out + 1] = redis.call('HEXISTS', SK[3], simhash_record_key(found[j], #HK - 5))
+      end
+      return out
+    end
+    reply = {}
+    if type(last_s) == 'table' and name == 'k' then
+      reply = flags(last_s)
+    elseif type(last_s) == 'table' then
+      for _, one in ipairs(last_s) do
+        reply[#reply + 1] = flags(one)
       end
     end
   elseif name == 'h' then
@@ -148,7 +199,7 @@ for _, op in ipairs(ops) do
       local nv, b = tonumber(last[2][4]), tonumber(last[2][5])
       for j = 2, #last[1], 2 do
         local key = sketch_record_key(last[1][j], nv, b)
-        local row = SIMHASH_STORE(HK, {'g', args[1], args[2], args[3], args[4], key})
+        local row = row_of(key, args)
         for _, v in ipairs(row) do
           reply[#reply + 1] = v
         end

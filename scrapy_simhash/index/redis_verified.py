@@ -169,48 +169,54 @@ class RedisPair:
         self, simhashes: Sequence[int], k: int, sketches: Sequence[np.ndarray | None]
     ) -> list[tuple[list[LSHMatch] | None, dict[str, Match], list[Match], set[str]]]:
         """Each page's ``(sketch matches or None, the simhash rows of its sketch candidates, simhash
-        matches, the keys of those that have a sketch)``, read in one script per 20 pages (so one
+        matches, the keys of those that have a sketch)``, read in one script per 50 pages (so one
         round trip for a single page): both stores answer from the same instant, and nothing is
         read again."""
         head = self.simhashes._args(b"b")[1:]  # k, retention, tables spec, epoch
-        query_head = [b"q", str(self.simhashes._k(k)).encode(), *head[1:], b"", b""]
         values = [None if v is None else as_sketch(v, self.sketches.num_values) for v in sketches]
-        with_sketch = [v for v in values if v is not None]
-        band_probes = iter(
-            [row.tobytes() for row in self.sketches._hasher.keys_many(np.stack(with_sketch)).astype(">u8")]
-            if with_sketch
-            else []
+        probes = [self.simhashes._probe(simhash, k) for simhash in simhashes]
+        with_sketch = [i for i, v in enumerate(values) if v is not None]
+        band_probes = dict(
+            zip(
+                with_sketch,
+                self.sketches._hasher.keys_many(np.stack([values[i] for i in with_sketch])).astype(">u8")
+                if with_sketch
+                else [],
+                strict=True,
+            )
         )
-        per_page: list[list[bytes]] = []
-        for simhash, v in zip(simhashes, values, strict=True):
-            ops = _op(b"s", [*query_head, self.simhashes._probe(simhash, k)])
-            if v is not None:
-                ops = (
-                    _op(b"m", self.sketches._args(b"q", next(band_probes)))
-                    + _op(b"b", head)
-                    + ops
-                    + _op(b"k", [])
-                )
-            per_page.append(ops)
-        calls = [[arg for ops in per_page[i : i + 20] for arg in ops] for i in range(0, len(per_page), 20)]
+        query_head = [b"Q", str(self.simhashes._k(k)).encode(), *head[1:]]
+        calls, pages = [], []
+        for start in range(0, len(values), ROWS_PER_CALL):
+            chunk = range(start, min(len(values), start + ROWS_PER_CALL))
+            sketched = [i for i in chunk if values[i] is not None]
+            ops: list[bytes] = []
+            if sketched:  # the sketch store's candidates of each page, then their simhash rows
+                ops += _op(b"m", self.sketches._args(b"Q", *(band_probes[i].tobytes() for i in sketched)))
+                ops += _op(b"B", head)
+            ops += _op(b"s", [*query_head, *(probes[i] for i in chunk)]) + _op(b"K", [])
+            calls.append(ops)
+            pages.append((chunk, sketched))
         replies: list[Any] = []
         for start in range(0, len(calls), CALLS_PER_ROUND_TRIP):
             for reply in self._run_many(calls[start : start + CALLS_PER_ROUND_TRIP], "querying"):
-                replies.extend(reply[1:] if self.simhashes.retention is not None else reply)
-        out = []
-        at = 0
-        for v in values:
-            if v is None:
-                out.append((None, {}, self.simhashes._matches(replies[at]), set()))
-                at += 1
-                continue
-            candidates, rows, found, flags = replies[at : at + 4]
-            at += 4
-            before = {m.key: m for m in self.simhashes._matches(rows)}
-            sketched = _sketched(found, flags, len(self.simhashes._tables))
-            out.append(
-                (self.sketches._answer(v, candidates), before, self.simhashes._matches(found), sketched)
-            )
+                replies.append(reply[1:] if self.simhashes.retention is not None else reply)
+        out: list[tuple[list[LSHMatch] | None, dict[str, Match], list[Match], set[str]]] = []
+        tables = len(self.simhashes._tables)
+        for (chunk, sketched), reply in zip(pages, replies, strict=True):
+            candidates: dict[int, list[Any]] = {}
+            before: dict[str, Match] = {}
+            if sketched:
+                candidates = dict(zip(sketched, reply[0], strict=True))
+                before = {m.key: m for m in self.simhashes._matches(reply[1])}
+            found_lists, flag_lists = reply[-2], reply[-1]
+            for i, found, flags in zip(chunk, found_lists, flag_lists, strict=True):
+                near = self.simhashes._matches(found)
+                if values[i] is None:
+                    out.append((None, {}, near, set()))
+                else:
+                    answer = self.sketches._answer(values[i], candidates[i])
+                    out.append((answer, before, near, _sketched(found, flags, tables)))
         return out
 
     def compact(self) -> None:

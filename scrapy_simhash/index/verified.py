@@ -365,7 +365,7 @@ class VerifiedIndex(NearDuplicateIndex):
             with_sketch = [i for i, v in enumerate(values) if v is not None]
             if with_sketch:
                 matrix = np.stack([values[i] for i in with_sketch])
-        if self._pair is not None:  # Redis: both stores per page in one script, 20 pages a call
+        if self._pair is not None:  # Redis: both stores per page in one script, 50 pages a call
             pages = list(matrix) if len(with_sketch) == len(hashes) and matrix is not None else values
             return [
                 self._combine(

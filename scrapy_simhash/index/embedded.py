@@ -433,11 +433,17 @@ class SimhashIndex(NearDuplicateIndex):
 
         ``seq_hints``: each key's seq if known (0: not), to read rows by seq (a wrong hint costs
         only a second read by key)."""
-        wanted = [check_key(key) for key in keys]
+        rows = self.rows_many([check_key(key) for key in keys], seq_hints)
+        return {key: Match(key, h, 0, meta, seq) for key, (seq, h, meta) in rows.items()}
+
+    def rows_many(
+        self, keys: list[str], seq_hints: list[int] | None = None
+    ) -> dict[str, tuple[int, int, dict[str, Any]]]:
+        """:meth:`get_many`'s rows as ``key -> (seq, simhash, meta)``: for a caller that builds its
+        own answers from them (the verified index's hit path; no Match made twice)."""
         with self._lock:
             self._check_open()
-            rows = self._store.get_many(wanted, seq_hints) if wanted else {}
-        return {key: Match(key, h, 0, meta, seq) for key, (seq, h, meta) in rows.items()}
+            return self._store.get_many(keys, seq_hints) if keys else {}
 
     def key_seqs(self) -> list[tuple[str, int]]:
         """Every stored ``(key, seq)``, in no particular order (one read, no rows decoded)."""

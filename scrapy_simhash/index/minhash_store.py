@@ -304,6 +304,15 @@ class MinHashIndex:
             self._check_open()
             return self._with_meta(self._lsh.query(values), with_meta)
 
+    def query_pairs(self, sketch: Any) -> tuple[list[tuple[str, float]], list[int]]:
+        """:meth:`query` without meta, as ``[(key, similarity)]``, and each key's :meth:`hints`:
+        the verified index's hit path, in one call under the lock."""
+        values = as_sketch(sketch, self.num_values)
+        with self._lock:
+            self._check_open()
+            found = self._lsh.query(values)
+            return found, self._lsh.tags(key for key, _ in found)
+
     def query_many(self, sketches: Any, *, with_meta: bool = True) -> list[list[LSHMatch]]:
         """``query`` for each sketch of a batch (vectorised candidate search)."""
         with self._lock:

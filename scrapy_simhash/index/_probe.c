@@ -257,6 +257,11 @@ static int ints_push(ints_t *v, int64_t x) {
     return 0;
 }
 
+/* Entry ``cell`` of a bucket directory of uint32 (``dsize`` 4) or int64 offsets. */
+static inline Py_ssize_t dir_at(const void *directory, int dsize, uint64_t cell) {
+    return dsize == 4 ? (Py_ssize_t)((const uint32_t *)directory)[cell] : (Py_ssize_t)((const int64_t *)directory)[cell];
+}
+
 /* bucket_lookup(entries, directory, dir_itemsize, shift, prefixes) -> (positions bytes, ids bytes)
  *
  * The LSH buckets' lookup (lsh_buckets.SortedBuckets.lookup) in one call: for each 32-bit key
@@ -287,8 +292,7 @@ static PyObject *bucket_lookup(PyObject *self, PyObject *args) {
         if (j + PREFETCH_AHEAD / 2 < m) {
             uint64_t ahead = (pv[j + PREFETCH_AHEAD / 2] & HI) >> shift;
             if ((Py_ssize_t)ahead + 1 < ndir) {
-                Py_ssize_t at = dsize == 4 ? (Py_ssize_t)((const uint32_t *)directory.buf)[ahead]
-                                           : (Py_ssize_t)((const int64_t *)directory.buf)[ahead];
+                Py_ssize_t at = dir_at(directory.buf, dsize, ahead);
                 if (at >= 0 && at < n) PREFETCH(ev + at);
             }
         }
@@ -296,13 +300,8 @@ static PyObject *bucket_lookup(PyObject *self, PyObject *args) {
         uint64_t cell = p >> shift;
         if ((Py_ssize_t)cell + 1 >= ndir) goto corrupt;
         Py_ssize_t lo, hi;
-        if (dsize == 4) {
-            lo = ((const uint32_t *)directory.buf)[cell];
-            hi = ((const uint32_t *)directory.buf)[cell + 1];
-        } else {
-            lo = (Py_ssize_t)((const int64_t *)directory.buf)[cell];
-            hi = (Py_ssize_t)((const int64_t *)directory.buf)[cell + 1];
-        }
+        lo = dir_at(directory.buf, dsize, cell);
+        hi = dir_at(directory.buf, dsize, cell + 1);
         if (lo < 0 || hi > n || lo > hi) goto corrupt;
         for (Py_ssize_t at = lo + lower64(ev + lo, hi - lo, p); at < hi && (ev[at] & HI) == p; at++) {
             if (ints_push(&pos, (int64_t)j) < 0 || ints_push(&ids, (int64_t)(ev[at] & 0xFFFFFFFFULL)) < 0) {
@@ -326,6 +325,21 @@ done:
     PyBuffer_Release(&directory);
     PyBuffer_Release(&prefixes);
     return result;
+}
+
+/* The LSH verification of one stored sketch ``a`` against the query ``b``: the number of equal
+ * values when at least one of the ``bands`` bands of ``rows`` values is equal in full and the
+ * count reaches ``min_matches``, else -1. */
+static inline int verified_count(const uint32_t *a, const uint32_t *b, int nv, int bands, int rows, int min_matches) {
+    int count = 0, banded = 0;
+    for (int band = 0, at = 0; band < bands; band++) {
+        int equal = 0;
+        for (int r = 0; r < rows; r++, at++) equal += a[at] == b[at];
+        count += equal;
+        banded |= equal == rows;
+    }
+    for (int at = bands * rows; at < nv; at++) count += a[at] == b[at];
+    return (banded && count >= min_matches) ? count : -1;
 }
 
 /* sketch_verify(sketches, num_values, ids, query_of, queries, bands, rows, min_matches) -> counts bytes
@@ -363,16 +377,7 @@ static PyObject *sketch_verify(PyObject *self, PyObject *args) {
                 PyErr_SetString(PyExc_IndexError, "sketch_verify: a candidate or query index is out of range");
                 goto done;
             }
-            const uint32_t *a = S + (size_t)i * nv, *b = Q + (size_t)q * nv;
-            int count = 0, banded = 0;
-            for (int band = 0, at = 0; band < bands; band++) {
-                int equal = 0;
-                for (int r = 0; r < rows; r++, at++) equal += a[at] == b[at];
-                count += equal;
-                banded |= equal == rows;
-            }
-            for (int at = bands * rows; at < nv; at++) count += a[at] == b[at];
-            out[j] = (banded && count >= min_matches) ? count : -1;
+            out[j] = verified_count(S + (size_t)i * nv, Q + (size_t)q * nv, nv, bands, rows, min_matches);
         }
     }
 done:
@@ -494,13 +499,8 @@ static PyObject *lsh_query(PyObject *self, PyObject *args) {
                 uint64_t p = pv[j] & HI, cell = p >> shift;
                 Py_ssize_t lo, hi;
                 if ((Py_ssize_t)cell + 1 >= ndir) { bad = 1; break; }
-                if (dsize == 4) {
-                    lo = ((const uint32_t *)directory.buf)[cell];
-                    hi = ((const uint32_t *)directory.buf)[cell + 1];
-                } else {
-                    lo = (Py_ssize_t)((const int64_t *)directory.buf)[cell];
-                    hi = (Py_ssize_t)((const int64_t *)directory.buf)[cell + 1];
-                }
+                lo = dir_at(directory.buf, dsize, cell);
+                hi = dir_at(directory.buf, dsize, cell + 1);
                 if (lo < 0 || hi > n || lo > hi) { bad = 1; break; }
                 for (Py_ssize_t at = lo + lower64(ev + lo, hi - lo, p); at < hi && (ev[at] & HI) == p; at++)
                     if (ints_push(&cand, (int64_t)(ev[at] & 0xFFFFFFFFULL)) < 0) bad = 2;
@@ -529,16 +529,8 @@ static PyObject *lsh_query(PyObject *self, PyObject *args) {
                 goto done;
             }
             if (!live[i]) continue;
-            const uint32_t *a = S + (size_t)i * nv;
-            int count = 0, banded = 0;
-            for (int band = 0, at = 0; band < bands; band++) {
-                int equal = 0;
-                for (int r = 0; r < rows; r++, at++) equal += a[at] == b[at];
-                count += equal;
-                banded |= equal == rows;
-            }
-            for (int at = bands * rows; at < nv; at++) count += a[at] == b[at];
-            if (banded && count >= min_matches) {
+            int count = verified_count(S + (size_t)i * nv, b, nv, bands, rows, min_matches);
+            if (count >= 0) {
                 scored[kept].id = i;
                 scored[kept].count = count;
                 kept++;

@@ -397,6 +397,16 @@ def test_the_sketch_store_remembers_each_pages_seq(tmp_path: Path) -> None:
         assert index.sketches.hints(["new", "k2"]) == [index.get("new").seq, index.get("k2").seq]
 
 
+def test_answers_of_a_batch_share_no_meta(tmp_path: Path) -> None:
+    """One row read serves every answer of a batch that matches it: each answer gets its own meta."""
+    with open_index(tmp_path / "ix") as index:
+        index.add(5, "p", {"tags": ["a"]}, sketch=sketch_of(1))
+        first, second = index.query_many([5, 5], sketches=np.stack([sketch_of(1), sketch_of(1)]))
+        assert first == second and first[0].meta == {"tags": ["a"]}
+        first[0].meta["note"] = "set by a caller on one answer"
+        assert second[0].meta == {"tags": ["a"]}
+
+
 def test_reset_empties_both_stores(tmp_path: Path) -> None:
     path = tmp_path / "ix"
     with open_index(path) as index:

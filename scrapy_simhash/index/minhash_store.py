@@ -304,14 +304,16 @@ class MinHashIndex:
             self._check_open()
             return self._with_meta(self._lsh.query(values), with_meta)
 
-    def query_pairs(self, sketch: Any) -> tuple[list[tuple[str, float]], list[int]]:
-        """:meth:`query` without meta, as ``[(key, similarity)]``, and each key's :meth:`hints`:
-        the verified index's hit path, in one call under the lock."""
-        values = as_sketch(sketch, self.num_values)
+    def query_pairs(self, sketches: Any) -> list[tuple[list[tuple[str, float]], list[int]]]:
+        """:meth:`query_many` without meta: for each sketch of a batch (or one sketch, a batch of one)
+        ``([(key, similarity)], each key's hint)``: the verified index's lean path, under the lock once."""
+        batch = as_sketch_batch(sketches, self.num_values)
         with self._lock:
             self._check_open()
-            found = self._lsh.query(values)
-            return found, self._lsh.tags(key for key, _ in found)
+            tags = self._lsh.tags
+            # one lookup: the single query's C call, no batch machinery
+            answers = [self._lsh.query(batch[0])] if batch.shape[0] == 1 else self._lsh.query_many(batch)
+            return [(found, tags(key for key, _ in found)) for found in answers]
 
     def query_many(self, sketches: Any, *, with_meta: bool = True) -> list[list[LSHMatch]]:
         """``query`` for each sketch of a batch (vectorised candidate search)."""

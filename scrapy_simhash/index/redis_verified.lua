@@ -18,7 +18,8 @@
 --        sketch store holds its key, else 0 (no arguments): a simhash match with a sketch is judged by
 --        sketches, so the client needs to know without another round trip
 --   'B'  as 'b' for a batch: the rows of the candidates of every query of the last 'm' call (a 'Q'
---        call: one list per query), each key once, flat
+--        call: one list per query), each key once, flat; after 'b''s 4 arguments, each query's position
+--        in the last 's' call (a 'Q' call): a candidate that query's simhash matches hold is not read
 --   'K'  as 'k' for a batch: for each query of the last 's' call (a 'Q' call), its list of flags
 --   'w'  add a sketch to a stored page that has none (add_sketch): 1 argument, the seq8 the simhash
 --        store held for the key when the client read it, then the sketch store's 'a' arguments; added
@@ -163,10 +164,17 @@ for _, op in ipairs(ops) do
     reply = {}
     if last and type(last[1]) == 'table' then
       local nv, b, seen = tonumber(last[2][4]), tonumber(last[2][5]), {}
-      for _, one in ipairs(last[1]) do
+      for qi, one in ipairs(last[1]) do
+        local held = {}
+        local at = tonumber(args[4 + qi])
+        if at and type(last_s) == 'table' and type(last_s[at]) == 'table' then
+          for j = 3, #last_s[at], 3 do
+            held[simhash_record_key(last_s[at][j], #HK - 5)] = true
+          end
+        end
         for j = 2, #one, 2 do
           local key = sketch_record_key(one[j], nv, b)
-          if not seen[key] then
+          if not seen[key] and not held[key] then
             seen[key] = true
             for _, v in ipairs(row_of(key, args)) do
               reply[#reply + 1] = v

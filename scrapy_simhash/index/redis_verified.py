@@ -190,11 +190,10 @@ class RedisPair:
         for start in range(0, len(values), ROWS_PER_CALL):
             chunk = range(start, min(len(values), start + ROWS_PER_CALL))
             sketched = [i for i in chunk if values[i] is not None]
-            ops: list[bytes] = []
-            if sketched:  # the sketch store's candidates of each page, then their simhash rows
+            ops = _op(b"s", [*query_head, *(probes[i] for i in chunk)]) + _op(b"K", [])
+            if sketched:  # the sketch store's candidates of each page, then the rows its simhash matches lack
                 ops += _op(b"m", self.sketches._args(b"Q", *(band_probes[i].tobytes() for i in sketched)))
-                ops += _op(b"B", head)
-            ops += _op(b"s", [*query_head, *(probes[i] for i in chunk)]) + _op(b"K", [])
+                ops += _op(b"B", [*head, *(str(i - start + 1).encode() for i in sketched)])
             calls.append(ops)
             pages.append((chunk, sketched))
         replies: list[Any] = []
@@ -207,9 +206,9 @@ class RedisPair:
             candidates: dict[int, list[Any]] = {}
             before: dict[str, Match] = {}
             if sketched:
-                candidates = dict(zip(sketched, reply[0], strict=True))
-                before = {m.key: m for m in self.simhashes._matches(reply[1])}
-            found_lists, flag_lists = reply[-2], reply[-1]
+                candidates = dict(zip(sketched, reply[2], strict=True))
+                before = {m.key: m for m in self.simhashes._matches(reply[3])}
+            found_lists, flag_lists = reply[0], reply[1]
             for i, found, flags in zip(chunk, found_lists, flag_lists, strict=True):
                 near = self.simhashes._matches(found)
                 if values[i] is None:

@@ -20,7 +20,8 @@ from redis_server import RedisServer
 
 from scrapy_simhash.fingerprint.minhash import MinHash
 from scrapy_simhash.index import IndexLostError, IndexUnavailableError, open_index
-from scrapy_simhash.index.verified import SKETCH_PREFIX_SUFFIX, VerifiedIndex
+from scrapy_simhash.index.sketch_stores import SKETCH_PREFIX_SUFFIX
+from scrapy_simhash.index.verified import VerifiedIndex
 
 NV = 128
 

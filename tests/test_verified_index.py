@@ -19,7 +19,8 @@ from redis_server import RedisServer
 
 from scrapy_simhash.decision import DEFAULT_RULE
 from scrapy_simhash.index import IndexLostError, Match, open_index
-from scrapy_simhash.index.verified import SKETCH_PREFIX_SUFFIX, VerifiedIndex
+from scrapy_simhash.index.sketch_stores import SKETCH_PREFIX_SUFFIX
+from scrapy_simhash.index.verified import VerifiedIndex
 
 NV = 128
 MASK = (1 << 64) - 1

@@ -116,7 +116,8 @@ def _open_verified(location: str | Path, k: int, similarity: float | None, optio
     import dataclasses
 
     from ..decision import DEFAULT_RULE
-    from .verified import VerifiedIndex, open_sketch_store
+    from .sketch_stores import open_sketch_store
+    from .verified import VerifiedIndex
 
     rule = DEFAULT_RULE if similarity is None else dataclasses.replace(DEFAULT_RULE, similarity=similarity)
     simhashes = _open_store(location, k, None, options)
@@ -141,7 +142,7 @@ def _keeping_sketches_true(simhashes: Any, location: str | Path, options: dict[s
 
     from ..decision import DEFAULT_RULE
     from .simhash_mode import SimhashModeIndex
-    from .verified import open_existing_sketch_store
+    from .sketch_stores import open_existing_sketch_store
 
     text = str(location).removeprefix("file://")
     names = ("retries", "retry_cap") if is_server_uri(text) else ("reset", "synchronous", "verify")

@@ -20,7 +20,9 @@
 --   'B'  as 'b' for a batch: the rows of the candidates of every query of the last 'm' call (a 'Q'
 --        call: one list per query), each key once, flat; after 'b''s 4 arguments, each query's position
 --        in the last 's' call (a 'Q' call): a candidate that query's simhash matches hold is not read
---   'K'  as 'k' for a batch: for each query of the last 's' call (a 'Q' call), its list of flags
+--   'K'  as 'k' for a batch: for each query of the last 's' call (a 'Q' call), its list of flags;
+--        arguments: for each of those queries, its position in the last 'm' call (a 'Q' call) or 0: a
+--        key among that query's sketch candidates has a sketch, and is not looked up
 --   'w'  add a sketch to a stored page that has none (add_sketch): 1 argument, the seq8 the simhash
 --        store held for the key when the client read it, then the sketch store's 'a' arguments; added
 --        only when the key still holds that seq8 and no sketch, so that an older visit's sketch never
@@ -184,19 +186,27 @@ for _, op in ipairs(ops) do
       end
     end
   elseif name == 'k' or name == 'K' then
-    local function flags(found)
+    local function flags(found, sketched)
       local out = {}
       for j = 3, #found, 3 do
-        out[#out + 1] = redis.call('HEXISTS', SK[3], simhash_record_key(found[j], #HK - 5))
+        local key = simhash_record_key(found[j], #HK - 5)
+        out[#out + 1] = sketched[key] and 1 or redis.call('HEXISTS', SK[3], key)
       end
       return out
     end
     reply = {}
     if type(last_s) == 'table' and name == 'k' then
-      reply = flags(last_s)
+      reply = flags(last_s, {})
     elseif type(last_s) == 'table' then
-      for _, one in ipairs(last_s) do
-        reply[#reply + 1] = flags(one)
+      for p, one in ipairs(last_s) do
+        local sketched, at = {}, tonumber(args[p])
+        if at and at > 0 and last and type(last[1]) == 'table' and type(last[1][at]) == 'table' then
+          local nv, b = tonumber(last[2][4]), tonumber(last[2][5])
+          for j = 2, #last[1][at], 2 do
+            sketched[sketch_record_key(last[1][at][j], nv, b)] = true
+          end
+        end
+        reply[#reply + 1] = flags(one, sketched)
       end
     end
   elseif name == 'h' then

@@ -190,10 +190,16 @@ class RedisPair:
         for start in range(0, len(values), ROWS_PER_CALL):
             chunk = range(start, min(len(values), start + ROWS_PER_CALL))
             sketched = [i for i in chunk if values[i] is not None]
-            ops = _op(b"s", [*query_head, *(probes[i] for i in chunk)]) + _op(b"K", [])
-            if sketched:  # the sketch store's candidates of each page, then the rows its simhash matches lack
+            # the simhash matches; the sketch candidates; which matches have a sketch (a candidate has);
+            # the rows of the candidates that the page's simhash matches do not hold
+            ops = _op(b"s", [*query_head, *(probes[i] for i in chunk)])
+            if sketched:
+                at = {i: str(n).encode() for n, i in enumerate(sketched, 1)}
                 ops += _op(b"m", self.sketches._args(b"Q", *(band_probes[i].tobytes() for i in sketched)))
+                ops += _op(b"K", [at.get(i, b"0") for i in chunk])
                 ops += _op(b"B", [*head, *(str(i - start + 1).encode() for i in sketched)])
+            else:
+                ops += _op(b"K", [b"0"] * len(chunk))
             calls.append(ops)
             pages.append((chunk, sketched))
         replies: list[Any] = []
@@ -205,10 +211,10 @@ class RedisPair:
         for (chunk, sketched), reply in zip(pages, replies, strict=True):
             candidates: dict[int, list[Any]] = {}
             before: dict[str, Match] = {}
+            found_lists, flag_lists = reply[0], reply[2 if sketched else 1]
             if sketched:
-                candidates = dict(zip(sketched, reply[2], strict=True))
+                candidates = dict(zip(sketched, reply[1], strict=True))
                 before = {m.key: m for m in self.simhashes._matches(reply[3])}
-            found_lists, flag_lists = reply[0], reply[1]
             for i, found, flags in zip(chunk, found_lists, flag_lists, strict=True):
                 near = self.simhashes._matches(found)
                 if values[i] is None:

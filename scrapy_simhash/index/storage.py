@@ -360,19 +360,11 @@ class Store(RowDatabase):
         expected: dict[int, str] | None,
     ) -> None:
         """Verified rows into ``out`` by key (``expected``: only rows whose seq maps to their key)."""
-        check, loads = row_check, json.loads  # a verified hit reads ~5 rows: the loop is lean
         for seq, key, h, meta, chk in self.conn.execute(
             f"SELECT seq, key, simhash, meta, {self._chk} FROM entries WHERE {where}", args
         ):
-            if expected is not None and expected.get(seq) != key:
-                continue
-            h += WRAP if h < 0 else 0
-            if chk is not None and chk + (WRAP if chk < 0 else 0) != check(seq, h, key, meta):
-                raise self.damaged(f"row {seq} ({key!r}) fails its checksum")
-            value = loads(meta) if meta else {}
-            if not isinstance(value, dict):
-                value = _meta(meta)  # the clear error
-            out[key] = (seq, h, value)
+            if expected is None or expected.get(seq) == key:
+                out[key] = (seq, to_unsigned(h), self._verified(seq, key, h, meta, chk))
 
     def key_seqs(self, batch: int = 100_000) -> Iterator[list[tuple[str, int]]]:
         """Every stored ``(key, seq)``, in lists of ``batch`` (no rows decoded)."""

@@ -374,12 +374,12 @@ def test_rows_read_by_seq_hints_are_the_rows_read_by_key(hints: list[int], rnd: 
         index.add(7, "k3", {"i": "again"}, sketch=sketch_of(3))  # k3 moves to a new seq
         index.remove("k5")
         wanted = [f"k{rnd.randrange(32)}" for _ in hints]
-        right = index.simhashes.get_many(wanted)
-        assert index.simhashes.get_many(wanted, seq_hints=hints) == right
+        right = index.simhashes.rows_many(wanted)
+        assert index.simhashes.rows_many(wanted, hints) == right
         assert set(right) == set(wanted) - {"k5", "k30", "k31"}
-        assert "k3" not in right or right["k3"].meta == {"i": "again"}
-        true_seqs = [right[key].seq if key in right else 0 for key in wanted]
-        assert index.simhashes.get_many(wanted, seq_hints=true_seqs) == right
+        assert "k3" not in right or right["k3"][2] == {"i": "again"}
+        true_seqs = [right[key][0] if key in right else 0 for key in wanted]
+        assert index.simhashes.rows_many(wanted, true_seqs) == right
 
 
 def test_the_sketch_store_remembers_each_pages_seq(tmp_path: Path) -> None:

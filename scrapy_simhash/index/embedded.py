@@ -428,19 +428,17 @@ class SimhashIndex(NearDuplicateIndex):
         seq, h, meta = row
         return Match(key, h, 0, meta, seq)
 
-    def get_many(self, keys: Iterable[str], *, seq_hints: list[int] | None = None) -> dict[str, Match]:
-        """``get`` for many keys in one database read; keys not stored are absent.
-
-        ``seq_hints``: each key's seq if known (0: not), to read rows by seq (a wrong hint costs
-        only a second read by key)."""
-        rows = self.rows_many([check_key(key) for key in keys], seq_hints)
+    def get_many(self, keys: Iterable[str]) -> dict[str, Match]:
+        """``get`` for many keys in one database read; keys not stored are absent."""
+        rows = self.rows_many([check_key(key) for key in keys])
         return {key: Match(key, h, 0, meta, seq) for key, (seq, h, meta) in rows.items()}
 
     def rows_many(
         self, keys: list[str], seq_hints: list[int] | None = None
     ) -> dict[str, tuple[int, int, dict[str, Any]]]:
-        """:meth:`get_many`'s rows as ``key -> (seq, simhash, meta)``: for a caller that builds its
-        own answers from them (the verified index's hit path; no Match made twice)."""
+        """:meth:`get_many`'s rows as ``key -> (seq, simhash, meta)``, for a caller that builds its own
+        answers from them (the verified index: no Match made twice). ``seq_hints``: each key's seq
+        if known (0: not), to read rows by seq (a wrong hint costs only a second read by key)."""
         with self._lock:
             self._check_open()
             return self._store.get_many(keys, seq_hints) if keys else {}

@@ -103,8 +103,6 @@ class VerifiedIndex(NearDuplicateIndex):
                 sketches.set_hints(pairs)
                 self._hinted = True
                 self._legacy = {key for key, _ in pairs}.difference(sketches.keys())
-            elif (keys := getattr(simhashes, "keys", None)) is not None:
-                self._legacy = set(keys()).difference(sketches.keys())
 
     # -- helpers ---------------------------------------------------------------------------------
     def _sketch_values(self, sketch: Any) -> np.ndarray | None:
@@ -178,17 +176,22 @@ class VerifiedIndex(NearDuplicateIndex):
 
     def _get_many(self, keys: list[str]) -> dict[str, Match]:
         if self._hinted and self.sketches is not None:
-            hints = self.sketches.hints(keys)
-            rows = self.simhashes.get_many(keys, seq_hints=hints)
-            hint_of = dict(zip(keys, hints, strict=True))
-            stale = [(key, m.seq) for key, m in rows.items() if hint_of.get(key) != m.seq]
-            if stale:  # new pages (inserted since the open) and re-added ones: by seq next time
-                self.sketches.set_hints(stale)
-            return rows
+            rows = self._rows(dict(zip(keys, self.sketches.hints(keys), strict=True)))
+            return {key: Match(key, h, 0, meta, seq) for key, (seq, h, meta) in rows.items()}
         get_many = getattr(self.simhashes, "get_many", None)
         if get_many is not None:
             return get_many(keys)
         return {key: found for key in keys if (found := self.simhashes.get(key)) is not None}
+
+    def _rows(self, hint_of: dict[str, int]) -> dict[str, tuple[int, int, dict[str, Any]]]:
+        """Embedded: the simhash store's rows ``key -> (seq, simhash, meta)`` of the keys of ``hint_of``,
+        read by the seq the sketch store remembers for each (0: none); hints found stale (pages added
+        or re-added since the open) are refreshed, so the next read is by seq."""
+        rows = self.simhashes.rows_many(list(hint_of), list(hint_of.values()))
+        stale = [(key, row[0]) for key, row in rows.items() if row[0] != hint_of[key]]
+        if stale:
+            self.sketches.set_hints(stale)
+        return rows
 
     def _sketch_meta(self, simhash: int, meta: Meta | None) -> dict[str, Any] | None:
         """What the sketch store keeps beside a sketch: on Redis, the page's simhash and meta (a match on
@@ -332,9 +335,7 @@ class VerifiedIndex(NearDuplicateIndex):
         values = self._sketch_values(sketch)
         if self._pair is not None:  # Redis: both stores in one script, one round trip
             ((found, before, near, sketched),) = self._pair.query_many([int(simhash)], k, [values])
-            return self._combine(
-                int(simhash), found, near, k, before=before if values is not None else None, sketched=sketched
-            )
+            return self._combine(int(simhash), found, near, k, before=before, sketched=sketched)
         if values is not None and self._hinted and not self._probing():
             return self._sketch_answers([int(simhash)], values[None, :])[0]
         sketch_found = None
@@ -351,10 +352,7 @@ class VerifiedIndex(NearDuplicateIndex):
         hint_of = {key: hint for found, hints in answers for (key, _), hint in zip(found, hints, strict=True)}
         if not hint_of:
             return [[] for _ in answers]
-        rows = self.simhashes.rows_many(list(hint_of), list(hint_of.values()))
-        stale = [(key, row[0]) for key, row in rows.items() if row[0] != hint_of[key]]
-        if stale:
-            self.sketches.set_hints(stale)
+        rows = self._rows(hint_of)
         out, used = [], set()
         for simhash, (found, _) in zip(simhashes, answers, strict=True):
             matches = []
@@ -394,9 +392,7 @@ class VerifiedIndex(NearDuplicateIndex):
         if self._pair is not None:  # Redis: both stores per page in one script, 50 pages a call
             pages = list(matrix) if len(with_sketch) == len(hashes) and matrix is not None else values
             return [
-                self._combine(
-                    h, found, near, k, before=before if found is not None else None, sketched=sketched
-                )
+                self._combine(h, found, near, k, before=before, sketched=sketched)
                 for h, (found, before, near, sketched) in zip(
                     hashes, self._pair.query_many(hashes, k, pages), strict=True
                 )

@@ -14,13 +14,13 @@
 --   'h'  1 if the sketch store holds the key (1 argument), else 0
 --   'b'  the simhash store's rows, read now, of the candidates the last 'm' call returned (4 arguments:
 --        the simhash store's k, retention ms, tables spec and epoch): flat {seq8, 0, record, ...}
---   'k'  for each page the last 's' call returned (a query's or check_and_add's matches), 1 if the
---        sketch store holds its key, else 0 (no arguments): a simhash match with a sketch is judged by
---        sketches, so the client needs to know without another round trip
+--   'k'  the keys of the pages the last 's' call returned (a query's or check_and_add's matches) that
+--        the sketch store holds (no arguments): a simhash match with a sketch is judged by sketches,
+--        so the client needs to know without another round trip
 --   'B'  as 'b' for a batch: the rows of the candidates of every query of the last 'm' call (a 'Q'
 --        call: one list per query), each key once, flat; after 'b''s 4 arguments, each query's position
 --        in the last 's' call (a 'Q' call): a candidate that query's simhash matches hold is not read
---   'K'  as 'k' for a batch: for each query of the last 's' call (a 'Q' call), its list of flags;
+--   'K'  as 'k' for a batch: for each query of the last 's' call (a 'Q' call), its list of keys;
 --        arguments: for each of those queries, its position in the last 'm' call (a 'Q' call) or 0: a
 --        key among that query's sketch candidates has a sketch, and is not looked up
 --   'w'  add a sketch to a stored page that has none (add_sketch): 1 argument, the seq8 the simhash
@@ -190,7 +190,9 @@ for _, op in ipairs(ops) do
       local out = {}
       for j = 3, #found, 3 do
         local key = simhash_record_key(found[j], #HK - 5)
-        out[#out + 1] = sketched[key] and 1 or redis.call('HEXISTS', SK[3], key)
+        if sketched[key] or redis.call('HEXISTS', SK[3], key) == 1 then
+          out[#out + 1] = key
+        end
       end
       return out
     end

@@ -31,7 +31,7 @@ from .minhash_store import LSHMatch
 from .redis_client import ScriptClient
 from .redis_minhash import CALLS_PER_ROUND_TRIP, ROWS_PER_CALL, RedisMinHashIndex
 from .redis_store import RedisIndex
-from .redis_tables import check_key, decode_record, encode_row
+from .redis_tables import check_key, encode_row
 
 __all__ = ["SCRIPT", "RedisPair", "pair_for"]
 
@@ -130,11 +130,11 @@ class RedisPair:
             *_op(b"s", simhash_args),
             *_op(b"k", []),
         ]
-        had, candidates, rows, found, flags = self._run(ops, "checking and adding a page")
+        had, candidates, rows, found, sketched = self._run(ops, "checking and adding a page")
         sketch_found = self.sketches._answer(as_sketch(sketch, self.sketches.num_values), candidates)
         before = {m.key: m for m in self.simhashes._matches(rows)}
         near = self.simhashes._matches(found)
-        return bool(had), sketch_found, before, near, _sketched(found, flags, len(self.simhashes._tables))
+        return bool(had), sketch_found, before, near, _keys(sketched)
 
     def add_many(self, rows: Sequence[tuple[int, str, Meta | None, np.ndarray | None, Meta | None]]) -> int:
         """``(simhash, key, meta, sketch or None, sketch meta)`` rows: 50 per atomic call, 10 calls
@@ -207,21 +207,20 @@ class RedisPair:
             for reply in self._run_many(calls[start : start + CALLS_PER_ROUND_TRIP], "querying"):
                 replies.append(reply[1:] if self.simhashes.retention is not None else reply)
         out: list[tuple[list[LSHMatch] | None, dict[str, Match], list[Match], set[str]]] = []
-        tables = len(self.simhashes._tables)
         for (chunk, sketched), reply in zip(pages, replies, strict=True):
             candidates: dict[int, list[Any]] = {}
             before: dict[str, Match] = {}
-            found_lists, flag_lists = reply[0], reply[2 if sketched else 1]
+            found_lists, sketched_lists = reply[0], reply[2 if sketched else 1]
             if sketched:
                 candidates = dict(zip(sketched, reply[1], strict=True))
                 before = {m.key: m for m in self.simhashes._matches(reply[3])}
-            for i, found, flags in zip(chunk, found_lists, flag_lists, strict=True):
+            for i, found, with_sketch in zip(chunk, found_lists, sketched_lists, strict=True):
                 near = self.simhashes._matches(found)
                 if values[i] is None:
                     out.append((None, {}, near, set()))
                 else:
                     answer = self.sketches._answer(values[i], candidates[i])
-                    out.append((answer, before, near, _sketched(found, flags, tables)))
+                    out.append((answer, before, near, _keys(with_sketch)))
         return out
 
     def compact(self) -> None:
@@ -247,13 +246,9 @@ class RedisPair:
         return bool(removed)
 
 
-def _sketched(found: list[Any], flags: list[Any], tables: int) -> set[str]:
-    """The keys of the simhash store's reply ``found`` (flat seq8, distance, record) flagged 1 by 'k'."""
-    return {
-        decode_record(found[i], found[i + 1], found[i + 2], tables).key
-        for i, flag in zip(range(0, len(found), 3), flags, strict=True)
-        if int(flag)
-    }
+def _keys(reply: list[bytes]) -> set[str]:
+    """The keys a 'k' or 'K' operation replied (the simhash matches that have a sketch)."""
+    return {key.decode() for key in reply}
 
 
 def pair_for(simhashes: Any, sketches: Any) -> RedisPair | None:

@@ -7,7 +7,7 @@ unequal values then still agree with probability ``C = 2**-b``, so the estimated
 ``(P - C) / (1 - C)`` where ``P`` is the share of equal b-bit values; bands are cut from the b-bit
 values. This section applies that rule at the shipped threshold, bands and rows, side by side with
 the full 32-bit rule, on the same positives, negatives and every pair of different corpus pages.
-Nothing in the package uses b-bit values yet: this measures whether it may.
+This measurement is why the shipped rule compares 8 bits (``Rule.value_bits``).
 """
 
 from __future__ import annotations
@@ -95,8 +95,9 @@ def report_bbit(
         rate = candidates / pairs_seen if pairs_seen else 0.0
         per_kind = " | ".join(f"{sum(v) / len(v):.3f}" for v in hits.values())
         chance = rule.bands * 2.0 ** (-bits * rule.rows) * PAGES  # pairs of pages sharing nothing
+        shipped = " (shipped)" if bits == rule.value_bits else ""
         print(
-            f"| {bits} | {nv * bits // 8} | {f1:.4f} | {precision:.4f} | {recall:.4f} | {per_kind} "
+            f"| {bits}{shipped} | {nv * bits // 8} | {f1:.4f} | {precision:.4f} | {recall:.4f} | {per_kind} "
             f"| {fp_site} | {judged_unrelated} of {pairs_seen:,} | {rate * PAGES:.2f} (chance {chance:.1e}) "
             f"| {expected:.1e} |",
             file=out,

@@ -16,7 +16,6 @@ returns the figures for the JSON summary. Measures, on the same positives and ne
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -114,6 +113,7 @@ def report_verified(
     # all pairs of different corpus pages (the same article under two names left out)
     elig = [i for i in ids if _eligible(prints[i])]
     sk = np.stack([prints[i].values for i in elig])  # type: ignore[misc]
+    kept = rule.bits.reduce(sk)  # what the shipped rule compares: the low value_bits of each value
     hs = np.array([prints[i].simhash for i in elig], dtype=np.uint64)
     index_of = {page: n for n, page in enumerate(elig)}
     related_idx = {
@@ -123,6 +123,7 @@ def report_verified(
     }
     n = len(elig)
     equal_hist = np.zeros(sk.shape[1] + 1, dtype=np.int64)
+    rule_hist = np.zeros(sk.shape[1] + 1, dtype=np.int64)
     bands_configs = ((64, 2), (42, 3), (32, 4), (21, 6))
     band_hits = dict.fromkeys(bands_configs, 0)
     kc_values = (3, 6, 8, 10, 12)
@@ -144,14 +145,17 @@ def report_verified(
         if dist is not None:
             for kc in kc_values:
                 kc_hits[kc] += int(((dist <= kc) & keep).sum())
+        eq = kept[i + 1 :] == kept[i]
+        counts = eq.sum(axis=1)
+        rule_hist += np.bincount(counts[keep], minlength=sk.shape[1] + 1)
         shared = eq[:, : rule.bands * rule.rows].reshape(-1, rule.bands, rule.rows).all(axis=2).any(axis=1)
-        judged = shared & (counts / sk.shape[1] >= rule.similarity) & keep
+        judged = shared & (counts >= rule.bits.min_equal(rule.similarity, sk.shape[1])) & keep
         for j in np.nonzero(judged)[0]:
             rule_false.append(
                 (
                     elig[i],
                     elig[i + 1 + int(j)],
-                    float(counts[j]) / sk.shape[1],
+                    rule.bits.similarity(int(counts[j]), sk.shape[1]),
                     int(dist[j]) if dist is not None else -1,
                 )
             )
@@ -255,7 +259,7 @@ def report_verified(
     for kind, pairs in pos.items():
         lost = sum(1 for a, b in pos[kind] if b is None)
         low = [
-            float(np.count_nonzero(a.values == b.values)) / a.values.shape[0]  # type: ignore[union-attr]
+            rule.compare_values(a.simhash, b.simhash, a.values, b.values).similarity  # type: ignore[union-attr]
             for (a, b), hit in zip(pairs, all_hits[kind], strict=True)
             if not hit and b is not None
         ]
@@ -271,16 +275,17 @@ def report_verified(
 
     # 3. all pairs of different pages: false matches and the tail
     nv = sk.shape[1]
-    need = math.ceil(rule.similarity * nv)
-    tail = beta_binomial_tail(equal_hist, nv, need)
+    need = rule.bits.min_equal(rule.similarity, nv)
+    tail = beta_binomial_tail(rule_hist, nv, need)
     expected = tail * CRAWL_PAGES * (CRAWL_PAGES - 1) / 2
-    bound = loglinear_upper_tail(equal_hist, need)
+    bound = loglinear_upper_tail(rule_hist, need)
     expected_bound = None if bound is None else bound * CRAWL_PAGES * (CRAWL_PAGES - 1) / 2
     print("## Unrelated pages under the shipped rule\n", file=out)
     print(
         f"All {all_pairs:,} pairs of different corpus pages (pairs carrying the same article left out): "
-        f"**{len(rule_false)} judged near-duplicate**. Equal sketch values per pair (of {nv}): "
-        f"max {int(np.nonzero(equal_hist)[0][-1])}, histogram 0..16: {equal_hist[:17].tolist()}. "
+        f"**{len(rule_false)} judged near-duplicate**. Equal sketch values per pair (of {nv}, on the "
+        f"low {rule.value_bits} bits the rule compares): max {int(np.nonzero(rule_hist)[0][-1])}, "
+        f"histogram 0..16: {rule_hist[:17].tolist()}. "
         f"A beta-binomial fitted to that distribution gives P(>= {need} equal) = {tail:.2e}, so "
         f"**{expected:.2e} expected false matches among {CRAWL_PAGES:,} pages** "
         f"({CRAWL_PAGES * (CRAWL_PAGES - 1) // 2:.2e} pairs); a straight line through the log of the "
@@ -295,7 +300,7 @@ def report_verified(
     summary["unrelated"] = {
         "pairs": all_pairs,
         "judged_near_duplicate": len(rule_false),
-        "max_equal": int(np.nonzero(equal_hist)[0][-1]),
+        "max_equal": int(np.nonzero(rule_hist)[0][-1]),
         "expected_false_matches_10M": expected,
         "expected_false_matches_10M_loglinear_bound": expected_bound,
     }

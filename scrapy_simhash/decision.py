@@ -6,7 +6,8 @@ WARC tools, so that a pair judged here is judged the same in a crawl or a reproc
 ``verified`` (the default) is two stages, after Henzinger (SIGIR 2006): a pair is a *candidate*
 when one of the ``bands`` LSH bands of their minhash-doc/1 sketches is equal (``rows`` values
 each), and a candidate is a near-duplicate when the sketches' estimated Jaccard similarity (the
-share of equal values) is at least ``similarity``. ``simhash`` is the earlier rule: the Hamming
+share of equal values, on the low ``value_bits`` bits of each value, corrected for chance
+agreement: :mod:`.fingerprint.bbit`) is at least ``similarity``. ``simhash`` is the earlier rule: the Hamming
 distance of the simhash-doc/1 fingerprints is at most ``distance``. A pair where either page has
 no sketch (indexes and WARCs written before sketches existed) is judged by simhash alone in
 either mode; the :class:`Verdict` says so (``method == "simhash"``).
@@ -17,12 +18,13 @@ with no false match, where simhash at k = 3 reaches 0.840.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .defaults import BANDS, DISTANCE, MODE, MODES, ROWS, SIMILARITY
+from .defaults import BANDS, DISTANCE, MODE, MODES, ROWS, SIMILARITY, VALUE_BITS
+from .fingerprint.bbit import ValueBits
 
 if TYPE_CHECKING:
     from .page import PageFingerprint
@@ -50,6 +52,10 @@ class Rule:
     similarity: float = SIMILARITY
     bands: int = BANDS
     rows: int = ROWS
+    value_bits: int = VALUE_BITS
+    """Low bits of each sketch value compared (:mod:`.fingerprint.bbit`): 8 keeps the decisions of 32
+    on the quality harness, and lets an index store 128 bytes of sketch per page instead of 512."""
+    bits: ValueBits = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -61,6 +67,7 @@ class Rule:
             raise ValueError(f"similarity must be in (0, 1], got {self.similarity!r}")
         if self.bands < 1 or self.rows < 1:
             raise ValueError(f"need bands >= 1 and rows >= 1, got {self.bands} x {self.rows}")
+        object.__setattr__(self, "bits", ValueBits(self.value_bits))
 
     @property
     def verified(self) -> bool:
@@ -69,13 +76,14 @@ class Rule:
     def judge(self, distance: int, equal: np.ndarray | None) -> Verdict:
         """The verdict for a pair at ``distance`` whose sketches agree where ``equal`` is True.
 
-        ``equal`` is the elementwise comparison of the two sketches' values, or None when a
-        page has no sketch. Every backend calls this (or reimplements it, Redis in Lua) so that
+        ``equal`` is the elementwise comparison of the two sketches' values (reduced to
+        ``value_bits``), or None when a page has no sketch. Every backend calls this (or
+        reimplements it: the LSH stores count equal values in C or numpy) so that
         all answer alike.
         """
         if equal is None:
             return Verdict(distance <= self.distance, distance, None, "simhash")
-        similarity = float(np.count_nonzero(equal)) / equal.shape[0]
+        similarity = self.bits.similarity(int(np.count_nonzero(equal)), equal.shape[0])
         if not self.verified:
             return Verdict(distance <= self.distance, distance, similarity, "simhash")
         width = self.bands * self.rows
@@ -92,11 +100,11 @@ class Rule:
         a, b = _values(a_sketch), _values(b_sketch)
         if a.shape != b.shape:
             raise ValueError(f"sketch sizes differ: {a.shape[0]} and {b.shape[0]} values")
-        return self.judge(distance, a == b)
+        return self.judge(distance, self.bits.reduce(a) == self.bits.reduce(b))
 
 
 DEFAULT_RULE = Rule()
-"""The shipped rule: verified, similarity >= 0.5 over 32 x 4 bands; simhash fallback at k = 3."""
+"""The shipped rule: verified, similarity >= 0.5 over 32 x 4 bands of 8-bit values; simhash at k = 3."""
 
 
 def _values(sketch: Any) -> np.ndarray:

@@ -24,3 +24,8 @@ BANDS = 32
 ROWS = 4
 """Verified mode's candidate stage: 32 LSH bands of 4 sketch values (a pair is a candidate when
 one band is equal). It catches a pair of similarity 0.5 with probability 0.87, 0.7 with 0.9995."""
+
+VALUE_BITS = 8
+"""Verified mode compares the low 8 bits of each sketch value, with the estimate corrected for the
+1/256 chance that two unequal values agree there (b-bit minwise hashing): the same decisions as the
+full 32 bits on the quality harness, and an index keeps 128 bytes of sketch per page instead of 512."""

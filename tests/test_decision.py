@@ -76,7 +76,15 @@ def test_a_page_without_fingerprint_cannot_be_compared() -> None:
 
 
 @pytest.mark.parametrize(
-    "kwargs", [{"mode": "fuzzy"}, {"distance": 65}, {"distance": True}, {"similarity": 0}, {"bands": 0}]
+    "kwargs",
+    [
+        {"mode": "fuzzy"},
+        {"distance": 65},
+        {"distance": True},
+        {"similarity": 0},
+        {"bands": 0},
+        {"value_bits": 4},
+    ],
 )
 def test_bad_rule_parameters_are_refused(kwargs: dict) -> None:
     with pytest.raises(ValueError):
@@ -87,17 +95,35 @@ def test_bad_rule_parameters_are_refused(kwargs: dict) -> None:
 @given(
     base=st.lists(st.integers(0, 2**32 - 1), min_size=128, max_size=128),
     changed=st.sets(st.integers(0, 127), max_size=128),
+    change=st.integers(1, 2**32 - 1),
     flips=st.integers(0, 64),
+    value_bits=st.sampled_from([8, 16, 32]),
 )
-def test_verdict_is_band_share_and_threshold_exactly(base: list[int], changed: set[int], flips: int) -> None:
+def test_verdict_is_band_share_and_threshold_exactly(
+    base: list[int], changed: set[int], change: int, flips: int, value_bits: int
+) -> None:
+    """The rule on the low ``value_bits`` bits: a change above them is no change; the share of
+    equal values is corrected for the 2**-bits chance agreement (b-bit minwise hashing)."""
     a = np.array(base, dtype=np.uint32)
     b = a.copy()
     for i in changed:
-        b[i] ^= 0x5A5A5A5A
+        b[i] ^= change
     ha, hb = 0x0123456789ABCDEF, 0x0123456789ABCDEF ^ ((1 << flips) - 1)
-    verdict = DEFAULT_RULE.compare_values(ha, hb, MinHash(a), MinHash(b))
-    equal = a == b
-    share = any(equal[i * 4 : i * 4 + 4].all() for i in range(32))
-    similarity = (128 - len(changed)) / 128
-    assert verdict.similarity == similarity and verdict.distance == flips
-    assert verdict.near_duplicate == (share and similarity >= 0.5)
+    rule = Rule(value_bits=value_bits)
+    verdict = rule.compare_values(ha, hb, MinHash(a), MinHash(b))
+    differs = change % (1 << value_bits) != 0
+    equal = [not (differs and i in changed) for i in range(128)]
+    share = any(all(equal[i * 4 : i * 4 + 4]) for i in range(32))
+    chance = 0.0 if value_bits == 32 else 2.0**-value_bits
+    similarity = max(0.0, (sum(equal) / 128 - chance) / (1 - chance))
+    assert verdict.similarity == pytest.approx(similarity, abs=1e-12) and verdict.distance == flips
+    assert verdict.near_duplicate == (share and verdict.similarity >= 0.5)
+
+
+def test_the_default_rule_compares_8_bit_values() -> None:
+    """Two sketches equal in every value's low byte are identical to the default rule, not to 32 bits."""
+    a = np.arange(128, dtype=np.uint32) * np.uint32(2654435761)
+    b = a ^ np.uint32(0xFFFFFF00)
+    assert DEFAULT_RULE.value_bits == 8
+    assert DEFAULT_RULE.compare_values(1, 1, a, b).similarity == 1.0
+    assert Rule(value_bits=32).compare_values(1, 1, a, b).similarity == 0.0

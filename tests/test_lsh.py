@@ -175,19 +175,29 @@ def sketch_sets(draw):
     n = draw(st.integers(0, 25))
     values = draw(st.lists(st.integers(0, alphabet - 1), min_size=n * num_values, max_size=n * num_values))
     stored = np.array(values, dtype=np.uint32).reshape(n, num_values) * np.uint32(0x9E3779B1)
+    # differences above the low 16 bits: equal to an index that keeps 8 or 16 bits of each value
+    noise = draw(st.lists(st.integers(0, 3), min_size=n * num_values, max_size=n * num_values))
+    stored ^= np.array(noise, dtype=np.uint32).reshape(n, num_values) << np.uint32(24)
     bands = draw(st.integers(1, num_values))
     rows = draw(st.integers(1, num_values // bands))
     threshold = draw(st.sampled_from([0.1, 0.25, 0.5, 0.6, 0.75, 0.8, 0.9, 1.0]))
     pending_limit = draw(st.sampled_from([1, 3, 1000]))
-    return stored, bands, rows, threshold, pending_limit, draw(st.randoms(use_true_random=False))
+    value_bits = draw(st.sampled_from([8, 16, 32]))
+    return stored, bands, rows, threshold, pending_limit, value_bits, draw(st.randoms(use_true_random=False))
+
+
+def estimate(equal: int, num_values: int, value_bits: int) -> float:
+    """b-bit minwise hashing's estimate: the share of equal values, corrected for chance agreement."""
+    chance = 0.0 if value_bits == 32 else 2.0**-value_bits
+    return max(0.0, (equal / num_values - chance) / (1 - chance))
 
 
 @settings(max_examples=150, deadline=None)
 @given(sketch_sets())
 def test_query_is_exactly_brute_force_and_never_below_threshold(case):
-    stored, bands, rows, threshold, pending_limit, rnd = case
+    stored, bands, rows, threshold, pending_limit, value_bits, rnd = case
     n, num_values = stored.shape
-    index = MinHashLSH(threshold, num_values, bands, rows, pending_limit=pending_limit)
+    index = MinHashLSH(threshold, num_values, bands, rows, pending_limit=pending_limit, value_bits=value_bits)
     for i in range(n):
         index.add(f"k{i}", stored[i])
     removed = {i for i in range(n) if rnd.random() < 0.3}
@@ -198,11 +208,14 @@ def test_query_is_exactly_brute_force_and_never_below_threshold(case):
     live = [i for i in range(n) if i not in removed]
     queries = [*stored, np.full(num_values, 0x9E3779B1, dtype=np.uint32), np.zeros(num_values, np.uint32)]
     batched = index.query_many(np.array(queries, dtype=np.uint32).reshape(-1, num_values))
-    m = index.min_matches
+    m = next(m for m in range(num_values + 1) if estimate(m, num_values, value_bits) >= threshold)
+    assert index.min_matches == m
+    low = np.uint32((1 << value_bits) - 1)
+    kept = stored & low
     for q, got_batch in zip(queries, batched, strict=True):
         got = index.query(q)
-        expected_pos = [live[p] for p in brute_force(stored[live], q, bands, rows, m)] if live else []
-        sims = {i: float((stored[i] == q).sum()) / num_values for i in expected_pos}
+        expected_pos = [live[p] for p in brute_force(kept[live], q & low, bands, rows, m)] if live else []
+        sims = {i: estimate(int((kept[i] == q & low).sum()), num_values, value_bits) for i in expected_pos}
         expected = sorted(expected_pos, key=lambda i: (-sims[i], i))
         assert got == [(f"k{i}", sims[i]) for i in expected]
         assert got_batch == got

@@ -34,7 +34,8 @@ from scrapy_simhash.index.lsh import MinHashLSH
 NV, THRESHOLD, BANDS, ROWS = 8, 0.5, 4, 2
 KEYS = [f"k{i}" for i in range(8)]
 
-_values = st.lists(st.integers(0, 2), min_size=NV, max_size=NV)
+# 0x100 and 0x10002 equal 0 and 2 in their low byte: one sketch to an 8-bit index, two to a 32-bit one
+_values = st.lists(st.sampled_from([0, 1, 2, 0x100, 0x10002]), min_size=NV, max_size=NV)
 _POOL = [[0] * NV, [0] * 4 + [1] * 4, [1] * NV, [0, 1] * 4]  # near each other: exact repeats and ties
 sketches = (st.sampled_from(_POOL) | _values).map(lambda v: np.array(v, np.uint32))
 metas = st.none() | st.fixed_dictionaries({"n": st.integers(0, 9)})
@@ -55,8 +56,8 @@ operations = st.lists(
 class Model:
     """The in-memory MinHashLSH plus each key's meta."""
 
-    def __init__(self) -> None:
-        self.lsh = MinHashLSH(THRESHOLD, NV, BANDS, ROWS)
+    def __init__(self, value_bits: int = 32) -> None:
+        self.lsh = MinHashLSH(THRESHOLD, NV, BANDS, ROWS, value_bits=value_bits)
         self.meta: dict[str, dict[str, Any]] = {}
 
     def answer(self, found: list[tuple[str, float]]) -> list[tuple[str, float, dict[str, Any]]]:
@@ -85,9 +86,9 @@ def assert_same_state(index: MinHashIndex, model: Model) -> None:
         assert index.meta(key) == model.meta.get(key) if key in model.lsh else index.meta(key) is None
 
 
-def run_program(path: Path, program: list[tuple]) -> None:
-    model = Model()
-    index = open_ix(path, reset=True)
+def run_program(path: Path, program: list[tuple], value_bits: int = 32) -> None:
+    model = Model(value_bits)
+    index = open_ix(path, reset=True, value_bits=value_bits)
     try:
         for op in program:
             kind = op[0]
@@ -128,9 +129,46 @@ def run_program(path: Path, program: list[tuple]) -> None:
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(program=operations)
-def test_answers_equal_the_in_memory_lsh_across_reopens(tmp_path: Path, program: list[tuple]) -> None:
-    run_program(tmp_path / "ix", program)
+@given(program=operations, value_bits=st.sampled_from([8, 32]))
+def test_answers_equal_the_in_memory_lsh_across_reopens(
+    tmp_path: Path, program: list[tuple], value_bits: int
+) -> None:
+    run_program(tmp_path / "ix", program, value_bits)
+
+
+def test_8_bit_values_are_stored_in_a_byte_each_and_read_back(tmp_path: Path) -> None:
+    sketch = np.arange(NV, dtype=np.uint32) * np.uint32(0x01010101)
+    with MinHashIndex(tmp_path / "ix", THRESHOLD, NV, BANDS, ROWS, value_bits=8) as index:
+        index.add("a", sketch)
+        assert np.array_equal(index.get("a"), sketch & 0xFF)
+    with sqlite3.connect(tmp_path / "ix" / "minhash.sqlite3") as conn:
+        (blob,) = conn.execute("SELECT sketch FROM sketches").fetchone()
+    assert blob == bytes(range(NV))
+    with MinHashIndex(tmp_path / "ix") as index:  # the stored width, without being told
+        assert index.value_bits == 8 and np.array_equal(index.get("a"), sketch & 0xFF)
+        assert [m.key for m in index.query(sketch ^ np.uint32(0xFFFFFF00))] == ["a"]  # the low byte alike
+    with pytest.raises(IndexSettingsError, match="value_bits=32"):
+        MinHashIndex(tmp_path / "ix", value_bits=32)
+
+
+def test_an_index_from_before_value_bits_keeps_32_bit_values(tmp_path: Path) -> None:
+    """A database without the setting (written before it existed) is read as 32 bits, whatever a
+    new index would get (``new_value_bits``)."""
+    from scrapy_simhash.index.sketch_rows import settings_check
+
+    path = tmp_path / "ix"
+    sketch = np.arange(NV, dtype=np.uint32) * np.uint32(0x01010101)
+    with MinHashIndex(path, THRESHOLD, NV, BANDS, ROWS, value_bits=32) as index:
+        index.add("a", sketch)
+    with sqlite3.connect(path / "minhash.sqlite3") as conn:
+        conn.execute("DELETE FROM settings WHERE name = 'value_bits'")
+        stored = dict(conn.execute("SELECT name, value FROM settings WHERE name != 'check'").fetchall())
+        conn.execute("UPDATE settings SET value = ? WHERE name = 'check'", (settings_check(stored),))
+    with MinHashIndex(path, new_value_bits=8) as index:
+        assert index.value_bits == 32 and np.array_equal(index.get("a"), sketch)
+        assert index.query(sketch ^ np.uint32(0xFFFFFF00)) == []
+    with MinHashIndex(tmp_path / "new", THRESHOLD, NV, BANDS, ROWS, new_value_bits=8) as index:
+        assert index.value_bits == 8
 
 
 def test_check_and_add_reports_the_replaced_entry_with_its_old_meta(tmp_path: Path) -> None:

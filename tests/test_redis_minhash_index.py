@@ -34,7 +34,8 @@ from scrapy_simhash.index.redis_minhash import BUCKET_KINDS, RedisMinHashIndex
 NV, THRESHOLD, BANDS, ROWS = 8, 0.5, 4, 2
 KEYS = [f"k{i}" for i in range(8)]
 
-_values = st.lists(st.integers(0, 2), min_size=NV, max_size=NV)
+# 0x100 and 0x10002 equal 0 and 2 in their low byte: one sketch to an 8-bit index, two to a 32-bit one
+_values = st.lists(st.sampled_from([0, 1, 2, 0x100, 0x10002]), min_size=NV, max_size=NV)
 _POOL = [[0] * NV, [0] * 4 + [1] * 4, [1] * NV, [0, 1] * 4]
 sketches = (st.sampled_from(_POOL) | _values).map(lambda v: np.array(v, np.uint32))
 metas = st.none() | st.fixed_dictionaries({"n": st.integers(0, 9)})
@@ -74,8 +75,8 @@ def open_small(uri: str, **options: Any) -> RedisMinHashIndex:
 class Model:
     """The in-memory MinHashLSH plus each key's meta."""
 
-    def __init__(self) -> None:
-        self.lsh = MinHashLSH(THRESHOLD, NV, BANDS, ROWS)
+    def __init__(self, value_bits: int = 32) -> None:
+        self.lsh = MinHashLSH(THRESHOLD, NV, BANDS, ROWS, value_bits=value_bits)
         self.meta: dict[str, dict[str, Any]] = {}
 
     def answer(self, found: list[tuple[str, float]]) -> list[tuple[str, float, dict[str, Any]]]:
@@ -113,9 +114,11 @@ def bucket_entries(server: RedisServer, index: RedisMinHashIndex) -> int:
         client.close()
 
 
-def run_program(server: RedisServer, uri: str, program: list[tuple], buckets: str) -> None:
-    model = Model()
-    index = open_small(uri, reset=True, buckets=buckets)
+def run_program(
+    server: RedisServer, uri: str, program: list[tuple], buckets: str, value_bits: int = 32
+) -> None:
+    model = Model(value_bits)
+    index = open_small(uri, reset=True, buckets=buckets, value_bits=value_bits)
     try:
         for op in program:
             kind = op[0]
@@ -138,7 +141,10 @@ def run_program(server: RedisServer, uri: str, program: list[tuple], buckets: st
             else:  # another connection, as a second crawler process opens it
                 index.close()
                 index = open_index(uri, kind="minhash")
-                assert index.buckets == buckets  # adopted from the namespace
+                assert (index.buckets, index.value_bits) == (
+                    buckets,
+                    value_bits,
+                )  # adopted from the namespace
             stored = model.lsh.keys()
             for key in stored:  # every stored sketch as a query, after every step
                 probe = model.lsh.get(key)
@@ -155,10 +161,36 @@ def run_program(server: RedisServer, uri: str, program: list[tuple], buckets: st
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(program=operations)
+@given(program=operations, value_bits=st.sampled_from([8, 32]))
 @pytest.mark.parametrize("buckets", BUCKET_KINDS)
-def test_answers_equal_the_in_memory_lsh(server: RedisServer, buckets: str, program: list[tuple]) -> None:
-    run_program(server, f"{server.url}?prefix=prog-{uuid.uuid4().hex[:12]}", program, buckets)
+def test_answers_equal_the_in_memory_lsh(
+    server: RedisServer, buckets: str, program: list[tuple], value_bits: int
+) -> None:
+    run_program(server, f"{server.url}?prefix=prog-{uuid.uuid4().hex[:12]}", program, buckets, value_bits)
+
+
+def test_a_namespace_keeps_its_value_bits_and_one_from_before_them_is_32(
+    server: RedisServer, uri: str
+) -> None:
+    """8-bit records hold a byte per value; a config without ``value_bits`` (a namespace created
+    before the setting existed) is read as 32 bits, whatever a new namespace would get."""
+    sketch = np.arange(NV, dtype=np.uint32) * np.uint32(0x01010101)
+    with open_small(uri, value_bits=8) as index:
+        index.add("a", sketch)
+        record = server.client().hget(index._redis.keys[3], b"1")  # the docs hash, seq 1
+        assert record[8 : 8 + NV] == bytes(range(NV))  # request id, then one byte per value
+    with open_index(uri, kind="minhash", new_value_bits=32) as again:  # the stored width wins
+        assert again.value_bits == 8 and np.array_equal(again.get("a"), sketch & 0xFF)
+        assert [m.key for m in again.query(sketch ^ np.uint32(0xFFFFFF00))] == ["a"]
+        again.clear(reopen=False)
+    old = f"{server.url}?prefix=old-{uuid.uuid4().hex[:12]}"
+    with open_small(old, value_bits=32) as index:
+        index.add("a", sketch)
+        server.client().hdel(index._config, "value_bits")
+    with open_index(old, kind="minhash", new_value_bits=8) as again:
+        assert again.value_bits == 32 and np.array_equal(again.get("a"), sketch)
+        assert again.query(sketch ^ np.uint32(0xFFFFFF00)) == []
+        again.clear(reopen=False)
 
 
 @pytest.mark.parametrize("buckets", BUCKET_KINDS)

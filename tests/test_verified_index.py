@@ -108,7 +108,8 @@ def planted(rng: random.Random, base: np.ndarray, overlap: int, aligned: bool) -
         rng.shuffle(order)
     out = base.copy()
     for i in order[overlap:]:
-        out[i] = (int(base[i]) + 1 + rng.getrandbits(31)) & 0xFFFFFFFF  # differs from base here
+        # differs from base here, in the low byte too (what the default rule compares)
+        out[i] = int(base[i]) ^ (rng.getrandbits(24) << 8 | 1 + rng.getrandbits(7))
     return out
 
 
@@ -196,7 +197,8 @@ def test_answers_are_exactly_the_rules(backend: Backend, ops: list[tuple[Any, ..
             assert got is not None and got.simhash == h and dict(got.meta) == meta
             stored = index.sketch(key)
             assert (stored is None) == (sketch is None)
-            assert stored is None or np.array_equal(stored.values, sketch)
+            # the index keeps the low value_bits of each value (8 by default), all the rule compares
+            assert stored is None or np.array_equal(stored.values, index.rule.bits.reduce(sketch))
     finally:
         index.close()
 
@@ -219,9 +221,12 @@ def test_shared_band_below_threshold_and_threshold_without_band_are_not_reported
         index.add(h, "no-band", sketch=no_band)
         assert index.query(h, sketch=base) == []  # both are within 0 bits by simhash: not enough
         assert index.check_and_add(h, "base", sketch=base) == []
-        index.add(h ^ 0xFF00, "close", sketch=planted(random.Random(2), base, 64, aligned=True))
+        index.add(h ^ 0xFF00, "half", sketch=planted(random.Random(2), base, 64, aligned=True))
+        index.add(h ^ 0xFF00, "close", sketch=planted(random.Random(2), base, 65, aligned=True))
         (match,) = index.query(h, sketch=base)[1:]
-        assert (match.key, match.distance, match.similarity) == ("close", 8, 0.5)
+        # 65 of 128 values equal in their low byte: (65/128 - 1/256) / (1 - 1/256) = 129/255 >= 0.5;
+        # 64 (estimate 127/255) is below the threshold once chance agreement is taken out
+        assert (match.key, match.distance, match.similarity) == ("close", 8, 129 / 255)
 
 
 def test_check_and_add_reports_the_keys_own_previous_entry(backend: Backend) -> None:
@@ -230,13 +235,13 @@ def test_check_and_add_reports_the_keys_own_previous_entry(backend: Backend) -> 
     with backend.open() as index:
         index.add(0xF0F0, "page", {"v": 1}, sketch=base)
         index.add(0xF0F0, "legacy-far", {"v": 0})
-        again = planted(random.Random(3), base, 64, aligned=True)
+        again = planted(random.Random(3), base, 65, aligned=True)
         (match,) = index.check_and_add(0xF0F0 ^ 0xF0000, "page", {"v": 2}, sketch=again)
         assert (match.key, match.simhash, match.distance, match.similarity, match.meta) == (
             "page",
             0xF0F0,
             4,
-            0.5,
+            129 / 255,
             {"v": 1},
         )
         index.add(0xAB, "was-legacy", {"v": 1})
@@ -267,18 +272,18 @@ def test_add_sketch_gives_a_legacy_page_its_sketch_and_keeps_its_age(backend: Ba
         assert index.add_sketch("legacy", sketch_of(5))
         after = index.get("legacy")
         assert (after.simhash, after.meta, after.seq) == (before.simhash, before.meta, before.seq)
-        assert np.array_equal(index.sketch("legacy").values, sketch_of(5))
+        assert np.array_equal(index.sketch("legacy").values, sketch_of(5) & 0xFF)  # the 8 bits kept
         found = index.query(h ^ 0xFFFF, sketch=sketch_of(5))  # now verified: by sketch, 16 bits away
         assert [(m.key, m.distance, m.similarity, dict(m.meta)) for m in found] == [
             ("legacy", 16, 1.0, {"url": "a"})
         ]
         assert not index.add_sketch("legacy", sketch_of(7))  # has one: kept
-        assert np.array_equal(index.sketch("legacy").values, sketch_of(5))
+        assert np.array_equal(index.sketch("legacy").values, sketch_of(5) & 0xFF)  # the 8 bits kept
         assert not index.add_sketch("missing", sketch_of(7))
         assert index.sketch("missing") is None
         assert index.stats()["without_sketch"] == 0
         index = backend.reopen(index)  # durable
-        assert np.array_equal(index.sketch("legacy").values, sketch_of(5))
+        assert np.array_equal(index.sketch("legacy").values, sketch_of(5) & 0xFF)  # the 8 bits kept
         assert index.get("legacy").seq == before.seq
         index.close()
 
@@ -642,7 +647,7 @@ def test_sigkill_loses_no_acknowledged_insert(tmp_path: Path, sync: str) -> None
                 assert stored.get(key) == h, f"round {round_}: acknowledged insert {key} lost"
                 got = index.sketch(key)
                 assert (got is None) == (want is None), f"round {round_}: {key}'s sketch"
-                assert got is None or np.array_equal(got.values, want)
+                assert got is None or np.array_equal(got.values, want & 0xFF)  # the 8 bits kept
             # a kill between the two stores' writes leaves a sketch without its simhash row (an
             # insert never acknowledged): never part of an answer
             orphans = set(index.sketches.keys()) - stored.keys()
@@ -661,3 +666,24 @@ def test_sigkill_loses_no_acknowledged_insert(tmp_path: Path, sync: str) -> None
                 present[key] = (h, None if found is None else found.values)
             all_orphans.update(orphans)
     assert len(present) > 50
+
+
+def test_an_index_with_32_bit_sketches_keeps_deciding_on_32_bits(tmp_path: Path) -> None:
+    """An index whose sketch store was written with whole values (before the default became 8 bits)
+    opens without error and applies the rule at its stored width; a new index compares 8 bits."""
+    from scrapy_simhash.index.minhash_store import MinHashIndex
+    from scrapy_simhash.index.sketch_stores import SKETCHES
+
+    base = sketch_of(21)
+    high_only = base ^ np.uint32(0xFFFFFF00)  # every value differs, but not in its low byte
+    old, new = tmp_path / "old", tmp_path / "new"
+    rule = DEFAULT_RULE
+    MinHashIndex(old / SKETCHES, rule.similarity, NV, rule.bands, rule.rows, value_bits=32).close()
+    for path, bits in ((old, 32), (new, 8)):
+        with open_index(path) as index:
+            assert index.rule.value_bits == bits
+            index.add(0x1234, "page", sketch=base)
+        with open_index(path) as index:  # and after a reopen
+            assert index.rule.value_bits == bits and index.sketches.value_bits == bits
+            found = index.query(0x1234 ^ 0xFFFF, sketch=high_only)  # 16 bits away: by sketch alone
+            assert [(m.key, m.similarity) for m in found] == ([] if bits == 32 else [("page", 1.0)])

@@ -201,8 +201,9 @@ def run_compact(args: argparse.Namespace) -> int:
     return 0
 
 
-def _export_batch(out: Any, batch: list[Any], sketch_many: Any) -> None:
-    """Write ``batch``'s records, each page's sketch beside its simhash (read for the whole batch)."""
+def _export_batch(out: Any, batch: list[Any], sketch_many: Any, value_bits: int) -> None:
+    """Write ``batch``'s records, each page's sketch beside its simhash (read for the whole batch):
+    the values as the index keeps them, the low ``minhash_bits`` of each minhash-doc/1 value."""
     sketches = sketch_many([m.key for m in batch]) if sketch_many is not None else {}
     for match in batch:
         record = _record(match)
@@ -211,6 +212,7 @@ def _export_batch(out: Any, batch: list[Any], sketch_many: Any) -> None:
         if sketch is not None:  # beside the simhash; pages stored without one have neither field
             record["minhash"] = sketch.to_text()
             record["minhash_scheme"] = MINHASH_SCHEME
+            record["minhash_bits"] = value_bits
         out.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
@@ -219,13 +221,15 @@ def run_export(args: argparse.Namespace) -> int:
         with _open(args.path, mode=args.mode) as index:
             out = sys.stdout
             sketch_many = getattr(index, "sketch_many", None)  # a VerifiedIndex's: 1,000 a round trip
+            rule = getattr(index, "rule", None)
+            value_bits = rule.value_bits if rule is not None else 32
             rows = RowProgress("export", len(index), enabled=args.progress)
             batch: list[Any] = []
             for match in itertools.chain(rows.wrap(index), [None]):  # None: the end
                 if match is not None:
                     batch.append(match)
                 if batch and (match is None or len(batch) == 1000):
-                    _export_batch(out, batch, sketch_many)
+                    _export_batch(out, batch, sketch_many, value_bits)
                     batch = []
     except (SimhashIndexError, NotImplementedError) as exc:
         return _fail(args, exc)

@@ -132,6 +132,8 @@ def _open_verified(location: str | Path, k: int, similarity: float | None, optio
     except BaseException:
         simhashes.close()
         raise
+    if sketches is not None and sketches.value_bits != rule.value_bits:  # written before 8-bit values
+        rule = dataclasses.replace(rule, value_bits=sketches.value_bits)
     return VerifiedIndex(simhashes, sketches, rule)
 
 
@@ -154,7 +156,8 @@ def _keeping_sketches_true(simhashes: Any, location: str | Path, options: dict[s
         raise
     if sketches is None:
         return simhashes
-    return SimhashModeIndex(simhashes, sketches, dataclasses.replace(DEFAULT_RULE, distance=simhashes.k))
+    rule = dataclasses.replace(DEFAULT_RULE, distance=simhashes.k, value_bits=sketches.value_bits)
+    return SimhashModeIndex(simhashes, sketches, rule)
 
 
 def __getattr__(name: str) -> Any:

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..fingerprint.bbit import ValueBits
 from .lsh_bands import DEFAULT_WEIGHTS as DEFAULT_WEIGHTS
 from .lsh_bands import BandHasher as BandHasher
 from .lsh_bands import as_sketch as as_sketch
@@ -63,11 +64,14 @@ class MinHashLSH:
         *,
         weights: tuple[float, float] = DEFAULT_WEIGHTS,
         pending_limit: int = 2048,
+        value_bits: int = 32,
     ) -> None:
         self.threshold = float(threshold)
         self.num_values = int(num_values)
         self.bands, self.rows = resolve_params(self.threshold, self.num_values, bands, rows, weights)
-        self.min_matches = min_matches_for(self.threshold, self.num_values)
+        self.value_bits = value_bits
+        self._bits = ValueBits(value_bits)
+        self.min_matches = self._bits.min_equal(self.threshold, self.num_values)
         self._hasher = BandHasher(self.bands, self.rows)
         self._sketches = np.zeros((1024, self.num_values), dtype=np.uint32)
         self._alive = np.zeros(1024, dtype=bool)
@@ -117,13 +121,20 @@ class MinHashLSH:
             if i is not None:
                 tags[i] = tag
 
+    def _sketch(self, sketch: Any) -> np.ndarray:
+        """One sketch as this index keeps and compares it: ``num_values`` values, ``value_bits`` each."""
+        return self._bits.reduce(as_sketch(sketch, self.num_values))
+
+    def _batch(self, sketches: Any) -> np.ndarray:
+        return self._bits.reduce(as_sketch_batch(sketches, self.num_values))
+
     # -- writes -------------------------------------------------------------------------
 
     def add(self, key: str, sketch: Any) -> None:
         """Store ``sketch`` under ``key`` (replacing what ``key`` held)."""
         if not isinstance(key, str):
             raise TypeError(f"keys are str, got {type(key).__name__}")
-        v = as_sketch(sketch, self.num_values)
+        v = self._sketch(sketch)
         self._insert(key, v, self._hasher.keys(v))
 
     def add_many(self, items: Iterable[tuple[str, Any]]) -> int:
@@ -134,7 +145,7 @@ class MinHashLSH:
         for key, _ in items:
             if not isinstance(key, str):
                 raise TypeError(f"keys are str, got {type(key).__name__}")
-        batch = as_sketch_batch([s for _, s in items], self.num_values)
+        batch = self._batch([s for _, s in items])
         keys = self._hasher.keys_many(batch)
         names = [key for key, _ in items]
         if len(names) >= 64 and self._append(names, batch, keys):
@@ -168,7 +179,7 @@ class MinHashLSH:
     def load(self, keys: list[str], sketches: np.ndarray) -> None:
         """Fill an empty index with unique ``keys`` (oldest first): ``add_many``'s result, built
         in a few array operations (a persistent index rebuilt at open: ~5x faster)."""
-        batch = as_sketch_batch(sketches, self.num_values)
+        batch = self._batch(sketches)
         n = len(keys)
         if len(self._keys) or self._pending_count:
             raise ValueError("load fills an empty index only")
@@ -286,7 +297,7 @@ class MinHashLSH:
 
     def query(self, sketch: Any) -> list[tuple[str, float]]:
         """Stored sketches sharing a band with ``sketch`` and estimated Jaccard >= threshold."""
-        v = as_sketch(sketch, self.num_values)
+        v = self._sketch(sketch)
         return self._query(v, self._hasher.keys(v))
 
     def _query(self, v: np.ndarray, band_keys: np.ndarray) -> list[tuple[str, float]]:
@@ -308,8 +319,8 @@ class MinHashLSH:
                 self.rows,
                 self.min_matches,
             )
-            keys, nv = self._keys, self.num_values
-            return [(keys[i], c / nv) for i, c in zip(ids, counts, strict=True)]  # type: ignore[misc]
+            keys, nv, similarity = self._keys, self.num_values, self._bits.similarity
+            return [(keys[i], similarity(c, nv)) for i, c in zip(ids, counts, strict=True)]  # type: ignore[misc]
         found = self._candidates(band_keys)
         if not found:
             return []
@@ -339,9 +350,9 @@ class MinHashLSH:
         ok = counts >= 0
         if not ok.any():
             return []
-        nv, keys = self.num_values, self._keys
+        nv, keys, similarity = self.num_values, self._keys, self._bits.similarity
         best_first = sorted(zip((-counts[ok]).tolist(), cand[ok].tolist(), strict=True))
-        return [(keys[i], -c / nv) for c, i in best_first]  # type: ignore[misc]
+        return [(keys[i], similarity(-c, nv)) for c, i in best_first]  # type: ignore[misc]
 
     def _counts(
         self, ids: np.ndarray, queries: np.ndarray, query_of: np.ndarray | None, *, native: bool | None = None
@@ -372,7 +383,7 @@ class MinHashLSH:
 
     def query_many(self, sketches: Any) -> list[list[tuple[str, float]]]:
         """``query`` for each sketch of a batch, vectorised."""
-        batch = as_sketch_batch(sketches, self.num_values)
+        batch = self._batch(sketches)
         m = batch.shape[0]
         results: list[list[tuple[str, float]]] = [[] for _ in range(m)]
         self.flush()
@@ -392,7 +403,7 @@ class MinHashLSH:
         q, ids = pairs >> 32, pairs & _MAX_IDS
         alive = self._alive[ids]
         q, ids = q[alive], ids[alive]
-        nv, keys = self.num_values, self._keys
+        nv, keys, similarity = self.num_values, self._keys, self._bits.similarity
         start, total = 0, q.shape[0]
         while start < total:  # chunks bound the equality matrix; a query never spans two
             end = min(total, start + (1 << 16))
@@ -408,14 +419,14 @@ class MinHashLSH:
             for qi, i, c in zip(
                 cq[order].tolist(), cids[order].tolist(), counts[order].tolist(), strict=True
             ):
-                results[qi].append((keys[i], c / nv))  # type: ignore[arg-type]
+                results[qi].append((keys[i], similarity(c, nv)))  # type: ignore[arg-type]
         return results
 
     def check_and_add(self, key: str, sketch: Any) -> list[tuple[str, float]]:
         """The matches before this insert (``key``'s old sketch included, as for simhash), then the insert."""
         if not isinstance(key, str):
             raise TypeError(f"keys are str, got {type(key).__name__}")
-        v = as_sketch(sketch, self.num_values)
+        v = self._sketch(sketch)
         band_keys = self._hasher.keys(v)
         matches = self._query(v, band_keys)
         self._insert(key, v, band_keys)
@@ -427,6 +438,7 @@ class MinHashLSH:
             "size": len(self._ids),
             "bands": self.bands,
             "rows": self.rows,
+            "value_bits": self.value_bits,
             "removed_not_compacted": self._dead,
             "pending": self._pending_count,
             "bytes_sketches": int(self._sketches.nbytes),

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from ..fingerprint.bbit import ValueBits
+
 try:
     from ._probe import band_keys as _native_keys
 except ImportError:  # pragma: no cover - depends on the build
@@ -161,14 +163,10 @@ def recall_at(similarity: float, bands: int, rows: int, num_values: int, min_mat
     return float(total[min_matches:].sum() - total_no_full[min_matches:].sum())
 
 
-def min_matches_for(threshold: float, num_values: int) -> int:
-    """The fewest equal positions ``m`` with ``m / num_values >= threshold`` (float comparison)."""
-    m = max(0, int(np.ceil(threshold * num_values)))
-    while m > 0 and (m - 1) / num_values >= threshold:
-        m -= 1
-    while m / num_values < threshold:
-        m += 1
-    return m
+def min_matches_for(threshold: float, num_values: int, value_bits: int = 32) -> int:
+    """The fewest equal positions whose estimate reaches ``threshold`` (``m / num_values`` at 32 bits;
+    corrected for chance agreement on fewer bits: :meth:`ValueBits.similarity`)."""
+    return ValueBits(value_bits).min_equal(threshold, num_values)
 
 
 def _check_threshold(threshold: float) -> None:
@@ -232,12 +230,14 @@ def as_sketch_batch(sketches: Any, num_values: int | None = None) -> np.ndarray:
 
 
 def stored_params(stored: dict[str, str]) -> dict[str, Any]:
-    """A MinHash store's stored settings (text) as values: num_values, threshold, bands, rows."""
+    """A MinHash store's stored settings (text) as values: num_values, threshold, bands, rows,
+    value_bits (32 for a store written before the setting existed)."""
     return {
         "num_values": int(stored["num_values"]),
         "threshold": float(stored["threshold"]),
         "bands": int(stored["bands"]),
         "rows": int(stored["rows"]),
+        "value_bits": int(stored.get("value_bits", 32)),
     }
 
 

@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from ..fingerprint.bbit import ValueBits
 from .batch import _equal_key_pairs, _sorted_by_key, clusters
-from .lsh_bands import DEFAULT_WEIGHTS, BandHasher, as_sketch_batch, min_matches_for, resolve_params
+from .lsh_bands import DEFAULT_WEIGHTS, BandHasher, as_sketch_batch, resolve_params
 
 PAIR_DTYPE = np.dtype([("i", np.int64), ("j", np.int64), ("similarity", np.float64)])
 """Rows of :func:`minhash_pairs`: positions ``i < j`` and their estimated Jaccard."""
@@ -22,9 +23,12 @@ PAIR_DTYPE = np.dtype([("i", np.int64), ("j", np.int64), ("similarity", np.float
 _CHUNK = 1 << 18  # candidate pairs verified at once (bounds the temporary equality matrix)
 
 
-def _pairs_array(i: np.ndarray, j: np.ndarray, counts: np.ndarray, num_values: int) -> np.ndarray:
+def _pairs_array(
+    i: np.ndarray, j: np.ndarray, counts: np.ndarray, num_values: int, bits: ValueBits
+) -> np.ndarray:
     out = np.empty(i.shape[0], dtype=PAIR_DTYPE)
-    out["i"], out["j"], out["similarity"] = i, j, counts / num_values
+    out["i"], out["j"] = i, j
+    out["similarity"] = [bits.similarity(c, num_values) for c in counts.tolist()]
     return out[np.lexsort((out["j"], out["i"]))]
 
 
@@ -36,6 +40,7 @@ def minhash_pairs(
     *,
     exact: bool = False,
     weights: tuple[float, float] = DEFAULT_WEIGHTS,
+    value_bits: int = 32,
 ) -> np.ndarray:
     """Every pair ``i < j`` of positions whose sketches share a band and estimate Jaccard >= threshold.
 
@@ -43,14 +48,16 @@ def minhash_pairs(
     ``i`` then ``j``. Bands and rows are derived from the threshold as for
     :class:`~.lsh.MinHashLSH` unless given. ``exact=True`` compares every pair instead
     (O(n**2), for small inputs): all pairs with estimated Jaccard >= threshold, LSH misses
-    included, which is how the LSH answer's recall is checked.
+    included, which is how the LSH answer's recall is checked. ``value_bits``: compare only the low
+    bits of each value, as :class:`~.lsh.MinHashLSH` does.
     """
-    s = as_sketch_batch(sketches)
+    bits = ValueBits(value_bits)
+    s = bits.reduce(as_sketch_batch(sketches))
     n, num_values = s.shape
     b, r = resolve_params(threshold, num_values, bands, rows, weights)
-    m = min_matches_for(threshold, num_values)
+    m = bits.min_equal(threshold, num_values)
     if exact:
-        return _brute_force(s, m)
+        return _brute_force(s, m, bits)
     if n < 2:
         return np.zeros(0, dtype=PAIR_DTYPE)
     keys = BandHasher(b, r).keys_many(s)
@@ -73,10 +80,12 @@ def minhash_pairs(
             found_c.append(counts[ok])
     if not found_i:
         return np.zeros(0, dtype=PAIR_DTYPE)
-    return _pairs_array(np.concatenate(found_i), np.concatenate(found_j), np.concatenate(found_c), num_values)
+    return _pairs_array(
+        np.concatenate(found_i), np.concatenate(found_j), np.concatenate(found_c), num_values, bits
+    )
 
 
-def _brute_force(s: np.ndarray, min_matches: int, block: int = 64) -> np.ndarray:
+def _brute_force(s: np.ndarray, min_matches: int, bits: ValueBits, block: int = 64) -> np.ndarray:
     n, num_values = s.shape
     found_i, found_j, found_c = [], [], []
     for start in range(0, n, block):
@@ -90,7 +99,9 @@ def _brute_force(s: np.ndarray, min_matches: int, block: int = 64) -> np.ndarray
         found_c.append(counts[ii[keep] - start, jj[keep]])
     if not found_i:
         return np.zeros(0, dtype=PAIR_DTYPE)
-    return _pairs_array(np.concatenate(found_i), np.concatenate(found_j), np.concatenate(found_c), num_values)
+    return _pairs_array(
+        np.concatenate(found_i), np.concatenate(found_j), np.concatenate(found_c), num_values, bits
+    )
 
 
 def minhash_clusters(
@@ -101,6 +112,7 @@ def minhash_clusters(
     *,
     exact: bool = False,
     weights: tuple[float, float] = DEFAULT_WEIGHTS,
+    value_bits: int = 32,
 ) -> np.ndarray:
     """Group near-duplicates: ``labels[i]`` is the smallest position in ``i``'s cluster.
 
@@ -108,5 +120,5 @@ def minhash_clusters(
     a~b and b~c puts a, b, c together); ``labels[i] == i`` marks the item to keep.
     """
     s = as_sketch_batch(sketches)
-    pairs = minhash_pairs(s, threshold, bands, rows, exact=exact, weights=weights)
+    pairs = minhash_pairs(s, threshold, bands, rows, exact=exact, weights=weights, value_bits=value_bits)
     return clusters(pairs=np.stack([pairs["i"], pairs["j"]], axis=1), n=s.shape[0])

@@ -7,8 +7,9 @@ survives the process being killed (``synchronous="full"``: a power cut too). The
 their order (best first, ties oldest first) and replacements are those of a MinHashLSH fed the
 same operations. One process writes an index at a time (an ``flock`` on ``LOCK``; a second
 writer gets :class:`IndexLockedError`); any number may open it ``read_only=True`` and see it as
-of their opening. The scheme, ``num_values``, ``threshold``, ``bands`` and ``rows`` are fixed
-when the index is created and checked at every open (:class:`IndexSettingsError`).
+of their opening. The scheme, ``num_values``, ``threshold``, ``bands``, ``rows`` and ``value_bits``
+(the low bits of each value it keeps: :mod:`scrapy_simhash.fingerprint.bbit`) are fixed when the
+index is created and checked at every open (:class:`IndexSettingsError`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..fingerprint.bbit import ValueBits
 from ..fingerprint.minhash import SCHEME
 from .base import Meta, SimhashIndexError
 from .integrity import (
@@ -44,6 +46,8 @@ DATABASE = "minhash.sqlite3"
 KIND = "minhash"
 DEFAULT_THRESHOLD = 0.8
 DEFAULT_NUM_VALUES = 128
+DEFAULT_VALUE_BITS = 32
+"""A MinHash index on its own keeps whole values; the verified index asks for 8 (``Rule.value_bits``)."""
 _SIMHASH_DATABASE = "index.sqlite3"
 _META_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _LITTLE = sys.byteorder == "little"
@@ -51,7 +55,7 @@ _PLAIN = (str, int, bool, type(None))  # no float: NaN must still be refused wit
 
 
 class IndexSettingsError(SimhashIndexError, ValueError):
-    """The index was created with other settings (scheme, num_values, threshold, bands, rows)."""
+    """The index was created with other settings (scheme, num_values, threshold, bands, rows, value_bits)."""
 
 
 @dataclass(frozen=True)
@@ -66,8 +70,10 @@ class LSHMatch:
 class MinHashIndex:
     """Persistent MinHash-LSH index in directory ``path`` (created if missing).
 
-    ``threshold``, ``num_values``, ``bands``, ``rows``: as :class:`MinHashLSH`; fixed when the
-    index is created (defaults 0.8 and 128, bands and rows derived from the threshold).
+    ``threshold``, ``num_values``, ``bands``, ``rows``, ``value_bits``: as :class:`MinHashLSH`; fixed
+    when the index is created (defaults 0.8, 128 and 32, bands and rows derived from the threshold;
+    an index written before ``value_bits`` existed keeps 32). ``new_value_bits``: the width a new index
+    gets when ``value_bits`` is None (an existing one keeps its own: the verified index's way).
     Reopening with None takes the stored values; a value that differs is an
     :class:`IndexSettingsError`. ``read_only``: no lock, no writes, a snapshot as of opening.
     ``synchronous``: ``"full"`` fsyncs every commit (survives a power cut), ``"normal"``
@@ -83,6 +89,8 @@ class MinHashIndex:
         bands: int | None = None,
         rows: int | None = None,
         *,
+        value_bits: int | None = None,
+        new_value_bits: int | None = None,
         read_only: bool = False,
         synchronous: str = "full",
         reset: bool = False,
@@ -110,7 +118,7 @@ class MinHashIndex:
                 self.path / DATABASE, read_only=read_only, synchronous=synchronous, check=check
             )
             try:
-                self._settle(threshold, num_values, bands, rows)
+                self._settle(threshold, num_values, bands, rows, value_bits, new_value_bits)
                 self._load()
                 check_mark(self._store.path, mark, self._db_id, self._store.high, self._store.live)
                 if not read_only:
@@ -131,7 +139,13 @@ class MinHashIndex:
             self._lock_fd = None
 
     def _settle(
-        self, threshold: float | None, num_values: int | None, bands: int | None, rows: int | None
+        self,
+        threshold: float | None,
+        num_values: int | None,
+        bands: int | None,
+        rows: int | None,
+        value_bits: int | None,
+        new_value_bits: int | None = None,
     ) -> None:
         """The stored settings (or a new index's); IndexSettingsError when a given one differs."""
         stored = self._store.settings()
@@ -141,8 +155,11 @@ class MinHashIndex:
             t = DEFAULT_THRESHOLD if threshold is None else float(threshold)
             nv = DEFAULT_NUM_VALUES if num_values is None else int(num_values)
             b, r = resolve_params(t, nv, bands, rows)
+            bits = ValueBits(value_bits or new_value_bits or DEFAULT_VALUE_BITS).bits
             new = {"kind": KIND, "scheme": SCHEME, "num_values": str(nv), "threshold": repr(t)}
-            stored = self._store.init_settings({**new, "bands": str(b), "rows": str(r)})
+            stored = self._store.init_settings(
+                {**new, "bands": str(b), "rows": str(r), "value_bits": str(bits)}
+            )
         if stored.get("kind") != KIND:
             raise IndexSettingsError(f"the index at {self.path} is not a MinHash index ({stored})")
         if stored.get("scheme") != SCHEME:
@@ -150,7 +167,13 @@ class MinHashIndex:
                 f"the MinHash index at {self.path} holds {stored.get('scheme')!r} sketches; this version "
                 f"computes {SCHEME!r}: rebuild the index from the documents"
             )
-        given = {"num_values": num_values, "threshold": threshold, "bands": bands, "rows": rows}
+        given = {
+            "num_values": num_values,
+            "threshold": threshold,
+            "bands": bands,
+            "rows": rows,
+            "value_bits": value_bits,
+        }
         have = stored_params(stored)
         wrong = mismatched_params(given, have)
         if wrong:
@@ -160,12 +183,16 @@ class MinHashIndex:
             )
         self.threshold, self.num_values = have["threshold"], have["num_values"]
         self.bands, self.rows = have["bands"], have["rows"]
+        self.value_bits = have["value_bits"]
+        self._bits = ValueBits(self.value_bits)
         self._db_id = stored["db_id"]
 
     def _load(self) -> None:
         """The in-memory LSH, rebuilt from every row (one snapshot, batched add_many)."""
-        self._lsh = MinHashLSH(self.threshold, self.num_values, self.bands, self.rows)
-        width = 4 * self.num_values
+        self._lsh = MinHashLSH(
+            self.threshold, self.num_values, self.bands, self.rows, value_bits=self.value_bits
+        )
+        width = self._bits.width * self.num_values
         keys: list[str] = []
         parts = []
         for chunk in self._store.load():
@@ -173,7 +200,7 @@ class MinHashIndex:
             if len(blob) != width * len(chunk):
                 bad = next(s for s, _, sketch in chunk if len(sketch) != width)
                 raise self._store.damaged(f"row {bad} holds a sketch of the wrong length")
-            parts.append(np.frombuffer(blob, dtype="<u4").reshape(len(chunk), self.num_values))
+            parts.append(self._bits.decode(blob, self.num_values))
             keys += [key for _, key, _ in chunk]
         if len(set(keys)) != len(keys):  # the UNIQUE key index failed to keep them apart
             raise self._store.damaged("a key is stored twice")
@@ -224,14 +251,14 @@ class MinHashIndex:
         scheme = getattr(sketch, "scheme", SCHEME)
         if scheme != SCHEME:
             raise ValueError(f"this index holds {SCHEME} sketches, not {scheme}")
-        values = as_sketch(sketch, self.num_values)
+        values = self._bits.reduce(as_sketch(sketch, self.num_values))
         if meta is None:
             text = None
         elif isinstance(meta, dict) and all(type(k) is str and type(v) in _PLAIN for k, v in meta.items()):
             text = _META_ENCODER.encode(meta)  # the common small flat meta: ~3x faster than encode_meta
         else:
             text = encode_meta(key, meta)
-        data = values.tobytes() if _LITTLE else values.astype("<u4").tobytes()  # astype: 4 µs a row
+        data = values.tobytes() if _LITTLE and self.value_bits == 32 else self._bits.encode(values)
         return (key, data, text), values
 
     def _writable(self) -> None:
@@ -352,5 +379,6 @@ class MinHashIndex:
         mode = "read-only" if self.read_only else "writer"
         return (
             f"MinHashIndex({str(self.path)!r}, threshold={self.threshold}, num_values={self.num_values}, "
-            f"bands={self.bands}, rows={self.rows}, {len(self)} sketches, {mode})"
+            f"bands={self.bands}, rows={self.rows}, value_bits={self.value_bits}, {len(self)} sketches, "
+            f"{mode})"
         )

@@ -7,13 +7,14 @@
 --       the bucket's seqs, 8 bytes each (big-endian). Names are built here from the band keys the
 --       client computed (Lua numbers are doubles: no 64-bit hashing here). Every name carries the
 --       hash tag {prefix}: one Redis Cluster slot.
--- ARGV: 1 mode, 2 the namespace's epoch, 3 base (simhash:{prefix}:m:<epoch>:), 4 num_values, 5 bands,
+-- ARGV: 1 mode, 2 the namespace's epoch, 3 base (simhash:{prefix}:m:<epoch>:), 4 sketch bytes, 5 bands,
 --       6 bucket kind ('s' sets, 'h' hashes), then by mode:
 --       'q' query: 7 band keys (8 bytes each, big-endian);  'Q' many queries: 7.. band keys per query
 --       'c' check_and_add, 'a' add: 7 key, 8 record;  'A' many adds: 7.. key, record pairs
 --       'g' get, 'r' remove: 7 key;  'G' many gets: 7.. keys (one {seq, record} or {} per key);  'n' count;  'e' export keys: 7 first seq, 8 count
 --       'i' create/read the config: 2 a new epoch, 7.. field, value pairs;  'x' delete the config
--- record = request id (8) .. sketch (4 * num_values, little-endian uint32) .. band keys (8 * bands)
+-- record = request id (8) .. sketch (sketch bytes: num_values values of value_bits / 8 bytes each,
+--          little-endian) .. band keys (8 * bands)
 --          .. key length (4, big-endian) .. key .. meta JSON (may be empty)
 -- epoch: as in redis_store.lua; a config that is gone or holds another epoch fails every call with
 -- SIMHASH_LOST before anything is touched, so a Redis that restarted empty is never silently refilled.
@@ -44,10 +45,10 @@ if epoch ~= ARGV[2] then
 end
 
 local BASE = ARGV[3]
-local NV = tonumber(ARGV[4])
+local SKETCH_BYTES = tonumber(ARGV[4])
 local B = tonumber(ARGV[5])
 local HASH = ARGV[6] == 'h'
-local BANDS_AT = 9 + 4 * NV -- first byte of the band keys in a record
+local BANDS_AT = 9 + SKETCH_BYTES -- first byte of the band keys in a record
 local KEY_AT = BANDS_AT + 8 * B -- first byte of the key length
 
 local function band_name(t, s, at)

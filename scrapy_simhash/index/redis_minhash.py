@@ -18,23 +18,23 @@ Why this shape:
   is :func:`verify`, a pure function of what the script returned, so the answer is still the
   matches before the insert.
 - The namespace's config (``simhash:{prefix}:config``, the simhash index's config key, so one prefix
-  holds one kind of index) stores the scheme, ``num_values``, ``threshold``, ``bands``, ``rows`` and
-  a random epoch; openers must agree (:class:`IndexSettingsError`). Data keys carry the epoch in
-  their names; a call whose epoch is not the stored one fails with :class:`IndexLostError` before
-  touching anything (Redis restarted empty, flushed, evicted), as in the simhash Redis index.
+  holds one kind of index) stores the scheme, ``num_values``, ``threshold``, ``bands``, ``rows``,
+  ``value_bits`` (absent: 32, a namespace created before it existed) and a random epoch; openers
+  must agree (:class:`IndexSettingsError`). Data keys carry the epoch in their names; a call whose
+  epoch is not the stored one fails with :class:`IndexLostError` before touching anything (Redis
+  restarted empty, flushed, evicted), as in the simhash Redis index.
 - Writes carry a random request id: a call retried after a lost reply neither inserts twice nor
   reports its own insert.
 
 URI: ``redis://host:port/db?prefix=crawl1&threshold=0.8&num_values=128`` (``bands``, ``rows``,
-``buckets`` (``set``, the default, or ``hash``), ``reset``, ``retries``, ``retry_cap``, ``timeout``,
-``cluster`` too); keyword arguments take precedence.
+``value_bits``, ``buckets`` (``set``, the default, or ``hash``), ``reset``, ``retries``, ``retry_cap``,
+``timeout``, ``cluster`` too); keyword arguments take precedence.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
@@ -43,18 +43,24 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
+from ..fingerprint.bbit import ValueBits
 from ..fingerprint.minhash import SCHEME
 from .base import Meta
 from .lsh_bands import (
     BandHasher,
     as_sketch,
     as_sketch_batch,
-    min_matches_for,
     mismatched_params,
     resolve_params,
     stored_params,
 )
-from .minhash_store import DEFAULT_NUM_VALUES, DEFAULT_THRESHOLD, IndexSettingsError, LSHMatch
+from .minhash_store import (
+    DEFAULT_NUM_VALUES,
+    DEFAULT_THRESHOLD,
+    DEFAULT_VALUE_BITS,
+    IndexSettingsError,
+    LSHMatch,
+)
 from .redis_client import Client, ScriptClient, connect, truthy
 from .values import check_key, encode_meta
 
@@ -62,14 +68,13 @@ __all__ = ["FORMAT", "RedisMinHashIndex", "verify"]
 
 FORMAT = "scrapy-simhash-minhash-redis/1"
 SIMHASH_FORMAT = "scrapy-simhash-redis/1"
-OPTIONS = ("threshold", "num_values", "bands", "rows", "buckets", "reset")
+OPTIONS = ("threshold", "num_values", "bands", "rows", "value_bits", "buckets", "reset")
 BUCKET_KINDS = ("set", "hash")
 ROWS_PER_CALL = 50
 """Inserts or lookups per script call in add_many/query_many (one call blocks Redis ~1-2 ms)."""
 CALLS_PER_ROUND_TRIP = 10
 GETS_PER_CALL = 1000
 """Sketch reads per script call in get_many (~0.6 MB of reply at 128 values, well under 1 ms)."""
-_LITTLE = sys.byteorder == "little"
 SCRIPT = resources.files(__package__).joinpath("redis_minhash.lua").read_text(encoding="utf-8")
 
 
@@ -89,9 +94,9 @@ class Candidate:
     meta: bytes
 
 
-def decode_record(seq: bytes, record: bytes, num_values: int, bands: int) -> Candidate:
-    at = 8 + 4 * num_values
-    sketch = np.frombuffer(record, dtype="<u4", count=num_values, offset=8).astype(np.uint32)
+def decode_record(seq: bytes, record: bytes, num_values: int, bands: int, bits: ValueBits) -> Candidate:
+    at = 8 + bits.width * num_values
+    sketch = bits.decode(record[8:at], num_values)[0]
     at += 8 * bands
     key_len = int.from_bytes(record[at : at + 4], "big")
     key = record[at + 4 : at + 4 + key_len].decode()
@@ -99,10 +104,11 @@ def decode_record(seq: bytes, record: bytes, num_values: int, bands: int) -> Can
 
 
 def verify(
-    query: np.ndarray, candidates: list[Candidate], bands: int, rows: int, min_matches: int
+    query: np.ndarray, candidates: list[Candidate], bands: int, rows: int, min_matches: int, bits: ValueBits
 ) -> list[LSHMatch]:
-    """The candidates sharing a whole band with ``query`` whose estimated Jaccard is at least the
-    threshold (``min_matches`` equal positions), best first, ties oldest first: MinHashLSH's answer."""
+    """The candidates sharing a whole band with ``query`` (reduced to ``bits``) whose estimated Jaccard
+    is at least the threshold (``min_matches`` equal positions), best first, ties oldest first:
+    MinHashLSH's answer."""
     if not candidates:
         return []
     nv, width = query.shape[0], bands * rows
@@ -111,7 +117,11 @@ def verify(
     ok = (counts >= min_matches) & eq[:, :width].reshape(-1, bands, rows).all(axis=2).any(axis=1)
     chosen = sorted((-int(counts[i]), candidates[i].seq, i) for i in np.flatnonzero(ok).tolist())
     return [
-        LSHMatch(candidates[i].key, -c / nv, json.loads(candidates[i].meta) if candidates[i].meta else {})
+        LSHMatch(
+            candidates[i].key,
+            bits.similarity(-c, nv),
+            json.loads(candidates[i].meta) if candidates[i].meta else {},
+        )
         for c, _, i in chosen
     ]
 
@@ -119,8 +129,10 @@ def verify(
 class RedisMinHashIndex:
     """MinHash-LSH index in Redis under namespace ``prefix``; the API and answers of MinHashIndex.
 
-    ``threshold``, ``num_values``, ``bands``, ``rows``: fixed when the namespace is created (defaults
-    0.8 and 128, bands and rows derived from the threshold); None takes the stored ones, a value
+    ``threshold``, ``num_values``, ``bands``, ``rows``, ``value_bits``: fixed when the namespace is
+    created (defaults 0.8, 128 and 32, bands and rows derived from the threshold; a namespace created
+    before ``value_bits`` existed keeps 32; ``new_value_bits``: a new namespace's width when
+    ``value_bits`` is None); None takes the stored ones, a value
     that differs is an :class:`IndexSettingsError`; so is ``buckets`` (``"set"``: a Redis set per
     bucket, the default; ``"hash"``: a Redis hash per band, less memory). ``reset``: delete the
     namespace first.
@@ -135,6 +147,8 @@ class RedisMinHashIndex:
         num_values: int | None = None,
         bands: int | None = None,
         rows: int | None = None,
+        value_bits: int | None = None,
+        new_value_bits: int | None = None,
         buckets: str | None = None,
         reset: bool = False,
         retries: int = 10,
@@ -154,7 +168,7 @@ class RedisMinHashIndex:
         self._epoch = b""
         if reset:
             self.clear(reopen=False)
-        self._open(threshold, num_values, bands, rows, buckets)
+        self._open(threshold, num_values, bands, rows, value_bits, buckets, new_value_bits)
 
     # -- construction --------------------------------------------------------------------------
 
@@ -166,6 +180,7 @@ class RedisMinHashIndex:
         ours = {name: value for name, value in query if name in OPTIONS}
         ours.update({name: options.pop(name) for name in OPTIONS if name in options})
         clean = urlunsplit(parts._replace(query=urlencode([(n, v) for n, v in query if n not in OPTIONS])))
+        new_value_bits = options.pop("new_value_bits", None)
         client, location, conn = connect(clean, options)
         try:
             unsupported = sorted(set(conn) & {"retention", "layout", "tables"})
@@ -183,6 +198,8 @@ class RedisMinHashIndex:
                 num_values=number("num_values", int),
                 bands=number("bands", int),
                 rows=number("rows", int),
+                value_bits=number("value_bits", int),
+                new_value_bits=new_value_bits,
                 buckets=ours.get("buckets") or None,
                 reset=truthy(ours.get("reset", False)),
                 retries=int(conn.get("retries", 10)),
@@ -199,12 +216,15 @@ class RedisMinHashIndex:
         num_values: int | None,
         bands: int | None,
         rows: int | None,
+        value_bits: int | None,
         buckets: str | None,
+        new_value_bits: int | None = None,
     ) -> None:
         """Create the namespace's config on first open; later openers must agree with it."""
         t = DEFAULT_THRESHOLD if threshold is None else float(threshold)
         nv = DEFAULT_NUM_VALUES if num_values is None else int(num_values)
         b, r = resolve_params(t, nv, bands, rows)
+        bits = ValueBits(value_bits or new_value_bits or DEFAULT_VALUE_BITS)
         new = {
             "format": FORMAT,
             "scheme": SCHEME,
@@ -212,6 +232,7 @@ class RedisMinHashIndex:
             "threshold": repr(t),
             "bands": str(b),
             "rows": str(r),
+            "value_bits": str(bits.bits),
             "buckets": buckets or "set",
         }
         pairs = [item.encode() for pair in new.items() for item in pair]
@@ -238,6 +259,7 @@ class RedisMinHashIndex:
             "threshold": threshold,
             "bands": bands,
             "rows": rows,
+            "value_bits": value_bits,
             "buckets": buckets,
         }
         wrong = mismatched_params(given, have)
@@ -251,7 +273,9 @@ class RedisMinHashIndex:
         self.buckets = have["buckets"]
         if self.buckets not in BUCKET_KINDS:
             raise IndexSettingsError(f"{where} has buckets of an unknown kind {self.buckets!r}")
-        self.min_matches = min_matches_for(self.threshold, self.num_values)
+        self.value_bits = have["value_bits"]
+        self._bits = ValueBits(self.value_bits)
+        self.min_matches = self._bits.min_equal(self.threshold, self.num_values)
         self._hasher = BandHasher(self.bands, self.rows)
         self._epoch = stored["epoch"].encode()
         base = f"simhash:{{{self.prefix}}}:m:{stored['epoch']}:"
@@ -260,7 +284,7 @@ class RedisMinHashIndex:
         self._head = [
             self._epoch,
             self._base,
-            str(self.num_values).encode(),
+            str(self._bits.width * self.num_values).encode(),
             str(self.bands).encode(),
             self.buckets[0].encode(),
         ]
@@ -276,19 +300,20 @@ class RedisMinHashIndex:
             if scheme != SCHEME:
                 raise ValueError(f"this index holds {SCHEME} sketches, not {scheme}")
             text = encode_meta(key, meta)
-            checked.append((key.encode(), as_sketch(sketch, self.num_values), (text or "").encode()))
+            checked.append((key.encode(), self._values(sketch), (text or "").encode()))
         if not checked:
             return []
         values = np.stack([v for _, v, _ in checked])
         band_keys = self._hasher.keys_many(values).astype(">u8")
-        sketches = values if _LITTLE else values.astype("<u4")
+        width = self._bits.width * self.num_values
+        sketches = self._bits.encode(values)
         return [
             (
                 key,
                 b"".join(
                     [
                         os.urandom(8),
-                        sketches[i].tobytes(),
+                        sketches[i * width : (i + 1) * width],
                         band_keys[i].tobytes(),
                         len(key).to_bytes(4, "big"),
                         key,
@@ -299,15 +324,19 @@ class RedisMinHashIndex:
             for i, (key, _, meta) in enumerate(checked)
         ]
 
+    def _values(self, sketch: Any) -> np.ndarray:
+        """One sketch as this index keeps and compares it (``value_bits`` of each value)."""
+        return self._bits.reduce(as_sketch(sketch, self.num_values))
+
     def _args(self, mode: bytes, *extra: bytes) -> list[bytes]:
         return [mode, *self._head, *extra]
 
     def _answer(self, query: np.ndarray, reply: list[Any]) -> list[LSHMatch]:
         found = [
-            decode_record(reply[i], reply[i + 1], self.num_values, self.bands)
+            decode_record(reply[i], reply[i + 1], self.num_values, self.bands, self._bits)
             for i in range(0, len(reply), 2)
         ]
-        return verify(query, found, self.bands, self.rows, self.min_matches)
+        return verify(self._bits.reduce(query), found, self.bands, self.rows, self.min_matches, self._bits)
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -334,7 +363,7 @@ class RedisMinHashIndex:
         """The matches before this insert (``key``'s old sketch included), then the insert: atomic."""
         ((key_bytes, record),) = self._records([(key, sketch, meta)])
         reply = self._redis.run(self._args(b"c", key_bytes, record), "checking and adding a sketch")
-        return self._answer(as_sketch(sketch, self.num_values), reply)
+        return self._answer(self._values(sketch), reply)
 
     def remove(self, key: str) -> bool:
         """Forget ``key``; True if it was stored."""
@@ -346,13 +375,13 @@ class RedisMinHashIndex:
     def query(self, sketch: Any) -> list[LSHMatch]:
         """Stored sketches sharing a band with ``sketch`` and estimated Jaccard >= threshold,
         best first, ties oldest first."""
-        values = as_sketch(sketch, self.num_values)
+        values = self._values(sketch)
         probe = self._hasher.keys(values).astype(">u8").tobytes()
         return self._answer(values, self._redis.run(self._args(b"q", probe), "querying"))
 
     def query_many(self, sketches: Any) -> list[list[LSHMatch]]:
         """``query`` for each sketch of a batch: 50 per script call, 10 calls per round trip."""
-        batch = as_sketch_batch(sketches, self.num_values)
+        batch = self._bits.reduce(as_sketch_batch(sketches, self.num_values))
         if not batch.shape[0]:
             return []
         probes = [row.tobytes() for row in self._hasher.keys_many(batch).astype(">u8")]
@@ -368,7 +397,7 @@ class RedisMinHashIndex:
     def _get(self, key: str) -> Candidate | None:
         check_key(key)
         reply = self._redis.run(self._args(b"g", key.encode()), "reading a key")
-        return decode_record(reply[0], reply[1], self.num_values, self.bands) if reply else None
+        return decode_record(reply[0], reply[1], self.num_values, self.bands, self._bits) if reply else None
 
     def get(self, key: str) -> np.ndarray | None:
         """A copy of the sketch stored under ``key``, or None."""
@@ -387,7 +416,7 @@ class RedisMinHashIndex:
             for reply in self._redis.run_many(calls[start : start + CALLS_PER_ROUND_TRIP], "reading keys"):
                 for found in reply:
                     if found:
-                        record = decode_record(found[0], found[1], self.num_values, self.bands)
+                        record = decode_record(found[0], found[1], self.num_values, self.bands, self._bits)
                         out[record.key] = record.sketch
         return out
 
@@ -433,6 +462,7 @@ class RedisMinHashIndex:
             "num_values": self.num_values,
             "bands": self.bands,
             "rows": self.rows,
+            "value_bits": self.value_bits,
             "buckets": self.buckets,
             "redis_used_memory": used,
         }
@@ -464,7 +494,7 @@ class RedisMinHashIndex:
 
             deleted = self._redis.call(sweep, "deleting the namespace")
         if reopen:
-            self._open(self.threshold, self.num_values, self.bands, self.rows, self.buckets)
+            self._open(self.threshold, self.num_values, self.bands, self.rows, self.value_bits, self.buckets)
         return deleted
 
     def close(self) -> None:
@@ -480,5 +510,6 @@ class RedisMinHashIndex:
     def __repr__(self) -> str:
         return (
             f"<RedisMinHashIndex {self.location} prefix={self.prefix!r} threshold={self.threshold} "
-            f"num_values={self.num_values} bands={self.bands} rows={self.rows} buckets={self.buckets}>"
+            f"num_values={self.num_values} bands={self.bands} rows={self.rows} value_bits={self.value_bits} "
+            f"buckets={self.buckets}>"
         )

@@ -102,9 +102,9 @@ local function simhash_record_key(rec, T)
   return string.sub(rec, off + 4, off + 3 + len)
 end
 
--- The key of a sketch store record (see redis_minhash.lua) of num_values nv and bands b.
-local function sketch_record_key(rec, nv, b)
-  local off = 9 + 4 * nv + 8 * b
+-- The key of a sketch store record (see redis_minhash.lua) of sketch_bytes sb and bands b.
+local function sketch_record_key(rec, sb, b)
+  local off = 9 + sb + 8 * b
   local b1, b2, b3, b4 = string.byte(rec, off, off + 3)
   local len = ((b1 * 256 + b2) * 256 + b3) * 256 + b4
   return string.sub(rec, off + 4, off + 3 + len)
@@ -165,7 +165,7 @@ for _, op in ipairs(ops) do
   elseif name == 'B' then
     reply = {}
     if last and type(last[1]) == 'table' then
-      local nv, b, seen = tonumber(last[2][4]), tonumber(last[2][5]), {}
+      local sb, b, seen = tonumber(last[2][4]), tonumber(last[2][5]), {}
       for qi, one in ipairs(last[1]) do
         local held = {}
         local at = tonumber(args[4 + qi])
@@ -175,7 +175,7 @@ for _, op in ipairs(ops) do
           end
         end
         for j = 2, #one, 2 do
-          local key = sketch_record_key(one[j], nv, b)
+          local key = sketch_record_key(one[j], sb, b)
           if not seen[key] and not held[key] then
             seen[key] = true
             for _, v in ipairs(row_of(key, args)) do
@@ -203,9 +203,9 @@ for _, op in ipairs(ops) do
       for p, one in ipairs(last_s) do
         local sketched, at = {}, tonumber(args[p])
         if at and at > 0 and last and type(last[1]) == 'table' and type(last[1][at]) == 'table' then
-          local nv, b = tonumber(last[2][4]), tonumber(last[2][5])
+          local sb, b = tonumber(last[2][4]), tonumber(last[2][5])
           for j = 2, #last[1][at], 2 do
-            sketched[sketch_record_key(last[1][at][j], nv, b)] = true
+            sketched[sketch_record_key(last[1][at][j], sb, b)] = true
           end
         end
         reply[#reply + 1] = flags(one, sketched)
@@ -216,9 +216,9 @@ for _, op in ipairs(ops) do
   elseif name == 'b' then
     reply = {}
     if last and type(last[1]) == 'table' then
-      local nv, b = tonumber(last[2][4]), tonumber(last[2][5])
+      local sb, b = tonumber(last[2][4]), tonumber(last[2][5])
       for j = 2, #last[1], 2 do
-        local key = sketch_record_key(last[1][j], nv, b)
+        local key = sketch_record_key(last[1][j], sb, b)
         local row = row_of(key, args)
         for _, v in ipairs(row) do
           reply[#reply + 1] = v

@@ -26,7 +26,6 @@ import redis
 from redis.crc import key_slot
 
 from .base import Match, Meta
-from .lsh_bands import as_sketch
 from .minhash_store import LSHMatch
 from .redis_client import ScriptClient
 from .redis_minhash import CALLS_PER_ROUND_TRIP, ROWS_PER_CALL, RedisMinHashIndex
@@ -131,7 +130,7 @@ class RedisPair:
             *_op(b"k", []),
         ]
         had, candidates, rows, found, sketched = self._run(ops, "checking and adding a page")
-        sketch_found = self.sketches._answer(as_sketch(sketch, self.sketches.num_values), candidates)
+        sketch_found = self.sketches._answer(self.sketches._values(sketch), candidates)
         before = {m.key: m for m in self.simhashes._matches(rows)}
         near = self.simhashes._matches(found)
         return bool(had), sketch_found, before, near, _keys(sketched)
@@ -173,7 +172,7 @@ class RedisPair:
         round trip for a single page): both stores answer from the same instant, and nothing is
         read again."""
         head = self.simhashes._args(b"b")[1:]  # k, retention, tables spec, epoch
-        values = [None if v is None else as_sketch(v, self.sketches.num_values) for v in sketches]
+        values = [None if v is None else self.sketches._values(v) for v in sketches]
         probes = [self.simhashes._probe(simhash, k) for simhash in simhashes]
         with_sketch = [i for i, v in enumerate(values) if v is not None]
         band_probes = dict(

@@ -7,10 +7,11 @@ Tables:
 
 - ``sketches(seq, key, sketch, meta, chk)``: ``seq`` is the insertion order, never reused
   (AUTOINCREMENT; a removal advances it too, so every acknowledged write moves the high-water
-  mark the commit mark records). ``sketch`` is the values as little-endian uint32 bytes.
+  mark the commit mark records). ``sketch`` is the values as little-endian unsigned
+  integers of ``value_bits / 8`` bytes each (4 for a database without that setting).
   ``chk`` is the row's CRC-32 over seq, sketch, key and meta (:func:`sketch_row_check`),
   verified whenever the row is read: SQLite checksums neither pages nor rows.
-- ``settings(name, value)``: kind, scheme, num_values, threshold, bands, rows, the database's
+- ``settings(name, value)``: kind, scheme, num_values, threshold, bands, rows, value_bits, the database's
   identity, and ``check``: their CRC-32.
 
 Any SQLite or JSON error while reading means a damaged database: :class:`IndexCorruptError`.

@@ -19,22 +19,30 @@ SKETCH_PREFIX_SUFFIX = "-sketches"
 
 
 def open_sketch_store(location: str, rule: Rule, *, read_only: bool = False, **options: Any) -> Any | None:
-    """The sketch store of the index at ``location`` (a directory or a ``redis://`` URI)."""
+    """The sketch store of the index at ``location`` (a directory or a ``redis://`` URI).
+
+    Created with the rule's ``value_bits``; a store that exists keeps the width it was written with
+    (an index from before 8-bit values keeps 32): the caller applies the rule at the store's width."""
     from . import is_server_uri
 
-    threshold, bands, rows = rule.similarity, rule.bands, rule.rows
+    # a store created here keeps the rule's value_bits; an existing one the width it was built with
+    settings = {
+        "threshold": rule.similarity,
+        "bands": rule.bands,
+        "rows": rule.rows,
+        "new_value_bits": rule.value_bits,
+    }
     if is_server_uri(location):
         options.pop("read_only", None)
         from .redis_minhash import RedisMinHashIndex
 
-        uri = _sketch_uri(location)
-        return RedisMinHashIndex.from_uri(uri, threshold=threshold, bands=bands, rows=rows, **options)
+        return RedisMinHashIndex.from_uri(_sketch_uri(location), **settings, **options)
     from .minhash_store import DATABASE, MinHashIndex
 
     path = Path(location) / SKETCHES
     if read_only and not (path / DATABASE).exists():
         return None  # an index written before sketches: every stored page is judged by simhash
-    return MinHashIndex(path, threshold=threshold, bands=bands, rows=rows, read_only=read_only, **options)
+    return MinHashIndex(path, read_only=read_only, **settings, **options)
 
 
 def open_existing_sketch_store(location: str, simhashes: Any, **options: Any) -> Any | None:
@@ -66,7 +74,12 @@ def open_existing_sketch_store(location: str, simhashes: Any, **options: Any) ->
     store = opening()
     if not reset:
         return store
-    settings = {"threshold": store.threshold, "bands": store.bands, "rows": store.rows}
+    settings = {
+        "threshold": store.threshold,
+        "bands": store.bands,
+        "rows": store.rows,
+        "value_bits": store.value_bits,
+    }
     store.close()  # emptied with the settings it had, as the simhash store keeps its k
     return opening(reset=True, num_values=store.num_values, **settings)
 

@@ -66,6 +66,11 @@ class VerifiedIndex(NearDuplicateIndex):
     def __init__(self, simhashes: NearDuplicateIndex, sketches: Any | None, rule: Rule) -> None:
         if rule.mode != "verified":
             raise ValueError("VerifiedIndex applies the verified rule; simhash mode uses the simhash index")
+        if sketches is not None and sketches.value_bits != rule.value_bits:
+            raise ValueError(
+                f"the sketch store keeps {sketches.value_bits}-bit values; "
+                f"the rule compares {rule.value_bits}"
+            )
         self.rule = rule
         self.k = simhashes.k
         self.simhashes = simhashes
@@ -426,7 +431,8 @@ class VerifiedIndex(NearDuplicateIndex):
         return self.simhashes.get(key)
 
     def sketch(self, key: str) -> MinHash | None:
-        """The sketch stored under ``key``, or None (a page stored without one, or no such key)."""
+        """The sketch stored under ``key``, or None (a page stored without one, or no such key): the
+        low ``rule.value_bits`` of each value, what the index keeps and the rule compares."""
         if self.sketches is None:
             return None
         values = self.sketches.get(key)

@@ -4,8 +4,9 @@ The distributed form of the verified rule's two stages (:mod:`scrapy_simhash.dec
 steps, so that no page's sketch is shuffled once per band:
 
 1. **Grouping** (slim rows): each sketched page is emitted once per band as ``(band, key, id, new)``,
-   where ``key`` is ``xxhash64`` of the band's ``rows`` values cut straight out of the sketch's byte
-   form (``MinHash.to_bytes()``: a 4-byte magic, then little-endian uint32 values) in the JVM.
+   where ``key`` is ``xxhash64`` of the band's ``rows`` values (their low ``value_bits``, the part the
+   rule compares) cut straight out of the sketch's byte form (``MinHash.to_bytes()``: a 4-byte magic,
+   then little-endian uint32 values) in the JVM.
    Pages sharing a key are grouped (skewed keys split into block pairs as for the simhash tables,
    :func:`.pairs.shared_groups`); each group yields its candidate pairs ``(a, b)``.
 2. **Candidates**: a pair found by several bands (or by a hash collision) is kept once (``distinct``).
@@ -57,15 +58,12 @@ def band_groups(
         raise ValueError("max_group must be at least 1")
     if not 1 <= key_bits <= 64:
         raise ValueError(f"key_bits must be in 1..64, got {key_bits!r}")
-    width = rule.rows * _VALUE_BYTES
     rows = df.where(F.col(simhash_col).isNotNull() & F.col(sketch_col).isNotNull()).select(
         F.col(id_col).alias("id"),
         F.col(sketch_col).alias("s"),
         (F.coalesce(F.col(new_col).cast("boolean"), F.lit(False)) if new_col else F.lit(True)).alias("new"),
     )
-    bands = [
-        F.xxhash64(F.substring("s", 1 + _MAGIC_BYTES + band * width, width)) for band in range(rule.bands)
-    ]
+    bands = [F.xxhash64(_band_bytes(F, rule, band)) for band in range(rule.bands)]
     if key_bits < 64:
         bands = [key.bitwiseAND(F.lit((1 << key_bits) - 1)) for key in bands]
     keyed = rows.select("id", "new", F.posexplode(F.array(*bands)).alias("table", "key"))
@@ -151,6 +149,16 @@ def verified_pairs(
         ]
     )
     return df.sparkSession.createDataFrame(judged, schema)
+
+
+def _band_bytes(F: Any, rule: Rule, band: int) -> Any:
+    """The bytes of a band's values as the rule compares them: the low ``value_bits`` of each value
+    are its first bytes (little-endian), so a band is cut out whole at 32 bits, value by value below."""
+    start = 1 + _MAGIC_BYTES + band * rule.rows * _VALUE_BYTES
+    if rule.value_bits == 32:
+        return F.substring("s", start, rule.rows * _VALUE_BYTES)
+    kept = rule.value_bits // 8
+    return F.concat(*(F.substring("s", start + row * _VALUE_BYTES, kept) for row in range(rule.rows)))
 
 
 def _group_item(row: Any) -> tuple[tuple[int, ...], list[Member]]:

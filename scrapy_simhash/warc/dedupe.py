@@ -191,7 +191,7 @@ def rule_pairs(hashes: Sequence[int], sketches: Sequence[Any], rule: Rule) -> np
     sketched = [i for i in range(n) if sketches[i] is not None] if rule.verified else []
     if len(sketched) >= 2:
         values = np.stack([np.asarray(getattr(sketches[i], "values", sketches[i])) for i in sketched])
-        candidates = minhash_pairs(values, rule.similarity, rule.bands, rule.rows)
+        candidates = minhash_pairs(values, rule.similarity, rule.bands, rule.rows, value_bits=rule.value_bits)
         where = np.asarray(sketched, dtype=np.int64)
         kept = [
             (int(where[a]), int(where[b]))

@@ -520,13 +520,21 @@ def test_native_bucket_lookup_finds_exactly_what_numpy_finds(
     keep=st.floats(0.0, 1.0),
     seed=st.integers(0, 2**32 - 1),
     threshold=st.sampled_from([0.3, 0.5, 0.8]),
+    value_bits=st.sampled_from([8, 32]),
 )
 def test_native_verification_counts_exactly_what_numpy_counts(
-    stored: int, asked: int, shape: tuple[int, int, int], keep: float, seed: int, threshold: float
+    stored: int,
+    asked: int,
+    shape: tuple[int, int, int],
+    keep: float,
+    seed: int,
+    threshold: float,
+    value_bits: int,
 ) -> None:
     """The C verification (equal values counted, band checked, threshold applied) against the numpy
-    path, for candidates of one query and of a batch, values left past the bands included; then
-    the index's answers with it equal brute force over the stored sketches."""
+    path, for candidates of one query and of a batch, values left past the bands included, on
+    uint32 values and on the byte-a-value matrix of 8-bit values; then the index's answers with it
+    equal brute force over the stored sketches."""
     from scrapy_simhash.index import lsh as lsh_module
 
     if lsh_module._native_verify is None:
@@ -534,7 +542,9 @@ def test_native_verification_counts_exactly_what_numpy_counts(
     num_values, bands, rows = shape
     rng = np.random.default_rng(seed)
     small = rng.integers(0, 3, size=(stored, num_values), dtype=np.uint32)  # few values: many equal
-    index = MinHashLSH(threshold, num_values, bands=bands, rows=rows)
+    small |= rng.integers(0, 2, size=small.shape, dtype=np.uint32) << np.uint32(8)  # beyond 8 bits
+    index = MinHashLSH(threshold, num_values, bands=bands, rows=rows, value_bits=value_bits)
+    assert index._sketches.itemsize == (1 if value_bits == 8 else 4)
     for i, sketch in enumerate(small):
         index.add(f"k{i}", sketch)
     queries = small[rng.integers(0, stored, size=asked)].copy()
@@ -543,16 +553,17 @@ def test_native_verification_counts_exactly_what_numpy_counts(
     ids = np.repeat(np.arange(stored), asked)
     query_of = np.tile(np.arange(asked), stored)
     for of in (query_of, None):
-        native = index._counts(ids, queries, of, native=True)
-        numpy_counts = index._counts(ids, queries, of, native=False)
+        native = index._counts(ids, index._batch(queries), of, native=True)
+        numpy_counts = index._counts(ids, index._batch(queries), of, native=False)
         assert native.tolist() == numpy_counts.tolist()
+    low = np.uint32((1 << value_bits) - 1)
     for q in queries:
-        equal = small == q
+        equal = (small & low) == (q & low)
         banded = equal[:, : bands * rows].reshape(stored, bands, rows).all(axis=2).any(axis=1)
         counts = equal.sum(axis=1)
         want = sorted(
             (
-                (f"k{i}", counts[i] / num_values)
+                (f"k{i}", estimate(int(counts[i]), num_values, value_bits))
                 for i in range(stored)
                 if banded[i] and counts[i] >= index.min_matches
             ),
@@ -567,9 +578,10 @@ def test_native_verification_counts_exactly_what_numpy_counts(
     seed=st.integers(0, 2**32 - 1),
     stored=st.integers(0, 60),
     shape=st.sampled_from([(16, 4, 4), (128, 32, 4)]),
+    value_bits=st.sampled_from([8, 32]),
 )
 def test_the_index_answers_alike_with_and_without_the_c_extension(
-    seed: int, stored: int, shape: tuple[int, int, int]
+    seed: int, stored: int, shape: tuple[int, int, int], value_bits: int
 ) -> None:
     """Band keys, lookups and verification in C give exactly the pure-numpy answers (the
     extension is optional), with recent inserts pending, merged and removed."""
@@ -596,7 +608,9 @@ def test_the_index_answers_alike_with_and_without_the_c_extension(
                 for m, names in zip(modules, natives, strict=True):
                     for name in names:
                         setattr(m, name, None)
-            index = MinHashLSH(0.5, num_values, bands=bands, rows=rows, pending_limit=16)
+            index = MinHashLSH(
+                0.5, num_values, bands=bands, rows=rows, pending_limit=16, value_bits=value_bits
+            )
             assert index._hasher.keys_many(queries).tolist() == [
                 index._hasher.keys(q).tolist() for q in queries
             ]

@@ -329,37 +329,50 @@ done:
 
 /* The LSH verification of one stored sketch ``a`` against the query ``b``: the number of equal
  * values when at least one of the ``bands`` bands of ``rows`` values is equal in full and the
- * count reaches ``min_matches``, else -1. */
-static inline int verified_count(const uint32_t *a, const uint32_t *b, int nv, int bands, int rows, int min_matches) {
-    int count = 0, banded = 0;
-    for (int band = 0, at = 0; band < bands; band++) {
-        int equal = 0;
-        for (int r = 0; r < rows; r++, at++) equal += a[at] == b[at];
-        count += equal;
-        banded |= equal == rows;
+ * count reaches ``min_matches``, else -1. One body for the two widths an index keeps values in:
+ * uint32 (whole values) and uint8 (8-bit values, fingerprint/bbit.py: a quarter of the memory). */
+#define VERIFIED_COUNT(NAME, T)                                                                            \
+    static inline int NAME(const T *a, const T *b, int nv, int bands, int rows, int min_matches) {          \
+        int count = 0, banded = 0;                                                                          \
+        for (int band = 0, at = 0; band < bands; band++) {                                                  \
+            int equal = 0;                                                                                  \
+            for (int r = 0; r < rows; r++, at++) equal += a[at] == b[at];                                   \
+            count += equal;                                                                                 \
+            banded |= equal == rows;                                                                        \
+        }                                                                                                   \
+        for (int at = bands * rows; at < nv; at++) count += a[at] == b[at];                                 \
+        return (banded && count >= min_matches) ? count : -1;                                               \
     }
-    for (int at = bands * rows; at < nv; at++) count += a[at] == b[at];
-    return (banded && count >= min_matches) ? count : -1;
+VERIFIED_COUNT(verified_count32, uint32_t)
+VERIFIED_COUNT(verified_count8, uint8_t)
+
+/* verified_count of row ``i`` of the matrix ``S`` against query ``q``, values of ``width`` bytes. */
+static inline int verified_row(const void *S, Py_ssize_t i, const void *q, int width, int nv, int bands, int rows,
+                               int min_matches) {
+    if (width == 1)
+        return verified_count8((const uint8_t *)S + (size_t)i * nv, q, nv, bands, rows, min_matches);
+    return verified_count32((const uint32_t *)S + (size_t)i * nv, q, nv, bands, rows, min_matches);
 }
 
-/* sketch_verify(sketches, num_values, ids, query_of, queries, bands, rows, min_matches) -> counts bytes
+/* sketch_verify(sketches, num_values, ids, query_of, queries, bands, rows, min_matches[, width]) -> counts
  *
  * The LSH index's verification (lsh.MinHashLSH._verify and query_many) in one pass: for each
- * candidate ``ids[j]`` (a row of the uint32 ``sketches`` matrix) against query ``query_of[j]``
- * (a row of ``queries``; ``query_of`` empty: query 0 for all), count the equal values and check
- * that at least one of the first ``bands`` bands of ``rows`` values is equal in full. Output:
- * one int32 per candidate, the count when both hold and ``count >= min_matches``, else -1. */
+ * candidate ``ids[j]`` (a row of the ``sketches`` matrix, values of ``width`` bytes: 4, the
+ * default, or 1) against query ``query_of[j]`` (a row of ``queries``, the same width; ``query_of``
+ * empty: query 0 for all), count the equal values and check that at least one of the first
+ * ``bands`` bands of ``rows`` values is equal in full. Output: one int32 per candidate (bytes),
+ * the count when both hold and ``count >= min_matches``, else -1. */
 static PyObject *sketch_verify(PyObject *self, PyObject *args) {
     Py_buffer sk, ids, qof, qs;
-    int nv, bands, rows, min_matches;
+    int nv, bands, rows, min_matches, width = 4;
     PyObject *result = NULL;
-    if (!PyArg_ParseTuple(args, "y*iy*y*y*iii", &sk, &nv, &ids, &qof, &qs, &bands, &rows, &min_matches))
+    if (!PyArg_ParseTuple(args, "y*iy*y*y*iii|i", &sk, &nv, &ids, &qof, &qs, &bands, &rows, &min_matches, &width))
         return NULL;
-    Py_ssize_t m = ids.len / 8, nrows = nv > 0 ? sk.len / (4 * (Py_ssize_t)nv) : 0;
-    Py_ssize_t nq = nv > 0 ? qs.len / (4 * (Py_ssize_t)nv) : 0;
-    if (nv < 1 || bands < 1 || rows < 1 || (Py_ssize_t)bands * rows > nv || ids.len % 8 ||
-        sk.len % (4 * (Py_ssize_t)nv) || qs.len % (4 * (Py_ssize_t)nv) || nq < 1 ||
-        (qof.len != 0 && qof.len != ids.len)) {
+    Py_ssize_t row_bytes = (Py_ssize_t)width * nv;
+    Py_ssize_t m = ids.len / 8, nrows = nv > 0 ? sk.len / row_bytes : 0;
+    Py_ssize_t nq = nv > 0 ? qs.len / row_bytes : 0;
+    if (nv < 1 || (width != 1 && width != 4) || bands < 1 || rows < 1 || (Py_ssize_t)bands * rows > nv ||
+        ids.len % 8 || sk.len % row_bytes || qs.len % row_bytes || nq < 1 || (qof.len != 0 && qof.len != ids.len)) {
         PyErr_SetString(PyExc_ValueError, "sketch_verify: inconsistent array sizes");
         goto done;
     }
@@ -367,7 +380,7 @@ static PyObject *sketch_verify(PyObject *self, PyObject *args) {
     if (!result) goto done;
     {
         int32_t *out = (int32_t *)PyBytes_AS_STRING(result);
-        const uint32_t *S = sk.buf, *Q = qs.buf;
+        const unsigned char *Q = qs.buf;
         const int64_t *I = ids.buf, *QO = qof.len ? (const int64_t *)qof.buf : NULL;
         for (Py_ssize_t j = 0; j < m; j++) {
             int64_t i = I[j], q = QO ? QO[j] : 0;
@@ -377,7 +390,7 @@ static PyObject *sketch_verify(PyObject *self, PyObject *args) {
                 PyErr_SetString(PyExc_IndexError, "sketch_verify: a candidate or query index is out of range");
                 goto done;
             }
-            out[j] = verified_count(S + (size_t)i * nv, Q + (size_t)q * nv, nv, bands, rows, min_matches);
+            out[j] = verified_row(sk.buf, i, Q + (size_t)q * row_bytes, width, nv, bands, rows, min_matches);
         }
     }
 done:
@@ -449,8 +462,8 @@ done:
     return result;
 }
 
-/* lsh_query(prefixes, levels, extra_ids, sketches, alive, num_values, query, bands, rows, min_matches)
- *     -> (ids int64 bytes, counts int32 bytes), best first (count descending, then id)
+/* lsh_query(prefixes, levels, extra_ids, sketches, alive, num_values, query, bands, rows, min_matches[, width])
+ *     -> (ids, counts) lists, best first (count descending, then id); values of ``width`` bytes (4 or 1)
  *
  * One MinHash-LSH lookup (lsh.MinHashLSH._query) in one call: the query's band key prefixes
  * looked up in each level of sorted buckets (``levels``: a sequence of (entries, directory,
@@ -460,16 +473,17 @@ done:
 static PyObject *lsh_query(PyObject *self, PyObject *args) {
     PyObject *levels, *result = NULL;
     Py_buffer pre, extra, sk, alive, qv;
-    int nv, bands, rows, min_matches;
+    int nv, bands, rows, min_matches, width = 4;
     ints_t cand = {NULL, 0, 0};
     scored_t *scored = NULL;
-    if (!PyArg_ParseTuple(args, "y*Oy*y*y*iy*iii", &pre, &levels, &extra, &sk, &alive, &nv, &qv, &bands, &rows,
-                          &min_matches))
+    if (!PyArg_ParseTuple(args, "y*Oy*y*y*iy*iii|i", &pre, &levels, &extra, &sk, &alive, &nv, &qv, &bands, &rows,
+                          &min_matches, &width))
         return NULL;
     const uint64_t HI = 0xFFFFFFFF00000000ULL;
-    Py_ssize_t nrows = nv > 0 ? sk.len / (4 * (Py_ssize_t)nv) : 0;
-    if (nv < 1 || bands < 1 || rows < 1 || (Py_ssize_t)bands * rows > nv || sk.len % (4 * (Py_ssize_t)nv) ||
-        qv.len != 4 * (Py_ssize_t)nv || pre.len % 8 || extra.len % 8 || alive.len < nrows || !PySequence_Check(levels)) {
+    Py_ssize_t row_bytes = (Py_ssize_t)width * nv;
+    Py_ssize_t nrows = nv > 0 ? sk.len / row_bytes : 0;
+    if (nv < 1 || (width != 1 && width != 4) || bands < 1 || rows < 1 || (Py_ssize_t)bands * rows > nv ||
+        sk.len % row_bytes || qv.len != row_bytes || pre.len % 8 || extra.len % 8 || alive.len < nrows || !PySequence_Check(levels)) {
         PyErr_SetString(PyExc_ValueError, "lsh_query: inconsistent array sizes");
         goto done;
     }
@@ -519,7 +533,6 @@ static PyObject *lsh_query(PyObject *self, PyObject *args) {
         if (cand.len > 1) qsort(cand.items, (size_t)cand.len, sizeof(int64_t), cmp_i64);
         scored = malloc(sizeof(scored_t) * (size_t)(cand.len ? cand.len : 1));
         if (!scored) { PyErr_NoMemory(); goto done; }
-        const uint32_t *S = sk.buf, *b = qv.buf;
         const unsigned char *live = alive.buf;
         for (Py_ssize_t j = 0; j < cand.len; j++) {
             int64_t i = cand.items[j];
@@ -529,7 +542,7 @@ static PyObject *lsh_query(PyObject *self, PyObject *args) {
                 goto done;
             }
             if (!live[i]) continue;
-            int count = verified_count(S + (size_t)i * nv, b, nv, bands, rows, min_matches);
+            int count = verified_row(sk.buf, i, qv.buf, width, nv, bands, rows, min_matches);
             if (count >= 0) {
                 scored[kept].id = i;
                 scored[kept].count = count;

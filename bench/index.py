@@ -104,8 +104,9 @@ def disk_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def latencies(fn: Any, values: list[Any]) -> tuple[float, float, float]:
-    """p50 and p99 of wall time, and p99 of this thread's CPU time (µs).
+def latencies(fn: Any, values: list[Any], times_out: list[Any] | None = None) -> tuple[float, float, float]:
+    """p50 and p99 of wall time, and p99 of this thread's CPU time (µs); ``times_out`` (if given)
+    receives ``(wall ns, len(result))`` of each call.
 
     On a busy shared machine the wall-clock tail is mostly time spent waiting for a core
     (a 4 ms scheduler slice lands inside ~1% of 30 µs calls at load 3 per core); the CPU-time
@@ -119,9 +120,11 @@ def latencies(fn: Any, values: list[Any]) -> tuple[float, float, float]:
         for i, v in enumerate(values):
             start_cpu = time.thread_time_ns()
             start = time.perf_counter_ns()
-            fn(v)
+            result = fn(v)
             times[i] = time.perf_counter_ns() - start
             cpu[i] = time.thread_time_ns() - start_cpu
+            if times_out is not None:
+                times_out.append((times[i], len(result)))
     finally:
         gc.enable()
     return (
@@ -201,7 +204,15 @@ def run(kind: str, n: int, mode: str, args: argparse.Namespace, workdir: Path) -
         lambda q: sum(range(150)), misses
     )
     out["miss_p50_us"], out["miss_p99_us"], out["miss_cpu99_us"] = latencies(lookup, miss_args)
-    out["hit_p50_us"], out["hit_p99_us"], out["hit_cpu99_us"] = latencies(lookup, hit_args)
+    per_hit: list[Any] = []
+    out["hit_p50_us"], out["hit_p99_us"], out["hit_cpu99_us"] = latencies(lookup, hit_args, per_hit)
+    for label, low, high in (("1", 1, 1), ("2-4", 2, 4), ("5-7", 5, 7), ("8+", 8, 10**9)):
+        sel = [t for t, m in per_hit if low <= m <= high]  # where the tail comes from: matches per hit
+        out[f"hit_{label}"] = (
+            f"{np.percentile(sel, 50) / 1e3:.0f} / {np.percentile(sel, 99) / 1e3:.0f} ({len(sel):,})"
+            if sel
+            else "-"
+        )
     out["load"] = Path("/proc/loadavg").read_text().split()[0]
     out["hit_mean_matches"] = float(np.mean([len(lookup(h)) for h in hit_args[:2000]]))
     batch = rng.integers(1, 2**64, size=args.batch_queries, dtype=np.uint64)
@@ -238,6 +249,10 @@ ROWS = [
     ("query p99 µs, near-dup (hit)", "hit_p99_us", "{:.1f}", "<= 100 (1M) / 200 (10M); verified <= 150"),
     ("  p99 CPU time µs, near-dup (hit)", "hit_cpu99_us", "{:.1f}", ""),
     ("  matches per hit query", "hit_mean_matches", "{:.1f}", ""),
+    ("  hit p50 / p99 µs (hits), 1 match", "hit_1", "{}", ""),
+    ("  ... 2-4 matches", "hit_2-4", "{}", ""),
+    ("  ... 5-7 matches", "hit_5-7", "{}", ""),
+    ("  ... 8 or more matches", "hit_8+", "{}", ""),
     ("noise floor p50 µs (fixed work)", "floor_p50_us", "{:.1f}", ""),
     ("noise floor p99 µs (fixed work)", "floor_p99_us", "{:.1f}", ""),
     ("  floor p99 CPU time µs", "floor_cpu99_us", "{:.1f}", ""),

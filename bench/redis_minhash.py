@@ -46,6 +46,13 @@ def main() -> None:
     parser.add_argument("--fsync", default="always", choices=["always", "everysec", "no"])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--buckets", default="set", choices=["set", "hash"])
+    parser.add_argument(
+        "--value-bits",
+        type=int,
+        default=32,
+        choices=[8, 16, 32],
+        help="bits kept of each value (8: the verified index's)",
+    )
     parser.add_argument("--verified", action="store_true", help="the verified index, before vs after")
     args = parser.parse_args()
     if args.verified:
@@ -66,7 +73,8 @@ def main() -> None:
         client = redis.Redis(host="127.0.0.1", port=port)
         try:
             index = open_index(
-                f"redis://127.0.0.1:{port}/0?prefix=bench&buckets={args.buckets}", kind="minhash"
+                f"redis://127.0.0.1:{port}/0?prefix=bench&buckets={args.buckets}&value_bits={args.value_bits}",
+                kind="minhash",
             )
             before = int(client.info("memory")["used_memory"])
             start = time.perf_counter()
@@ -89,7 +97,9 @@ def main() -> None:
                 index.check_and_add(f"new{i}", q)
             cadd_time = time.perf_counter() - start
 
-            model = MinHashLSH(index.threshold, index.num_values, index.bands, index.rows)
+            model = MinHashLSH(
+                index.threshold, index.num_values, index.bands, index.rows, value_bits=index.value_bits
+            )
             model.add_many((f"https://example.com/page/{i}", data[i]) for i in range(args.n))
             want = model.query_many(queries)
             got = [[(m.key, m.similarity) for m in r] for r in batched]
@@ -103,7 +113,7 @@ def main() -> None:
 
     print(
         f"RedisMinHashIndex, n={args.n:,}, 128 values, threshold 0.8 "
-        f"({index.bands} bands x {index.rows} rows), buckets={args.buckets}, "
+        f"({index.bands} bands x {index.rows} rows), {args.value_bits}-bit values, buckets={args.buckets}, "
         f"appendfsync {args.fsync}, hits {sum(map(bool, batched)):,}/{args.queries:,}"
     )
     print(f"  bulk inserts/s (add_many):       {args.n / load:>10,.0f}")

@@ -229,6 +229,28 @@ def as_sketch_batch(sketches: Any, num_values: int | None = None) -> np.ndarray:
     return arr
 
 
+DEFAULT_THRESHOLD = 0.8
+DEFAULT_NUM_VALUES = 128
+DEFAULT_VALUE_BITS = 32
+"""A MinHash store on its own keeps whole values; the verified index asks for 8 (``Rule.value_bits``)."""
+
+
+def new_params(given: dict[str, Any], new_value_bits: int | None = None) -> dict[str, str]:
+    """A new MinHash store's settings as stored (text), from the ``given`` ones (None: the default;
+    ``new_value_bits`` is the width when ``value_bits`` is not given)."""
+    threshold = DEFAULT_THRESHOLD if given["threshold"] is None else float(given["threshold"])
+    num_values = DEFAULT_NUM_VALUES if given["num_values"] is None else int(given["num_values"])
+    bands, rows = resolve_params(threshold, num_values, given["bands"], given["rows"])
+    bits = ValueBits(given["value_bits"] or new_value_bits or DEFAULT_VALUE_BITS).bits
+    return {
+        "num_values": str(num_values),
+        "threshold": repr(threshold),
+        "bands": str(bands),
+        "rows": str(rows),
+        "value_bits": str(bits),
+    }
+
+
 def stored_params(stored: dict[str, str]) -> dict[str, Any]:
     """A MinHash store's stored settings (text) as values: num_values, threshold, bands, rows,
     value_bits (32 for a store written before the setting existed)."""

@@ -36,7 +36,10 @@ from .integrity import (
     read_mark,
 )
 from .lsh import MinHashLSH
-from .lsh_bands import as_sketch, as_sketch_batch, mismatched_params, resolve_params, stored_params
+from .lsh_bands import DEFAULT_NUM_VALUES as DEFAULT_NUM_VALUES
+from .lsh_bands import DEFAULT_THRESHOLD as DEFAULT_THRESHOLD
+from .lsh_bands import DEFAULT_VALUE_BITS as DEFAULT_VALUE_BITS
+from .lsh_bands import as_sketch, as_sketch_batch, mismatched_params, new_params, stored_params
 from .sketch_rows import Row, SketchStore
 from .values import check_key, encode_meta
 
@@ -44,10 +47,6 @@ logger = logging.getLogger(__name__)
 
 DATABASE = "minhash.sqlite3"
 KIND = "minhash"
-DEFAULT_THRESHOLD = 0.8
-DEFAULT_NUM_VALUES = 128
-DEFAULT_VALUE_BITS = 32
-"""A MinHash index on its own keeps whole values; the verified index asks for 8 (``Rule.value_bits``)."""
 _SIMHASH_DATABASE = "index.sqlite3"
 _META_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _LITTLE = sys.byteorder == "little"
@@ -148,25 +147,6 @@ class MinHashIndex:
         new_value_bits: int | None = None,
     ) -> None:
         """The stored settings (or a new index's); IndexSettingsError when a given one differs."""
-        stored = self._store.settings()
-        if not stored:
-            if self.read_only:
-                raise SimhashIndexError(f"the MinHash index at {self.path} has never been initialised")
-            t = DEFAULT_THRESHOLD if threshold is None else float(threshold)
-            nv = DEFAULT_NUM_VALUES if num_values is None else int(num_values)
-            b, r = resolve_params(t, nv, bands, rows)
-            bits = ValueBits(value_bits or new_value_bits or DEFAULT_VALUE_BITS).bits
-            new = {"kind": KIND, "scheme": SCHEME, "num_values": str(nv), "threshold": repr(t)}
-            stored = self._store.init_settings(
-                {**new, "bands": str(b), "rows": str(r), "value_bits": str(bits)}
-            )
-        if stored.get("kind") != KIND:
-            raise IndexSettingsError(f"the index at {self.path} is not a MinHash index ({stored})")
-        if stored.get("scheme") != SCHEME:
-            raise IndexSettingsError(
-                f"the MinHash index at {self.path} holds {stored.get('scheme')!r} sketches; this version "
-                f"computes {SCHEME!r}: rebuild the index from the documents"
-            )
         given = {
             "num_values": num_values,
             "threshold": threshold,
@@ -174,6 +154,19 @@ class MinHashIndex:
             "rows": rows,
             "value_bits": value_bits,
         }
+        stored = self._store.settings()
+        if not stored:
+            if self.read_only:
+                raise SimhashIndexError(f"the MinHash index at {self.path} has never been initialised")
+            new = {"kind": KIND, "scheme": SCHEME, **new_params(given, new_value_bits)}
+            stored = self._store.init_settings(new)
+        if stored.get("kind") != KIND:
+            raise IndexSettingsError(f"the index at {self.path} is not a MinHash index ({stored})")
+        if stored.get("scheme") != SCHEME:
+            raise IndexSettingsError(
+                f"the MinHash index at {self.path} holds {stored.get('scheme')!r} sketches; this version "
+                f"computes {SCHEME!r}: rebuild the index from the documents"
+            )
         have = stored_params(stored)
         wrong = mismatched_params(given, have)
         if wrong:

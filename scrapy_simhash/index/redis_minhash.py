@@ -51,16 +51,10 @@ from .lsh_bands import (
     as_sketch,
     as_sketch_batch,
     mismatched_params,
-    resolve_params,
+    new_params,
     stored_params,
 )
-from .minhash_store import (
-    DEFAULT_NUM_VALUES,
-    DEFAULT_THRESHOLD,
-    DEFAULT_VALUE_BITS,
-    IndexSettingsError,
-    LSHMatch,
-)
+from .minhash_store import IndexSettingsError, LSHMatch
 from .redis_client import Client, ScriptClient, connect, truthy
 from .values import check_key, encode_meta
 
@@ -221,18 +215,17 @@ class RedisMinHashIndex:
         new_value_bits: int | None = None,
     ) -> None:
         """Create the namespace's config on first open; later openers must agree with it."""
-        t = DEFAULT_THRESHOLD if threshold is None else float(threshold)
-        nv = DEFAULT_NUM_VALUES if num_values is None else int(num_values)
-        b, r = resolve_params(t, nv, bands, rows)
-        bits = ValueBits(value_bits or new_value_bits or DEFAULT_VALUE_BITS)
+        given = {
+            "num_values": num_values,
+            "threshold": threshold,
+            "bands": bands,
+            "rows": rows,
+            "value_bits": value_bits,
+        }
         new = {
             "format": FORMAT,
             "scheme": SCHEME,
-            "num_values": str(nv),
-            "threshold": repr(t),
-            "bands": str(b),
-            "rows": str(r),
-            "value_bits": str(bits.bits),
+            **new_params(given, new_value_bits),
             "buckets": buckets or "set",
         }
         pairs = [item.encode() for pair in new.items() for item in pair]
@@ -254,15 +247,7 @@ class RedisMinHashIndex:
                 "rebuild the index from the documents"
             )
         have = {**stored_params(stored), "buckets": stored.get("buckets", "set")}
-        given = {
-            "num_values": num_values,
-            "threshold": threshold,
-            "bands": bands,
-            "rows": rows,
-            "value_bits": value_bits,
-            "buckets": buckets,
-        }
-        wrong = mismatched_params(given, have)
+        wrong = mismatched_params({**given, "buckets": buckets}, have)
         if wrong:
             raise IndexSettingsError(
                 f"{where} was created with other settings: {', '.join(wrong)}; open it without them to "

@@ -497,6 +497,7 @@ class VerifiedIndex(NearDuplicateIndex):
         sketch_stats = {} if self.sketches is None else self.sketches.stats()
         out["mode"] = "verified"
         out["similarity"] = self.rule.similarity
+        out["value_bits"] = self.rule.value_bits  # of each sketch value, kept and compared
         out["sketches"] = sketch_stats
         with_sketch = 0 if self.sketches is None else len(self.sketches)
         out["without_sketch"] = max(0, len(self.simhashes) - with_sketch)

@@ -174,3 +174,23 @@ def test_key_collisions_add_candidates_never_pairs(spark):
     assert candidates <= len(pages) * (len(pages) - 1) // 2
     with pytest.raises(ValueError, match="key_bits"):
         band_groups(df, DEFAULT_RULE, key_bits=0)
+
+
+def test_bands_are_cut_from_the_bits_the_rule_compares(spark):
+    """At 8 bits (the default) a page whose values differ from another's only above their low byte is
+    that page again, and one that differs only in the low bytes shares nothing; at 32 bits neither is
+    a pair. The JVM cuts the band keys from the same bytes the rule compares, so Spark finds exactly
+    the rule's pairs either way."""
+    gen = np.random.default_rng(11)
+    base = gen.integers(0, 2**32, 128, dtype=np.uint32)
+    pages: list[Page] = [
+        (1, base),
+        (1 << 20, base ^ np.uint32(0xFFFFFF00)),  # the low bytes alike: the same page at 8 bits
+        (1 << 40, base ^ np.uint32(0x000000FF)),  # the high bytes alike: nothing shared at 8 bits
+        (3, gen.integers(0, 2**32, 128, dtype=np.uint32)),
+    ]
+    df = frame(spark, pages)
+    for rule, pairs in ((DEFAULT_RULE, {(0, 1)}), (Rule(value_bits=32), set())):
+        want = rule_brute_force(pages, rule=rule)
+        assert {(a, b) for a, b, _, _ in want} == pairs
+        assert _found(verified_pairs(df, rule)) == want

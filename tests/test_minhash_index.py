@@ -355,21 +355,28 @@ def test_reset_empties_and_closed_index_refuses(tmp_path: Path) -> None:
         index.add("a", np.zeros(NV, np.uint32))
 
 
-def test_bulk_load_answers_as_add_many_and_stays_incremental() -> None:
+@pytest.mark.parametrize("value_bits", [32, 8])
+def test_bulk_load_answers_as_add_many_and_stays_incremental(value_bits: int) -> None:
+    """At 8 bits the load takes the matrix a byte a value, as the store reads it (no uint32 copy)."""
     rng = np.random.default_rng(5)
     n = 3000
     base = rng.integers(0, 2**32, size=(40, NV), dtype=np.uint32)
     batch = base[rng.integers(0, 40, n)]  # copies of 40 sketches, each with some values replaced
     mask = rng.random(batch.shape) < 0.3
     batch[mask] = rng.integers(0, 4, size=int(mask.sum()), dtype=np.uint32)
+    batch[rng.random(batch.shape) < 0.2] ^= np.uint32(0x3F00)  # differences above the low byte
     keys = [f"d{i}" for i in range(n)]
-    one_by_one = MinHashLSH(THRESHOLD, NV, BANDS, ROWS)  # the reference: add, one at a time
-    added, loaded = MinHashLSH(THRESHOLD, NV, BANDS, ROWS), MinHashLSH(THRESHOLD, NV, BANDS, ROWS)
+
+    def fresh() -> MinHashLSH:
+        return MinHashLSH(THRESHOLD, NV, BANDS, ROWS, value_bits=value_bits)
+
+    one_by_one = fresh()  # the reference: add, one at a time
+    added, loaded = fresh(), fresh()
     for key, sketch in zip(keys, batch, strict=True):
         one_by_one.add(key, sketch)
     for start in range(0, n, 700):  # batches of new keys take add_many's array path
         added.add_many(zip(keys[start : start + 700], batch[start : start + 700], strict=True))
-    loaded.load(keys, batch)
+    loaded.load(keys, batch.astype(np.uint8) if value_bits == 8 else batch)
     probes = np.concatenate([batch[:300], base])
     want = one_by_one.query_many(probes)
     assert sum(map(len, want)) > 1000
@@ -389,7 +396,7 @@ def test_bulk_load_answers_as_add_many_and_stays_incremental() -> None:
     with pytest.raises(ValueError, match="empty"):
         loaded.load(["x"], batch[:1])
     with pytest.raises(ValueError, match="unique"):
-        MinHashLSH(THRESHOLD, NV, BANDS, ROWS).load(["x", "x"], batch[:2])
+        fresh().load(["x", "x"], batch[:2])
 
 
 def test_check_and_add_is_atomic_across_threads(tmp_path: Path) -> None:

@@ -193,7 +193,10 @@ class MinHashIndex:
             if len(blob) != width * len(chunk):
                 bad = next(s for s, _, sketch in chunk if len(sketch) != width)
                 raise self._store.damaged(f"row {bad} holds a sketch of the wrong length")
-            parts.append(self._bits.decode(blob, self.num_values))
+            # as stored: a byte a value at 8 bits, which the LSH keeps as it is
+            parts.append(
+                np.frombuffer(blob, dtype=f"<u{self._bits.width}").reshape(len(chunk), self.num_values)
+            )
             keys += [key for _, key, _ in chunk]
         if len(set(keys)) != len(keys):  # the UNIQUE key index failed to keep them apart
             raise self._store.damaged("a key is stored twice")

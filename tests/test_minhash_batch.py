@@ -73,6 +73,28 @@ def test_pairs_equal_the_index_answers(case):
     assert as_dict(minhash_pairs(s, threshold, bands, rows)) == from_index
 
 
+@settings(max_examples=100, deadline=None)
+@given(sketch_batches(), st.sampled_from([8, 32]), st.integers(0, 2**32 - 1))
+def test_pairs_on_fewer_bits_equal_the_index_answers(case, value_bits: int, seed: int) -> None:
+    """With ``value_bits`` (the verified rule's 8) the batch pairs are the index's, values that differ
+    only above their low byte counting as equal at 8 bits; ``exact=True`` is every pair at the threshold."""
+    s, bands, rows, threshold = case
+    noise = np.random.default_rng(seed).integers(0, 2, size=s.shape, dtype=np.uint32) << np.uint32(12)
+    s = s ^ noise
+    index = MinHashLSH(threshold, s.shape[1], bands, rows, value_bits=value_bits)
+    index.add_many((str(i), s[i]) for i in range(s.shape[0]))
+    from_index = {
+        (i, int(key)): sim for i, res in enumerate(index.query_many(s)) for key, sim in res if int(key) > i
+    }
+    got = minhash_pairs(s, threshold, bands, rows, value_bits=value_bits)
+    assert as_dict(got) == from_index
+    exact = as_dict(minhash_pairs(s, threshold, bands, rows, exact=True, value_bits=value_bits))
+    low = s & np.uint32((1 << value_bits) - 1)
+    m = index.min_matches
+    want = {(i, j) for i in range(len(s)) for j in range(i + 1, len(s)) if int((low[i] == low[j]).sum()) >= m}
+    assert set(exact) == want and set(as_dict(got)) <= want
+
+
 def _components(n: int, pairs: dict) -> list[int]:
     parent = list(range(n))
 

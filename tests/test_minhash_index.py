@@ -169,6 +169,12 @@ def test_an_index_from_before_value_bits_keeps_32_bit_values(tmp_path: Path) -> 
         assert index.query(sketch ^ np.uint32(0xFFFFFF00)) == []
     with MinHashIndex(tmp_path / "new", THRESHOLD, NV, BANDS, ROWS, new_value_bits=8) as index:
         assert index.value_bits == 8
+    with sqlite3.connect(path / "minhash.sqlite3") as conn:  # a width a later version might write
+        conn.execute("INSERT INTO settings VALUES ('value_bits', '4')")
+        stored = dict(conn.execute("SELECT name, value FROM settings WHERE name != 'check'").fetchall())
+        conn.execute("UPDATE settings SET value = ? WHERE name = 'check'", (settings_check(stored),))
+    with pytest.raises(IndexSettingsError, match="4-bit sketch values, which this version does not read"):
+        MinHashIndex(path)
 
 
 def test_check_and_add_reports_the_replaced_entry_with_its_old_meta(tmp_path: Path) -> None:

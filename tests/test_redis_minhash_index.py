@@ -190,6 +190,9 @@ def test_a_namespace_keeps_its_value_bits_and_one_from_before_them_is_32(
     with open_index(old, kind="minhash", new_value_bits=8) as again:
         assert again.value_bits == 32 and np.array_equal(again.get("a"), sketch)
         assert again.query(sketch ^ np.uint32(0xFFFFFF00)) == []
+        server.client().hset(again._config, "value_bits", "4")  # a width a later version might write
+        with pytest.raises(IndexSettingsError, match="4-bit sketch values, which this version does not read"):
+            open_index(old, kind="minhash")
         again.clear(reopen=False)
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..fingerprint.bbit import ValueBits
+from ..fingerprint.bbit import VALUE_BITS, ValueBits
 from ..fingerprint.minhash import SCHEME
 from .base import Meta, SimhashIndexError
 from .integrity import (
@@ -168,6 +168,12 @@ class MinHashIndex:
                 f"computes {SCHEME!r}: rebuild the index from the documents"
             )
         have = stored_params(stored)
+        if have["value_bits"] not in VALUE_BITS:  # written by a later version
+            raise IndexSettingsError(
+                f"the MinHash index at {self.path} keeps {have['value_bits']}-bit sketch values, which this "
+                f"version does not read ({', '.join(map(str, VALUE_BITS))}): upgrade scrapy-simhash or "
+                "rebuild"
+            )
         wrong = mismatched_params(given, have)
         if wrong:
             raise IndexSettingsError(

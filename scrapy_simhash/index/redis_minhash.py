@@ -43,7 +43,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from ..fingerprint.bbit import ValueBits
+from ..fingerprint.bbit import VALUE_BITS, ValueBits
 from ..fingerprint.minhash import SCHEME
 from .base import Meta
 from .lsh_bands import (
@@ -247,6 +247,11 @@ class RedisMinHashIndex:
                 "rebuild the index from the documents"
             )
         have = {**stored_params(stored), "buckets": stored.get("buckets", "set")}
+        if have["value_bits"] not in VALUE_BITS:  # written by a later version
+            raise IndexSettingsError(
+                f"{where} keeps {have['value_bits']}-bit sketch values, which this version does not read "
+                f"({', '.join(map(str, VALUE_BITS))}): upgrade scrapy-simhash or use another prefix"
+            )
         wrong = mismatched_params({**given, "buckets": buckets}, have)
         if wrong:
             raise IndexSettingsError(

@@ -668,7 +668,9 @@ def test_sigkill_loses_no_acknowledged_insert(tmp_path: Path, sync: str) -> None
     assert len(present) > 50
 
 
-def test_an_index_with_32_bit_sketches_keeps_deciding_on_32_bits(tmp_path: Path) -> None:
+def test_an_index_with_32_bit_sketches_keeps_deciding_on_32_bits(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """An index whose sketch store was written with whole values (before the default became 8 bits)
     opens without error and applies the rule at its stored width; a new index compares 8 bits."""
     from scrapy_simhash.index.minhash_store import MinHashIndex
@@ -680,8 +682,11 @@ def test_an_index_with_32_bit_sketches_keeps_deciding_on_32_bits(tmp_path: Path)
     rule = DEFAULT_RULE
     MinHashIndex(old / SKETCHES, rule.similarity, NV, rule.bands, rule.rows, value_bits=32).close()
     for path, bits in ((old, 32), (new, 8)):
-        with open_index(path) as index:
+        caplog.clear()
+        with caplog.at_level("INFO", logger="scrapy_simhash.index"), open_index(path) as index:
             assert index.rule.value_bits == bits
+            said = [r.getMessage() for r in caplog.records if "32-bit sketch values" in r.getMessage()]
+            assert len(said) == (1 if bits == 32 else 0)  # the reader is told why, once
             index.add(0x1234, "page", sketch=base)
         with open_index(path) as index:  # and after a reopen
             assert index.rule.value_bits == bits and index.sketches.value_bits == bits

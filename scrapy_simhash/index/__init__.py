@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -133,6 +134,13 @@ def _open_verified(location: str | Path, k: int, similarity: float | None, optio
         simhashes.close()
         raise
     if sketches is not None and sketches.value_bits != rule.value_bits:  # written before 8-bit values
+        logging.getLogger(__name__).info(
+            "the index at %s keeps %d-bit sketch values (written before %d bits became the default): "
+            "it decides on them; a rebuilt index keeps a quarter of the bytes",
+            location,
+            sketches.value_bits,
+            rule.value_bits,
+        )
         rule = dataclasses.replace(rule, value_bits=sketches.value_bits)
     return VerifiedIndex(simhashes, sketches, rule)
 

@@ -149,6 +149,9 @@ def test_8_bit_values_are_stored_in_a_byte_each_and_read_back(tmp_path: Path) ->
         assert [m.key for m in index.query(sketch ^ np.uint32(0xFFFFFF00))] == ["a"]  # the low byte alike
     with pytest.raises(IndexSettingsError, match="value_bits=32"):
         MinHashIndex(tmp_path / "ix", value_bits=32)
+    for bad in (0, 4, 12):
+        with pytest.raises(ValueError, match="value_bits must be one of 8, 16, 32"):
+            MinHashIndex(tmp_path / f"bad{bad}", value_bits=bad)
 
 
 def test_an_index_from_before_value_bits_keeps_32_bit_values(tmp_path: Path) -> None:

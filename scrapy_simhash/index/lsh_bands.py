@@ -241,7 +241,8 @@ def new_params(given: dict[str, Any], new_value_bits: int | None = None) -> dict
     threshold = DEFAULT_THRESHOLD if given["threshold"] is None else float(given["threshold"])
     num_values = DEFAULT_NUM_VALUES if given["num_values"] is None else int(given["num_values"])
     bands, rows = resolve_params(threshold, num_values, given["bands"], given["rows"])
-    bits = ValueBits(given["value_bits"] or new_value_bits or DEFAULT_VALUE_BITS).bits
+    asked = given["value_bits"]
+    bits = ValueBits(asked if asked is not None else new_value_bits or DEFAULT_VALUE_BITS).bits
     return {
         "num_values": str(num_values),
         "threshold": repr(threshold),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import overload
 
 import numpy as np
 
@@ -48,12 +49,18 @@ class ValueBits:
         """``values`` (uint32, any shape) with only their low bits: the array itself at 32 bits."""
         return values if self.bits == 32 else values & self.mask
 
-    def similarity(self, equal: int, num_values: int) -> float:
-        """Estimated Jaccard from ``equal`` equal values of ``num_values``, corrected for chance, >= 0."""
+    @overload
+    def similarity(self, equal: int, num_values: int) -> float: ...
+    @overload
+    def similarity(self, equal: np.ndarray, num_values: int) -> np.ndarray: ...
+    def similarity(self, equal: int | np.ndarray, num_values: int) -> float | np.ndarray:
+        """Estimated Jaccard from ``equal`` equal values of ``num_values``, corrected for chance, >= 0;
+        for an array of counts, the same floats elementwise (a batch's answers in one operation)."""
         share = equal / num_values
         if self.bits == 32:
             return share
-        return max(0.0, (share - self.chance) / (1.0 - self.chance))
+        estimate = (share - self.chance) / (1.0 - self.chance)
+        return np.maximum(estimate, 0.0) if isinstance(estimate, np.ndarray) else max(0.0, estimate)
 
     def min_equal(self, threshold: float, num_values: int) -> int:
         """The fewest equal values whose :meth:`similarity` reaches ``threshold`` (the same floats)."""

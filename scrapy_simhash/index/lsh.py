@@ -432,10 +432,10 @@ class MinHashLSH:
             ok = counts >= 0
             cq, cids, counts = cq[ok], cids[ok], counts[ok]
             order = np.lexsort((cids, -counts, cq))
-            for qi, i, c in zip(
-                cq[order].tolist(), cids[order].tolist(), counts[order].tolist(), strict=True
+            for qi, i, s in zip(
+                cq[order].tolist(), cids[order].tolist(), similarity(counts[order], nv).tolist(), strict=True
             ):
-                results[qi].append((keys[i], similarity(c, nv)))  # type: ignore[arg-type]
+                results[qi].append((keys[i], s))  # type: ignore[arg-type]
         return results
 
     def check_and_add(self, key: str, sketch: Any) -> list[tuple[str, float]]:

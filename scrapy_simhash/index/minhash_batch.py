@@ -27,8 +27,7 @@ def _pairs_array(
     i: np.ndarray, j: np.ndarray, counts: np.ndarray, num_values: int, bits: ValueBits
 ) -> np.ndarray:
     out = np.empty(i.shape[0], dtype=PAIR_DTYPE)
-    out["i"], out["j"] = i, j
-    out["similarity"] = [bits.similarity(c, num_values) for c in counts.tolist()]
+    out["i"], out["j"], out["similarity"] = i, j, bits.similarity(counts, num_values)
     return out[np.lexsort((out["j"], out["i"]))]
 
 

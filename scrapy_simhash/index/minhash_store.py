@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sys
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -49,7 +48,6 @@ DATABASE = "minhash.sqlite3"
 KIND = "minhash"
 _SIMHASH_DATABASE = "index.sqlite3"
 _META_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-_LITTLE = sys.byteorder == "little"
 _PLAIN = (str, int, bool, type(None))  # no float: NaN must still be refused with encode_meta's error
 
 
@@ -260,7 +258,7 @@ class MinHashIndex:
             text = _META_ENCODER.encode(meta)  # the common small flat meta: ~3x faster than encode_meta
         else:
             text = encode_meta(key, meta)
-        data = values.tobytes() if _LITTLE and self.value_bits == 32 else self._bits.encode(values)
+        data = self._bits.encode(values)
         return (key, data, text), values
 
     def _writable(self) -> None:

@@ -322,11 +322,12 @@ class RedisMinHashIndex:
         return [mode, *self._head, *extra]
 
     def _answer(self, query: np.ndarray, reply: list[Any]) -> list[LSHMatch]:
+        """The answer to ``query`` (as :meth:`_values` returns it) from a script's candidates."""
         found = [
             decode_record(reply[i], reply[i + 1], self.num_values, self.bands, self._bits)
             for i in range(0, len(reply), 2)
         ]
-        return verify(self._bits.reduce(query), found, self.bands, self.rows, self.min_matches, self._bits)
+        return verify(query, found, self.bands, self.rows, self.min_matches, self._bits)
 
     # -- writes --------------------------------------------------------------------------------
 

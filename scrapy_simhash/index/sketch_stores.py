@@ -25,7 +25,6 @@ def open_sketch_store(location: str, rule: Rule, *, read_only: bool = False, **o
     (an index from before 8-bit values keeps 32): the caller applies the rule at the store's width."""
     from . import is_server_uri
 
-    # a store created here keeps the rule's value_bits; an existing one the width it was built with
     settings = {
         "threshold": rule.similarity,
         "bands": rule.bands,

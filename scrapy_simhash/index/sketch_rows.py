@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from .base import IndexCorruptError
+from .database import RowDatabase, check_synchronous, connect
 from .integrity import MARK, CommitMark, check_sqlite
-from .storage import RowDatabase, check_synchronous, connect
 
 _TABLES = {"settings", "sketches"}
 _SCHEMA = """
@@ -168,9 +168,6 @@ class SketchStore(RowDatabase):
         return out
 
     # -- writes ------------------------------------------------------------------------------
-    def _transaction(self) -> _Transaction:
-        return _Transaction(self)
-
     def put_many(self, items: list[Row]) -> None:
         """Store ``(key, sketch, meta)`` rows in one durable transaction; a repeated or stored key
         is replaced (the later one wins, with a new seq)."""
@@ -209,24 +206,3 @@ class SketchStore(RowDatabase):
     def _marked(self) -> None:
         if self.mark is not None:
             self.mark.write(self.high, self.live)
-
-
-class _Transaction:
-    """BEGIN IMMEDIATE ... COMMIT, rolled back on any error (a failed batch stores nothing)."""
-
-    def __init__(self, store: SketchStore) -> None:
-        self.store = store
-
-    def __enter__(self) -> None:
-        self.store.conn.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type: object, exc: object, *rest: object) -> None:
-        conn = self.store.conn
-        if exc_type is None:
-            conn.execute("COMMIT")
-            return
-        conn.execute("ROLLBACK")
-        if isinstance(exc, sqlite3.DatabaseError) and not isinstance(
-            exc, (sqlite3.IntegrityError, sqlite3.OperationalError)
-        ):
-            raise self.store.damaged(f"{type(exc).__name__}: {exc}") from exc

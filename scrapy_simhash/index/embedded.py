@@ -90,6 +90,8 @@ class SimhashIndex(NearDuplicateIndex):
         self._verify = verify
         self._rebuilds = 0
         self._merges = 0
+        self._column: Any = None
+        """The verified index's sketch column (:mod:`.sketch_column`), told of every write: :meth:`attach`."""
         if self.path.exists() and not self.path.is_dir():
             raise ValueError(f"index path {self.path} exists and is not a directory")
         self._lock_fd = open_directory(self.path, DATABASE, read_only=read_only, reset=reset, what="index")
@@ -240,20 +242,18 @@ class SimhashIndex(NearDuplicateIndex):
     def add(self, simhash: int, key: str, meta: Meta | None = None) -> None:
         self.add_many([(simhash, key, meta)])
 
-    def add_many(self, items: Iterable[tuple[int, str, Meta | None]] | Iterable[tuple[int, str]]) -> int:
-        """Store many ``(simhash, key[, meta])`` in one durable transaction; all or nothing."""
-        rows: dict[str, tuple[int, str, str | None]] = {}
+    def add_many(self, items: Iterable[tuple[Any, ...]]) -> int:
+        """Store many ``(simhash, key[, meta[, sketch]])`` in one durable transaction; all or nothing.
+
+        ``sketch``: the row's sketch bytes (:meth:`.sketch_column.SketchColumn.encode`) or None."""
+        rows: dict[str, tuple[int, str, str | None, bytes | None]] = {}
         count = 0
         for item in items:
-            if len(item) == 2:
-                h, key = item  # type: ignore[misc]
-                meta = None
-            else:
-                h, key, meta = item  # type: ignore[misc]
+            h, key, meta, sketch = (*item, None, None)[:4]
             key = check_key(key)
             h = check_simhash(h)
             rows.pop(key, None)  # the last of several items with one key wins, at the end
-            rows[key] = (h, key, encode_meta(key, meta))
+            rows[key] = (h, key, encode_meta(key, meta), sketch)
             count += 1
         if not rows:
             return 0
@@ -262,11 +262,13 @@ class SimhashIndex(NearDuplicateIndex):
             self._insert(list(rows.values()))
         return count
 
-    def _insert(self, rows: list[tuple[int, str, str | None]]) -> None:
+    def _insert(self, rows: list[tuple[int, str, str | None, bytes | None]]) -> None:
         seqs, replaced = self._store.put_many(rows, tombstone_upto=self._base_max_seq)
+        if self._column is not None:
+            self._column.stored([row[1] for row in rows], seqs, [row[3] for row in rows])
         self._dead.update(replaced)
         self._count += len(rows) - len(replaced)
-        self._pending_h.extend(h for h, _, _ in rows)
+        self._pending_h.extend(row[0] for row in rows)
         self._pending_s.extend(seqs)
         self._pending_arrays = None
         if len(self._pending_h) >= self._pending_max:
@@ -315,14 +317,16 @@ class SimhashIndex(NearDuplicateIndex):
         self._dead = set()
         self._merges += 1
 
-    def check_and_add(self, simhash: int, key: str, meta: Meta | None = None) -> list[Match]:
+    def check_and_add(
+        self, simhash: int, key: str, meta: Meta | None = None, *, sketch: bytes | None = None
+    ) -> list[Match]:
         h = check_simhash(simhash)
         key = check_key(key)
         encoded = encode_meta(key, meta)
         with self._lock:
             self._check_open(writing=True)
             matches = self._search(np.array([h], dtype=np.uint64), self.k)[0]
-            self._insert([(h, key, encoded)])
+            self._insert([(h, key, encoded, sketch)])
         return matches
 
     def remove(self, key: str) -> bool:
@@ -334,7 +338,42 @@ class SimhashIndex(NearDuplicateIndex):
                 return False
             self._dead.add(seq)
             self._count -= 1
+            if self._column is not None:
+                self._column.removed(key)
             return True
+
+    # the verified index's sketch column (:mod:`.sketch_column`)
+    def attach(self, column: Any) -> None:
+        """Keep ``column`` in step with the rows' sketches: filled from them now, told of each write."""
+        with self._lock:
+            self._check_open()
+            column.load(self._store.sketches())
+            self._column = column
+
+    def settings(self) -> dict[str, str]:
+        """The stored settings (layout, k, the sketch column's, ...)."""
+        with self._lock:
+            self._check_open()
+            return self._store.settings()
+
+    def set_sketches(
+        self, items: list[tuple[str, bytes | None]], settings: dict[str, str] | None = None
+    ) -> dict[str, int]:
+        """Give stored pages these sketch bytes (None: none), keeping their fingerprint, meta and age,
+        and add ``settings`` (the sketch column's), all in one durable transaction; keys not stored
+        are skipped. Returns each changed key's seq."""
+        with self._lock:
+            self._check_open(writing=True)
+            changed = self._store.set_sketches([(check_key(key), data) for key, data in items], settings)
+            if changed and self._column is not None:
+                sketch_of = dict(items)
+                self._column.stored(list(changed), list(changed.values()), [sketch_of[k] for k in changed])
+            return changed
+
+    def keys_without_sketch(self) -> set[str]:
+        with self._lock:
+            self._check_open()
+            return set(self._store.keys(without_sketch=True))
 
     def compact(self) -> None:
         """Merge recent inserts and removals into a new on-disk generation; checkpoint the WAL."""

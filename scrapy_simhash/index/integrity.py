@@ -27,6 +27,7 @@ import os
 import sqlite3
 import struct
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,27 +64,35 @@ def mix_array(seqs: np.ndarray, hashes: np.ndarray) -> np.ndarray:
     return ((x ^ (x >> np.uint64(32))) & np.uint64(0x7FFFFFFF)) | np.uint64(0x80000000)
 
 
-def row_check(seq: int, h: int, key: str, meta: str | None) -> int:
-    """The unsigned 64-bit checksum of one row (``h`` unsigned, ``meta`` as stored)."""
+def row_check(seq: int, h: int, key: str, meta: str | None, sketch: bytes | None = None) -> int:
+    """The unsigned 64-bit checksum of one row (``h`` unsigned, ``meta`` as stored).
+
+    The high half is the CRC-32 of ``key NUL meta``, continued from the CRC-32 of the row's sketch
+    bytes when it has one (a verified index's rows), so a row without sketch checks as it always did.
+    """
     text = f"{key}\x00{meta or ''}".encode("utf-8", "surrogatepass")
-    return zlib.crc32(text) << 32 | _mix(seq, h)
+    crc = zlib.crc32(text) if sketch is None else zlib.crc32(text, zlib.crc32(sketch))
+    return crc << 32 | _mix(seq, h)
 
 
-def row_checks(start: int, items: list[tuple[int, str, str | None]]) -> list[int]:
-    """Signed :func:`row_check` of ``(simhash, key, meta)`` rows given seqs ``start, start + 1, ...``.
+def row_checks(start: int, items: Sequence[tuple[int, str, str | None, bytes | None]]) -> list[int]:
+    """Signed :func:`row_check` of ``(simhash, key, meta, sketch)`` rows given seqs ``start, start + 1, ...``.
 
-    Vectorised for batches: the per-row cost is the CRC-32 of key and meta (~0.4 µs).
+    Vectorised for batches: the per-row cost is the CRC-32 of the sketch, key and meta (~0.4 µs).
     """
     if len(items) < 32:
-        return [_signed(row_check(seq, h, key, meta)) for seq, (h, key, meta) in enumerate(items, start)]
+        return [_signed(row_check(seq, *row[:3], sketch=row[3])) for seq, row in enumerate(items, start)]
     crc = zlib.crc32
     n = len(items)
     crcs = np.fromiter(
-        (crc(f"{key}\x00{meta or ''}".encode("utf-8", "surrogatepass")) for _, key, meta in items),
+        (
+            crc(f"{key}\x00{meta or ''}".encode("utf-8", "surrogatepass"), crc(sketch) if sketch else 0)
+            for _, key, meta, sketch in items
+        ),
         dtype=np.uint64,
         count=n,
     )
-    hashes = np.fromiter((h for h, _, _ in items), dtype=np.uint64, count=n)
+    hashes = np.fromiter((row[0] for row in items), dtype=np.uint64, count=n)
     checks = (crcs << np.uint64(32)) | mix_array(np.arange(start, start + n, dtype=np.int64), hashes)
     return checks.view(np.int64).tolist()
 

@@ -7,10 +7,12 @@ rebuilt from it.
 
 Tables:
 
-- ``entries(seq, key, simhash, meta, chk)``: ``seq`` is the insertion order (age), never reused
-  (AUTOINCREMENT; a removal advances it too, so every acknowledged write moves the high-water
+- ``entries(seq, key, simhash, meta, chk, sketch)``: ``seq`` is the insertion order (age), never
+  reused (AUTOINCREMENT; a removal advances it too, so every acknowledged write moves the high-water
   mark), so a derived table file can refer to rows by ``seq``. ``chk`` is the row's checksum
   (:mod:`.integrity`), verified whenever the row is read; NULL in rows of older indexes.
+  ``sketch``: the page's minhash sketch as the verified index keeps it (:mod:`.sketch_column`), or
+  NULL: in the page's own row, so that a page and its sketch are one write and the key is stored once.
 - ``tombstones(seq)``: rows removed since the table files were last written; they tell
   the reopened index which rows of the files to ignore.
 - ``settings(name, value)``: layout, k, the database's identity, and ``check``: their CRC-32.
@@ -40,7 +42,7 @@ SIGN = 1 << 63
 WRAP = 1 << 64
 _CHUNK = 500  # host parameters per statement, well under SQLite's limit
 _TABLES = {"settings", "entries", "tombstones"}
-_INSERT = "INSERT INTO entries (seq, key, simhash, meta, chk) VALUES (?, ?, ?, ?, ?)"
+_INSERT = "INSERT INTO entries (seq, key, simhash, meta, chk, sketch) VALUES (?, ?, ?, ?, ?, ?)"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -49,7 +51,8 @@ CREATE TABLE IF NOT EXISTS entries (
     key TEXT NOT NULL UNIQUE,
     simhash INTEGER NOT NULL,
     meta TEXT,
-    chk INTEGER
+    chk INTEGER,
+    sketch BLOB
 );
 CREATE TABLE IF NOT EXISTS tombstones (seq INTEGER PRIMARY KEY);
 """
@@ -103,7 +106,8 @@ class Store(RowDatabase):
         self.next_seq = self.high + 1
 
     def _prepare_schema(self) -> None:
-        """Create a new database's tables; refuse a database without them; add ``chk`` to old ones."""
+        """Create a new database's tables; refuse a database without them; add ``chk`` and ``sketch``
+        to old ones (their rows keep NULL: unverified, without sketch)."""
         tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if not tables and not self.read_only:
             self.conn.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} COMMIT;")
@@ -111,10 +115,14 @@ class Store(RowDatabase):
         if not tables >= _TABLES:
             raise sqlite3.DatabaseError(f"tables {sorted(_TABLES - tables)} are missing")
         columns = {r[1] for r in self.conn.execute("PRAGMA table_info(entries)")}
-        if "chk" not in columns and not self.read_only:
-            self.conn.execute("ALTER TABLE entries ADD COLUMN chk INTEGER")  # old rows stay unverified
-            columns.add("chk")
+        for name, kind in (("chk", "INTEGER"), ("sketch", "BLOB")):
+            if name not in columns and not self.read_only:
+                self.conn.execute(f"ALTER TABLE entries ADD COLUMN {name} {kind}")
+                columns.add(name)
         self._chk = "chk" if "chk" in columns else "NULL"
+        self._sketch = "sketch" if "sketch" in columns else "NULL"
+        self._columns = f"seq, key, simhash, meta, {self._chk}, {self._sketch}"
+        """What every read of whole rows selects: all that :meth:`_verified` checks."""
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -170,9 +178,9 @@ class Store(RowDatabase):
 
     # writes
     def put_many(
-        self, items: list[tuple[int, str, str | None]], tombstone_upto: int
+        self, items: list[tuple[int, str, str | None, bytes | None]], tombstone_upto: int
     ) -> tuple[list[int], list[int]]:
-        """Store ``(simhash, key, meta_json)`` (keys unique) in one durable transaction.
+        """Store ``(simhash, key, meta_json, sketch)`` (keys unique) in one durable transaction.
 
         Returns the new seqs (in item order) and the seqs the keys held before.
         Replaced rows at or below ``tombstone_upto`` (the table files' last seq) get a
@@ -181,8 +189,8 @@ class Store(RowDatabase):
         start = self.next_seq
         seqs = list(range(start, start + len(items)))
         rows = [
-            (s, key, to_signed(h), meta, chk)
-            for s, (h, key, meta), chk in zip(seqs, items, row_checks(start, items), strict=True)
+            (s, key, to_signed(h), meta, chk, sketch)
+            for s, (h, key, meta, sketch), chk in zip(seqs, items, row_checks(start, items), strict=True)
         ]
         try:  # fast path: all keys new (the common case in a crawl), one pass over the key index
             with self._transaction():
@@ -193,7 +201,7 @@ class Store(RowDatabase):
             return seqs, []
         except sqlite3.IntegrityError:
             pass  # some key exists: rolled back; replace explicitly
-        keys = [key for _, key, _ in items]
+        keys = [row[1] for row in items]
         with self._transaction():
             replaced: list[int] = []
             for chunk in _chunks(keys):
@@ -238,17 +246,22 @@ class Store(RowDatabase):
         with self._reading():
             return int(self.conn.execute("SELECT count(*) FROM entries").fetchone()[0])
 
-    def _verified(self, seq: int, key: str, h: int, meta: str | None, chk: int | None) -> dict[str, Any]:
-        """The row's meta, after checking the row against its checksum."""
-        if chk is not None and to_unsigned(chk) != row_check(seq, to_unsigned(h), key, meta):
-            raise self.damaged(f"row {seq} ({key!r}) fails its checksum")
+    def _verified(
+        self, seq: int, key: str, h: int, meta: str | None, chk: int | None, sketch: bytes | None = None
+    ) -> dict[str, Any]:
+        """The row's meta, after checking the row (sketch included) against its checksum."""
+        self._check(seq, key, h, meta, chk, sketch)
         return _meta(meta)
+
+    def _check(
+        self, seq: int, key: str, h: int, meta: str | None, chk: int | None, sketch: bytes | None
+    ) -> None:
+        if chk is not None and to_unsigned(chk) != row_check(seq, to_unsigned(h), key, meta, sketch):
+            raise self.damaged(f"row {seq} ({key!r}) fails its checksum")
 
     def get(self, key: str) -> tuple[int, int, dict[str, Any]] | None:
         with self._reading():
-            row = self.conn.execute(
-                f"SELECT seq, key, simhash, meta, {self._chk} FROM entries WHERE key = ?", (key,)
-            ).fetchone()
+            row = self.conn.execute(f"SELECT {self._columns} FROM entries WHERE key = ?", (key,)).fetchone()
             if row is None:
                 return None
             if row[1] != key:
@@ -287,11 +300,10 @@ class Store(RowDatabase):
         expected: dict[int, str] | None,
     ) -> None:
         """Verified rows into ``out`` by key (``expected``: only rows whose seq maps to their key)."""
-        for seq, key, h, meta, chk in self.conn.execute(
-            f"SELECT seq, key, simhash, meta, {self._chk} FROM entries WHERE {where}", args
-        ):
+        for row in self.conn.execute(f"SELECT {self._columns} FROM entries WHERE {where}", args):
+            seq, key = row[0], row[1]
             if expected is None or expected.get(seq) == key:
-                out[key] = (seq, to_unsigned(h), self._verified(seq, key, h, meta, chk))
+                out[key] = (seq, to_unsigned(row[2]), self._verified(*row))
 
     def key_seqs(self, batch: int = 100_000) -> Iterator[list[tuple[str, int]]]:
         """Every stored ``(key, seq)``, in lists of ``batch`` (no rows decoded)."""
@@ -306,9 +318,8 @@ class Store(RowDatabase):
         with self._reading():
             for chunk in _chunks(list(seqs)):
                 marks = ",".join("?" * len(chunk))
-                for row in self.conn.execute(
-                    f"SELECT seq, key, simhash, meta, {self._chk} FROM entries WHERE seq IN ({marks})", chunk
-                ):
+                query = f"SELECT {self._columns} FROM entries WHERE seq IN ({marks})"
+                for row in self.conn.execute(query, chunk):
                     out[row[0]] = (row[1], self._verified(*row))
         return out
 
@@ -346,10 +357,12 @@ class Store(RowDatabase):
             return np.zeros(0, np.int64), np.zeros(0, np.uint64)
         return np.concatenate(seqs_parts), np.concatenate(hash_parts)
 
-    def keys(self, batch: int = 100_000) -> Iterator[str]:
-        """Every stored key (keys only: the rows' checks are verified where rows are read)."""
+    def keys(self, batch: int = 100_000, *, without_sketch: bool = False) -> Iterator[str]:
+        """Every stored key (keys only: the rows' checks are verified where rows are read), or only
+        those of rows without a sketch."""
+        where = f" WHERE {self._sketch} IS NULL" if without_sketch else ""
         with self._reading():
-            cursor = self.conn.execute("SELECT key FROM entries")
+            cursor = self.conn.execute(f"SELECT key FROM entries{where}")
             while True:
                 chunk = cursor.fetchmany(batch)
                 if not chunk:
@@ -360,9 +373,7 @@ class Store(RowDatabase):
     def iterate(self, batch: int = 10_000) -> Iterator[tuple[int, str, int, dict[str, Any]]]:
         """Every row as (seq, key, simhash, meta), oldest first, each verified."""
         with self._reading():
-            cursor = self.conn.execute(
-                f"SELECT seq, key, simhash, meta, {self._chk} FROM entries ORDER BY seq"
-            )
+            cursor = self.conn.execute(f"SELECT {self._columns} FROM entries ORDER BY seq")
             while True:
                 chunk = cursor.fetchmany(batch)
                 if not chunk:
@@ -370,6 +381,66 @@ class Store(RowDatabase):
                 for row in chunk:
                     meta = self._verified(*row)
                     yield row[0], row[1], to_unsigned(row[2]), meta
+
+    # the sketch column (the verified index's: :mod:`.sketch_column`)
+    def sketches(self, batch: int = 50_000) -> Iterator[list[tuple[int, str, bytes]]]:
+        """Every row's ``(seq, key, sketch)`` that has a sketch, in seq order, each row verified whole,
+        in lists of ``batch``."""
+        if self._sketch == "NULL":
+            return
+        with self._reading():
+            cursor = self.conn.execute(
+                f"SELECT {self._columns} FROM entries WHERE sketch IS NOT NULL ORDER BY seq"
+            )
+            while chunk := cursor.fetchmany(batch):
+                out = []
+                for row in chunk:
+                    if not isinstance(row[5], bytes):
+                        raise self.damaged(f"row {row[0]} ({row[1]!r}) holds a sketch that is not bytes")
+                    self._check(*row)  # (its meta is not needed here: not decoded)
+                    out.append((row[0], row[1], row[5]))
+                yield out
+
+    def set_sketches(
+        self, items: Sequence[tuple[str, bytes | None]], settings: dict[str, str] | None = None
+    ) -> dict[str, int]:
+        """Give stored keys a sketch (or none) in one durable transaction, keeping their seq (age),
+        fingerprint and meta; keys not stored are skipped. Returns each changed key's seq. Advances the
+        high-water seq by one, as every acknowledged write does (the commit mark sees it).
+        ``settings``: added to the stored ones in the same transaction (a new sketch column's)."""
+        changed: dict[str, int] = {}
+        with self._transaction():
+            query = f"SELECT {self._columns} FROM entries WHERE key = ?"
+            update = "UPDATE entries SET sketch = ?, chk = ? WHERE seq = ?"
+            for key, sketch in items:
+                row = self.conn.execute(query, (key,)).fetchone()
+                if row is None or row[1] != key:
+                    continue
+                seq, h, meta = row[0], to_unsigned(row[2]), row[3]
+                self._verified(*row)  # a damaged row is not given a fresh checksum
+                self.conn.execute(update, (sketch, to_signed(row_check(seq, h, key, meta, sketch)), seq))
+                changed[key] = seq
+            if settings:
+                self._add_settings(settings)
+            cur = self.conn.execute(
+                "UPDATE sqlite_sequence SET seq = ? WHERE name = 'entries'", (self.next_seq,)
+            )
+            if not cur.rowcount:  # no row was ever inserted
+                self.conn.execute(
+                    "INSERT INTO sqlite_sequence (name, seq) VALUES ('entries', ?)", (self.next_seq,)
+                )
+        self.next_seq += 1
+        self._marked()
+        return changed
+
+    def _add_settings(self, values: dict[str, str]) -> dict[str, str]:
+        current = self._read_settings()
+        current.pop("check", None)
+        current.update(values)
+        self.conn.execute("DELETE FROM settings")
+        rows = [*current.items(), ("check", _settings_check(current))]
+        self.conn.executemany("INSERT INTO settings VALUES (?, ?)", rows)
+        return current
 
 
 def _settings_check(values: dict[str, str]) -> str:

@@ -387,9 +387,9 @@ def test_rows_read_by_seq_hints_are_the_rows_read_by_key(hints: list[int], rnd: 
         assert index.simhashes.rows_many(wanted, true_seqs) == right
 
 
-def test_the_sketch_store_remembers_each_pages_seq(tmp_path: Path) -> None:
-    """The hints are there to be used: every page's seq after an open, a new page's after the first
-    lookup that reads its row, none for a re-added page until then."""
+def test_the_sketch_column_remembers_each_pages_seq(tmp_path: Path) -> None:
+    """The hints are there to be used: every page's seq after an open, and after each write (a page and
+    its sketch are one row: the write knows the seq); a page without sketch has none."""
     with open_index(tmp_path / "ix") as index:
         index.add_many([(i + 1, f"k{i}", None, sketch_of(i)) for i in range(20)])
     with open_index(tmp_path / "ix") as index:
@@ -397,10 +397,15 @@ def test_the_sketch_store_remembers_each_pages_seq(tmp_path: Path) -> None:
         assert index.sketches.hints(keys) == [index.get(key).seq for key in keys]
         index.add(99, "new", None, sketch=sketch_of(100))
         index.add(3, "k2", None, sketch=sketch_of(2))  # re-added: a new seq
-        assert index.sketches.hints(["new", "k2"]) == [0, 0]
+        index.check_and_add(4, "k3", None, sketch=sketch_of(3))
+        assert index.add_sketch("k9", sketch_of(9)) is False  # it has one: nothing written
+        index.add(5, "k4", None)  # replaced by a page without sketch
+        changed = ["new", "k2", "k3", "k4"]
+        assert index.sketches.hints(changed) == [index.get(key).seq for key in changed[:3]] + [0]
+        assert index.sketches.hints(["k9"]) == [index.get("k9").seq]
         assert [m.key for m in index.query(99, sketch=sketch_of(100))] == ["new"]
-        index.query_many([3], sketches=[sketch_of(2)])
-        assert index.sketches.hints(["new", "k2"]) == [index.get("new").seq, index.get("k2").seq]
+    with open_index(tmp_path / "ix") as index:
+        assert index.sketches.hints(changed) == [index.get(key).seq for key in changed[:3]] + [0]
 
 
 def test_answers_of_a_batch_share_no_meta(tmp_path: Path) -> None:
@@ -674,7 +679,7 @@ def test_an_index_with_32_bit_sketches_keeps_deciding_on_32_bits(
     """An index whose sketch store was written with whole values (before the default became 8 bits)
     opens without error and applies the rule at its stored width; a new index compares 8 bits."""
     from scrapy_simhash.index.minhash_store import MinHashIndex
-    from scrapy_simhash.index.sketch_stores import SKETCHES
+    from scrapy_simhash.index.sketch_column import SKETCHES
 
     base = sketch_of(21)
     high_only = base ^ np.uint32(0xFFFFFF00)  # every value differs, but not in its low byte

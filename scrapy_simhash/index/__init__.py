@@ -117,8 +117,10 @@ def _open_verified(location: str | Path, k: int, similarity: float | None, optio
     import dataclasses
 
     from ..decision import DEFAULT_RULE
+    from .sketch_column import SketchColumn
     from .sketch_stores import open_sketch_store
     from .verified import VerifiedIndex
+    from .verified_embedded import EmbeddedVerifiedIndex
 
     rule = DEFAULT_RULE if similarity is None else dataclasses.replace(DEFAULT_RULE, similarity=similarity)
     simhashes = _open_store(location, k, None, options)
@@ -129,7 +131,7 @@ def _open_verified(location: str | Path, k: int, similarity: float | None, optio
         names = ("retries", "retry_cap")
     shared = {name: options[name] for name in names if name in options}
     try:
-        sketches = open_sketch_store(text, rule, **shared)
+        sketches = open_sketch_store(text, rule, simhashes, **shared)
     except BaseException:
         simhashes.close()
         raise
@@ -142,6 +144,8 @@ def _open_verified(location: str | Path, k: int, similarity: float | None, optio
             rule.value_bits,
         )
         rule = dataclasses.replace(rule, value_bits=sketches.value_bits)
+    if isinstance(sketches, SketchColumn):
+        return EmbeddedVerifiedIndex(simhashes, sketches, rule)
     return VerifiedIndex(simhashes, sketches, rule)
 
 
@@ -162,6 +166,13 @@ def _keeping_sketches_true(simhashes: Any, location: str | Path, options: dict[s
     except BaseException:
         simhashes.close()
         raise
+    if sketches is None and not is_server_uri(text):  # embedded: are there sketches in the rows?
+        from .sketch_column import column_params
+
+        have = column_params(simhashes)
+        if have is not None:  # writes through SimhashModeIndex: a rewritten row loses its sketch
+            rule = dataclasses.replace(DEFAULT_RULE, distance=simhashes.k, value_bits=have["value_bits"])
+            return SimhashModeIndex(simhashes, None, rule)
     if sketches is None:
         return simhashes
     rule = dataclasses.replace(DEFAULT_RULE, distance=simhashes.k, value_bits=sketches.value_bits)

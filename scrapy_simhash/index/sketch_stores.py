@@ -1,74 +1,67 @@
 """Where a verified index's sketch store lives beside its simhash store, and how it is opened.
 
-Embedded: the directory ``sketches/`` inside the index directory. Redis: the namespace
+Embedded: a column of the simhash store's rows (:mod:`.sketch_column`). Redis: the namespace
 ``<prefix>-sketches`` on the same server (its own hash tag, so on Redis Cluster the two stores
 may sit in two slots: see :mod:`.redis_verified`).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ..decision import Rule
 
-SKETCHES = "sketches"
-"""The sketch store's directory inside an embedded index."""
 SKETCH_PREFIX_SUFFIX = "-sketches"
 """Appended to a Redis index's prefix for its sketch store."""
 
 
-def open_sketch_store(location: str, rule: Rule, *, read_only: bool = False, **options: Any) -> Any | None:
-    """The sketch store of the index at ``location`` (a directory or a ``redis://`` URI).
+def open_sketch_store(location: str, rule: Rule, simhashes: Any, **options: Any) -> Any | None:
+    """The sketches of the index at ``location`` (a directory or a ``redis://`` URI) whose simhash
+    store ``simhashes`` is open: on Redis the sketch store, embedded the sketch column of the simhash
+    store's rows (:mod:`.sketch_column`; an index written before it has its ``sketches/`` moved in).
 
-    Created with the rule's ``value_bits``; a store that exists keeps the width it was written with
-    (an index from before 8-bit values keeps 32): the caller applies the rule at the store's width."""
+    Created with the rule's ``value_bits``; sketches that exist keep the width they were written with
+    (an index from before 8-bit values keeps 32): the caller applies the rule at their width. None
+    for a reader of an embedded index that has never held a sketch."""
     from . import is_server_uri
 
-    settings = {
-        "threshold": rule.similarity,
-        "bands": rule.bands,
-        "rows": rule.rows,
-        "new_value_bits": rule.value_bits,
-    }
     if is_server_uri(location):
         options.pop("read_only", None)
         from .redis_minhash import RedisMinHashIndex
 
-        return RedisMinHashIndex.from_uri(_sketch_uri(location), **settings, **options)
-    from .minhash_store import DATABASE, MinHashIndex
+        settings = {"threshold": rule.similarity, "bands": rule.bands, "rows": rule.rows}
+        return RedisMinHashIndex.from_uri(
+            _sketch_uri(location), **settings, new_value_bits=rule.value_bits, **options
+        )
+    from .sketch_column import open_column
 
-    path = Path(location) / SKETCHES
-    if read_only and not (path / DATABASE).exists():
-        return None  # an index written before sketches: every stored page is judged by simhash
-    return MinHashIndex(path, read_only=read_only, **settings, **options)
+    given = {"threshold": rule.similarity, "bands": rule.bands, "rows": rule.rows}
+    return open_column(simhashes, given, rule.value_bits, reset=bool(options.get("reset")))
 
 
 def open_existing_sketch_store(location: str, simhashes: Any, **options: Any) -> Any | None:
     """The sketch store beside the simhash store ``simhashes`` opened at ``location``, with its stored
-    settings, or None when there is none (nothing is created)."""
+    settings, or None when there is none (nothing is created). Embedded: always None (the sketches
+    are in the pages' rows, which the simhash store rewrites without sketch); an older index's
+    ``sketches/`` is moved into them first, so that a rewritten page keeps no stale sketch."""
     from . import is_server_uri
 
     reset = bool(options.pop("reset", False))
-    if is_server_uri(location):
-        from .redis_minhash import RedisMinHashIndex
+    if not is_server_uri(location):
+        if not simhashes.read_only:
+            from .sketch_column import adopt_sketch_store
 
-        script = simhashes._redis  # the simhash store's connection: one EXISTS, no namespace created
-        config = f"simhash:{{{simhashes.prefix}{SKETCH_PREFIX_SUFFIX}}}:config"
-        if not script.call(lambda: script.client.exists(config), "looking for the sketch store"):
-            return None
+            adopt_sketch_store(simhashes, reset=reset)
+        return None
+    from .redis_minhash import RedisMinHashIndex
 
-        def opening(**extra: Any) -> Any:
-            return RedisMinHashIndex.from_uri(_sketch_uri(location), **options, **extra)
-    else:
-        from .minhash_store import DATABASE, MinHashIndex
+    script = simhashes._redis  # the simhash store's connection: one EXISTS, no namespace created
+    config = f"simhash:{{{simhashes.prefix}{SKETCH_PREFIX_SUFFIX}}}:config"
+    if not script.call(lambda: script.client.exists(config), "looking for the sketch store"):
+        return None
 
-        path = Path(location) / SKETCHES
-        if not (path / DATABASE).exists():
-            return None
-
-        def opening(**extra: Any) -> Any:
-            return MinHashIndex(path, **options, **extra)
+    def opening(**extra: Any) -> Any:
+        return RedisMinHashIndex.from_uri(_sketch_uri(location), **options, **extra)
 
     store = opening()
     if not reset:

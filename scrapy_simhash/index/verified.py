@@ -1,37 +1,34 @@
 """The verified index: every page's simhash and its sketch, and the default decision rule.
 
-Two stores kept side by side, both crash-safe and each exact for its part:
+Two parts, both crash-safe and each exact for its part:
 
 - the **simhash store** (:class:`~.embedded.SimhashIndex` or :class:`~.redis_store.RedisIndex`):
   every page's simhash-doc/1 fingerprint and meta, the identifier that exports and reports show,
   and the lookup for pages stored without a sketch (indexes written before sketches existed);
-- the **sketch store** (:class:`~.minhash_store.MinHashIndex` or
-  :class:`~.redis_minhash.RedisMinHashIndex`, in ``sketches/`` beside the tables or under the Redis
-  prefix ``<prefix>-sketches``): the minhash-doc/1 sketch of every page that has one, found by LSH
-  bands and verified by estimated Jaccard, with ``bands``, ``rows`` and the threshold of the
-  :class:`~scrapy_simhash.decision.Rule`, so that its answers are the rule's answers.
+- the **sketches**: the minhash-doc/1 sketch of every page that has one, found by LSH bands and
+  verified by estimated Jaccard, with ``bands``, ``rows`` and the threshold of the
+  :class:`~scrapy_simhash.decision.Rule`, so that their answers are the rule's answers. Embedded,
+  a column of the simhash store's rows (:mod:`.sketch_column`, :mod:`.verified_embedded`): a page
+  and its sketch are one write. On Redis, a second store (:class:`~.redis_minhash.RedisMinHashIndex`,
+  under the prefix ``<prefix>-sketches``): this module.
 
-A page with a sketch is written to the sketch store first: its atomic ``check_and_add`` (one Lua
-script on Redis) is what makes the decision, so two processes racing with near-duplicate pages
+On Redis a page with a sketch is written to the sketch store first: its atomic ``check_and_add``
+(one Lua script) is what makes the decision, so two processes racing with near-duplicate pages
 cannot both see "no match". A sketch match takes its fingerprint, meta and age (``seq``, which
-the middleware compares) from the simhash store, read in one go for a batch; on Redis the sketch
-store's meta also carries the page's simhash and meta, so that a match on a sketch without simhash
-row is complete (embedded, it holds none: one writer, and no second copy on disk). Both writes are
-done when a call returns: an acknowledged page is never lost.
+the middleware compares) from the simhash store, read in one go for a batch; the sketch store's
+meta also carries the page's simhash and meta, so that a match on a sketch without simhash row is
+complete. Both writes are done when a call returns: an acknowledged page is never lost.
 
 On a single Redis server both stores' writes (and the rows the combination needs) are one atomic
-script (:mod:`.redis_verified`): one round trip, and both writes land or neither. Elsewhere (the
-embedded index, Redis Cluster, where the two stores are in two slots) a crash between the two
-writes leaves an unacknowledged sketch without its simhash row: the embedded index (one writer;
-both writes under one lock) never reports it; Redis reports it, as it cannot tell it from an
-insert in flight.
+script (:mod:`.redis_verified`): one round trip, and both writes land or neither. On Redis Cluster,
+where the two stores are in two slots, a crash between the two writes leaves an unacknowledged
+sketch without its simhash row, which is reported, as it cannot be told from an insert in flight.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -39,7 +36,6 @@ import numpy as np
 from ..decision import Rule
 from ..fingerprint.minhash import MinHash
 from .base import Match, Meta, NearDuplicateIndex
-from .minhash_store import MinHashIndex
 from .values import check_key, check_simhash, encode_meta
 
 _SIMHASH_FIELD = "\x00simhash"
@@ -56,6 +52,9 @@ def _ordered(matches: list[Match]) -> list[Match]:
 
 class VerifiedIndex(NearDuplicateIndex):
     """Near-duplicate lookups by the verified rule, over a simhash store and a sketch store.
+
+    Redis, and any opening without sketches (a reader of an index that never held one, simhash
+    mode); an embedded index with sketches is an :class:`~.verified_embedded.EmbeddedVerifiedIndex`.
 
     Answers are exactly the stored pages p for which
     ``rule.compare_values(simhash, p.simhash, sketch, p.sketch).near_duplicate``; a page given
@@ -76,40 +75,25 @@ class VerifiedIndex(NearDuplicateIndex):
         self.simhashes = simhashes
         self.sketches = sketches
         """None for a read-only opening of an index that has no sketch store yet (every page legacy)."""
-        # the embedded sketch store reads meta from its database: asked only when the simhash store
-        # lacks the page; Redis sends the meta with every answer anyway
-        self._meta_in_answers = not isinstance(sketches, MinHashIndex)
-        self._lean: dict[str, bool] = {} if self._meta_in_answers else {"with_meta": False}
         self._writing = threading.RLock()
         """Held across both stores' writes: this process's other threads never see half an insert."""
         self._pair: Any = None
         """Redis: both stores' writes in one atomic script (:mod:`.redis_verified`), or None."""
-        if sketches is not None and self._meta_in_answers:
+        if sketches is not None and not self._in_rows:
             from .redis_verified import pair_for
 
             self._pair = pair_for(simhashes, sketches)
         self._retention = getattr(simhashes, "retention", None)
-        self._row_decides = not self._meta_in_answers or self._pair is not None or self._retention is not None
+        self._row_decides = self._in_rows or self._pair is not None or self._retention is not None
         """Whether a sketch match whose page has no simhash row is dropped: embedded (one writer: an
         insert a crash cut), one Redis server (both written by one script: the page was removed or
         expired since), and with retention anywhere (it expired). Only on Redis Cluster without
         retention may it be another process's insert in flight, reported from the sketch's meta."""
-        self._legacy: set[str] | None = None
-        """Embedded: the keys stored without a sketch (exact: one writer). While it is empty, a lookup
-        with a sketch needs no simhash-table probe: only pages without sketch are judged by simhash.
-        None (Redis: other processes write; no sketch store): always probe."""
-        self._hinted = False
-        """Embedded: the sketch store keeps each page's simhash-store seq in memory, so that a
-        match's row is read by seq (:meth:`_get_many`)."""
-        if sketches is not None and not self._meta_in_answers:
-            key_seqs = getattr(simhashes, "key_seqs", None)
-            if key_seqs is not None:
-                pairs = key_seqs()
-                sketches.set_hints(pairs)
-                self._hinted = True
-                self._legacy = {key for key, _ in pairs}.difference(sketches.keys())
 
     # -- helpers ---------------------------------------------------------------------------------
+    _in_rows = False
+    """Embedded: the sketches are in the simhash store's rows (the subclass), not a store of their own."""
+
     def _sketch_values(self, sketch: Any) -> np.ndarray | None:
         if sketch is None:
             return None
@@ -180,30 +164,14 @@ class VerifiedIndex(NearDuplicateIndex):
         return _ordered(out)
 
     def _get_many(self, keys: list[str]) -> dict[str, Match]:
-        if self._hinted and self.sketches is not None:
-            rows = self._rows(dict(zip(keys, self.sketches.hints(keys), strict=True)))
-            return {key: Match(key, h, 0, meta, seq) for key, (seq, h, meta) in rows.items()}
         get_many = getattr(self.simhashes, "get_many", None)
         if get_many is not None:
             return get_many(keys)
         return {key: found for key in keys if (found := self.simhashes.get(key)) is not None}
 
-    def _rows(self, hint_of: dict[str, int]) -> dict[str, tuple[int, int, dict[str, Any]]]:
-        """Embedded: the simhash store's rows ``key -> (seq, simhash, meta)`` of the keys of ``hint_of``,
-        read by the seq the sketch store remembers for each (0: none); hints found stale (pages added
-        or re-added since the open) are refreshed, so the next read is by seq."""
-        rows = self.simhashes.rows_many(list(hint_of), list(hint_of.values()))
-        stale = [(key, row[0]) for key, row in rows.items() if row[0] != hint_of[key]]
-        if stale:
-            self.sketches.set_hints(stale)
-        return rows
-
     def _sketch_meta(self, simhash: int, meta: Meta | None) -> dict[str, Any] | None:
-        """What the sketch store keeps beside a sketch: on Redis, the page's simhash and meta (a match on
-        another process's insert still in flight must be complete); embedded, nothing (one writer, the
-        simhash store has them: no second copy of every page's meta on disk)."""
-        if not self._meta_in_answers:
-            return None
+        """What the sketch store keeps beside a sketch: the page's simhash and meta (a match on another
+        process's insert still in flight must be complete)."""
         return {**(meta or {}), _SIMHASH_FIELD: int(simhash)}
 
     # -- writes ----------------------------------------------------------------------------------
@@ -228,37 +196,23 @@ class VerifiedIndex(NearDuplicateIndex):
         without = [key for _, key, _, values in final if values is None]
         if with_sketch:  # every meta the sketch store will not check is checked before it writes
             for _, key, meta, values in rows:
-                if values is None or not self._meta_in_answers:
+                if values is None:
                     encode_meta(key, meta)
         with self._writing:
             if self._pair is not None:  # Redis: 50 rows per atomic script over both stores
                 sketch_meta = [None if v is None else self._sketch_meta(h, m) for h, _, m, v in rows]
                 return self._pair.add_many([(*row, sm) for row, sm in zip(rows, sketch_meta, strict=True)])
-            with self._tracking_legacy():
-                if with_sketch:
-                    self._writable_sketches().add_many(with_sketch)
-                for key in without:  # a page replaced by one without sketch loses its old sketch
-                    if self._has_sketch(key):
-                        self._writable_sketches().remove(key)
-                added = self.simhashes.add_many([(h, key, meta) for h, key, meta, _ in rows])
-                if self._legacy is not None:
-                    self._legacy.difference_update(key for key, _, _ in with_sketch)
-                    self._legacy.update(without)
-                return added
-
-    @contextmanager
-    def _tracking_legacy(self) -> Iterator[None]:
-        """Around a write: if it fails half-way, stop trusting the set of pages without sketch."""
-        try:
-            yield
-        except BaseException:
-            self._legacy = None
-            raise
+            if with_sketch:
+                self._writable_sketches().add_many(with_sketch)
+            for key in without:  # a page replaced by one without sketch loses its old sketch
+                if self._has_sketch(key):
+                    self._writable_sketches().remove(key)
+            return self.simhashes.add_many([(h, key, meta) for h, key, meta, _ in rows])
 
     def _probing(self) -> bool:
-        """Whether a lookup with a sketch must probe the simhash tables: some page lacks a sketch
-        (or, on Redis, nobody here can tell), so it may be judged by simhash alone."""
-        return self._legacy is None or bool(self._legacy)
+        """Whether a lookup with a sketch must probe the simhash tables: some page may lack a sketch
+        (on Redis nobody here can tell: other processes write), so it may be judged by simhash alone."""
+        return True
 
     def _writable_sketches(self) -> Any:
         if self.sketches is None:
@@ -275,8 +229,6 @@ class VerifiedIndex(NearDuplicateIndex):
         """
         simhash, key = check_simhash(simhash), check_key(key)
         values = self._sketch_values(sketch)
-        if values is not None and not self._meta_in_answers:
-            encode_meta(key, meta)  # checked by the simhash store, after the sketch store wrote
         with self._writing:
             if self._pair is not None:  # Redis: one atomic script does all of the below
                 sketch_meta = None if values is None else self._sketch_meta(simhash, meta)
@@ -288,15 +240,12 @@ class VerifiedIndex(NearDuplicateIndex):
             sketch_found = None
             if values is not None:
                 sketch_meta = self._sketch_meta(simhash, meta)
-                sketch_found = self._writable_sketches().check_and_add(key, values, sketch_meta, **self._lean)
+                sketch_found = self._writable_sketches().check_and_add(key, values, sketch_meta)
             elif had:
                 self._writable_sketches().remove(key)
-            with self._tracking_legacy():
-                # the matches' rows as they are before this insert (it may replace one: its own key)
-                before = self._get_many([found.key for found in sketch_found]) if sketch_found else None
-                simhash_found = self.simhashes.check_and_add(simhash, key, meta)
-                if self._legacy is not None:
-                    (self._legacy.add if values is None else self._legacy.discard)(key)
+            # the matches' rows as they are before this insert (it may replace one: its own key)
+            before = self._get_many([found.key for found in sketch_found]) if sketch_found else None
+            simhash_found = self.simhashes.check_and_add(simhash, key, meta)
             return self._combine(simhash, sketch_found, simhash_found, self.k, (key, had), before)
 
     def add_sketch(self, key: str, sketch: Any) -> bool:
@@ -318,21 +267,15 @@ class VerifiedIndex(NearDuplicateIndex):
             if self._pair is not None:  # Redis: added only if the key still holds this page, atomically
                 return self._pair.add_sketch(key, stored.seq, values, meta)
             self._writable_sketches().add_many([(key, values, meta)])
-            if self._legacy is not None:
-                self._legacy.discard(key)
             return True
 
     def remove(self, key: str) -> bool:
         with self._writing:
             if self._pair is not None:
                 return self._pair.remove(key)
-            with self._tracking_legacy():
-                if self._has_sketch(key):
-                    self._writable_sketches().remove(key)
-                removed = self.simhashes.remove(key)
-                if self._legacy is not None:
-                    self._legacy.discard(key)
-                return removed
+            if self._has_sketch(key):
+                self._writable_sketches().remove(key)
+            return self.simhashes.remove(key)
 
     # -- reads -----------------------------------------------------------------------------------
     def query(self, simhash: int, k: int | None = None, *, sketch: Any = None) -> list[Match]:
@@ -341,37 +284,11 @@ class VerifiedIndex(NearDuplicateIndex):
         if self._pair is not None:  # Redis: both stores in one script, one round trip
             ((found, before, near, sketched),) = self._pair.query_many([int(simhash)], k, [values])
             return self._combine(int(simhash), found, near, k, before=before, sketched=sketched)
-        if values is not None and self._hinted and not self._probing():
-            return self._sketch_answers([int(simhash)], values[None, :])[0]
         sketch_found = None
         if values is not None:
-            sketch_found = [] if self.sketches is None else self.sketches.query(values, **self._lean)
+            sketch_found = [] if self.sketches is None else self.sketches.query(values)
         near = self.simhashes.query(simhash, k) if values is None or self._probing() else []
         return self._combine(int(simhash), sketch_found, near, k)
-
-    def _sketch_answers(self, simhashes: list[int], sketches: np.ndarray) -> list[list[Match]]:
-        """Embedded, every page stored and asked with a sketch: :meth:`_combine`'s answers with only
-        sketch matches (most lookups), every match's row read by seq in one read for the batch and
-        each Match made once: a hit costs ~5 µs a match, mostly the database read and the row check."""
-        answers = self.sketches.query_pairs(sketches)
-        hint_of = {key: hint for found, hints in answers for (key, _), hint in zip(found, hints, strict=True)}
-        if not hint_of:
-            return [[] for _ in answers]
-        rows = self._rows(hint_of)
-        out, used = [], set()
-        for simhash, (found, _) in zip(simhashes, answers, strict=True):
-            matches = []
-            for key, similarity in found:
-                row = rows.get(key)
-                if row is None:
-                    continue  # an insert a crash cut (see ``_row_decides``)
-                seq, stored, meta = row
-                if key in used:  # another answer of the batch holds this row: its meta is copied
-                    meta = dict(meta)
-                used.add(key)
-                matches.append(Match(key, stored, (stored ^ simhash).bit_count(), meta, seq, similarity))
-            out.append(_ordered(matches))
-        return out
 
     def query_many(  # type: ignore[override]
         self, simhashes: Iterable[int], k: int | None = None, *, sketches: Iterable[Any] | None = None
@@ -379,23 +296,11 @@ class VerifiedIndex(NearDuplicateIndex):
         """``query`` for each page of a batch: one batched lookup in each store."""
         k = self.k if k is None else k
         hashes = [int(h) for h in simhashes]
-        matrix: np.ndarray | None = None
-        if isinstance(sketches, np.ndarray) and sketches.ndim == 2 and sketches.dtype == np.uint32:
-            matrix, with_sketch = sketches, list(range(len(sketches)))  # a batch of sketches as it comes
-            if len(sketches) != len(hashes):
-                raise ValueError(f"{len(hashes)} simhashes but {len(sketches)} sketches")
-        else:
-            given = [None] * len(hashes) if sketches is None else list(sketches)
-            if len(given) != len(hashes):
-                raise ValueError(f"{len(hashes)} simhashes but {len(given)} sketches")
-            values = [self._sketch_values(s) for s in given]
-            with_sketch = [i for i, v in enumerate(values) if v is not None]
-            if with_sketch:
-                matrix = np.stack([values[i] for i in with_sketch])
-        if self._hinted and matrix is not None and len(with_sketch) == len(hashes) and not self._probing():
-            return self._sketch_answers(hashes, matrix)
+        matrix, with_sketch = self._sketch_matrix(hashes, sketches)
         if self._pair is not None:  # Redis: both stores per page in one script, 50 pages a call
-            pages = list(matrix) if len(with_sketch) == len(hashes) and matrix is not None else values
+            pages: list[Any] = [None] * len(hashes)
+            for i, row in zip(with_sketch, () if matrix is None else matrix, strict=True):
+                pages[i] = row
             return [
                 self._combine(h, found, near, k, before=before, sketched=sketched)
                 for h, (found, before, near, sketched) in zip(
@@ -407,7 +312,7 @@ class VerifiedIndex(NearDuplicateIndex):
             if self.sketches is None:
                 answers: list[list[Any]] = [[] for _ in with_sketch]
             else:
-                answers = self.sketches.query_many(matrix, **self._lean)
+                answers = self.sketches.query_many(matrix)
             for i, answer in zip(with_sketch, answers, strict=True):
                 sketch_found[i] = answer
         if len(with_sketch) < len(hashes) or self._probing():
@@ -426,6 +331,21 @@ class VerifiedIndex(NearDuplicateIndex):
             self._combine(h, s, f, k, before=rows)
             for h, s, f in zip(hashes, sketch_found, simhash_found, strict=True)
         ]
+
+    def _sketch_matrix(
+        self, hashes: list[int], sketches: Iterable[Any] | None
+    ) -> tuple[np.ndarray | None, list[int]]:
+        """The batch's sketches as one uint32 matrix (None: none given) and the pages they belong to."""
+        if isinstance(sketches, np.ndarray) and sketches.ndim == 2 and sketches.dtype == np.uint32:
+            if len(sketches) != len(hashes):
+                raise ValueError(f"{len(hashes)} simhashes but {len(sketches)} sketches")
+            return sketches, list(range(len(sketches)))  # a batch of sketches as it comes
+        given = [None] * len(hashes) if sketches is None else list(sketches)
+        if len(given) != len(hashes):
+            raise ValueError(f"{len(hashes)} simhashes but {len(given)} sketches")
+        values = [self._sketch_values(s) for s in given]
+        with_sketch = [i for i, v in enumerate(values) if v is not None]
+        return (np.stack([values[i] for i in with_sketch]) if with_sketch else None), with_sketch
 
     def get(self, key: str) -> Match | None:
         return self.simhashes.get(key)

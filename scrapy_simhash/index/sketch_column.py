@@ -1,0 +1,295 @@
+"""The embedded verified index's sketches: a column of the simhash store, and an LSH over it in memory.
+
+Each page's minhash sketch (``value_bits`` of each value: :mod:`scrapy_simhash.fingerprint.bbit`)
+is kept in the page's own row of the simhash store (:mod:`.storage`, column ``sketch``): a page and
+its sketch are one durable write, its key and row overhead are paid once (an index of 1M pages is
+~400 bytes a page, not ~530 as with a second store), and the row's checksum covers the sketch.
+The :class:`SketchColumn` is the derived part: a :class:`~.lsh.MinHashLSH` over those sketches,
+filled at open from the rows (seq order: ties oldest first, as a MinHashLSH fed the same writes)
+and told of every write after it commits (:meth:`~.embedded.SimhashIndex.attach`). Beside each
+sketch it remembers the row's seq, so a match's row is read by seq.
+
+Its settings (threshold, bands, rows, num_values, value_bits: the :class:`~scrapy_simhash.decision.Rule`'s)
+are stored with the simhash store's, prefixed ``sketch_``, and fixed when the column is created.
+
+Indexes written before the column kept their sketches in a second store, ``sketches/`` (a
+:class:`~.minhash_store.MinHashIndex` directory): the first writer that opens one moves them
+into the column (:func:`adopt_sketch_store`); a reader reads them from there.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..fingerprint.bbit import VALUE_BITS, ValueBits
+from ..fingerprint.minhash import SCHEME
+from .lsh import MinHashLSH
+from .lsh_bands import as_sketch, as_sketch_batch, mismatched_params, new_params, stored_params
+from .minhash_store import DATABASE as SKETCH_DATABASE
+from .minhash_store import IndexSettingsError, LSHMatch
+from .sketch_rows import SketchStore
+
+logger = logging.getLogger(__name__)
+
+PREFIX = "sketch_"
+"""The column's settings among the simhash store's: ``sketch_threshold``, ``sketch_bands``, ..."""
+SKETCHES = "sketches"
+"""Where an index written before the column kept its sketch store (a directory in the index's)."""
+
+
+class SketchColumn:
+    """The sketches of an embedded index's pages, found by LSH bands and verified by estimated
+    Jaccard (the rule's ``threshold``); answers are ``(key, similarity)``, best first, ties oldest
+    first. Written only through the simhash store (:meth:`encode`, then :meth:`stored` after the
+    commit); thread-safe for readers."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.threshold, self.num_values = params["threshold"], params["num_values"]
+        self.bands, self.rows = params["bands"], params["rows"]
+        self.value_bits = params["value_bits"]
+        self._bits = ValueBits(self.value_bits)
+        self._lsh = MinHashLSH(
+            self.threshold, self.num_values, self.bands, self.rows, value_bits=self.value_bits
+        )
+        self._lock = threading.RLock()
+
+    # -- filling and keeping in step ---------------------------------------------------------------
+    def encode(self, sketch: Any) -> bytes:
+        """A sketch as its row keeps it: ``value_bits`` of each value, little-endian bytes. Checked
+        (scheme, length) before anything is written."""
+        scheme = getattr(sketch, "scheme", SCHEME)
+        if scheme != SCHEME:
+            raise ValueError(f"this index holds {SCHEME} sketches, not {scheme}")
+        return self._bits.encode(self._bits.reduce(as_sketch(sketch, self.num_values)))
+
+    def _decode(self, data: bytes) -> np.ndarray:
+        """A row's sketch as the LSH keeps it (a byte a value at 8 bits: no uint32 copy)."""
+        width = self._bits.width
+        if len(data) != width * self.num_values:
+            raise ValueError(f"a sketch of {len(data)} bytes, not {width * self.num_values}")
+        return np.frombuffer(data, dtype=f"<u{width}")
+
+    def load(self, chunks: Iterable[list[tuple[int, str, bytes]]]) -> None:
+        """Fill the empty column from rows ``(seq, key, sketch bytes)`` in seq order (one open)."""
+        keys: list[str] = []
+        seqs: list[int] = []
+        parts = []
+        row_bytes = self._bits.width * self.num_values
+        for chunk in chunks:
+            blob = b"".join(sketch for _, _, sketch in chunk)
+            if len(blob) != row_bytes * len(chunk):
+                bad = next((seq, key) for seq, key, sketch in chunk if len(sketch) != row_bytes)
+                raise ValueError(f"row {bad[0]} ({bad[1]!r}) holds a sketch of the wrong length")
+            parts.append(np.frombuffer(blob, dtype=f"<u{self._bits.width}").reshape(len(chunk), -1))
+            keys += [key for _, key, _ in chunk]
+            seqs += [seq for seq, _, _ in chunk]
+        if not keys:
+            return
+        matrix = np.concatenate(parts)
+        with self._lock:
+            self._lsh.load(keys, matrix if self.value_bits == 8 else matrix.astype(np.uint32))
+            self._lsh.set_tags(zip(keys, seqs, strict=True))
+
+    def stored(self, keys: list[str], seqs: list[int], sketches: list[bytes | None]) -> None:
+        """After a commit: ``keys`` now hold these rows (seq, sketch or None)."""
+        with self._lock:
+            lsh = self._lsh
+            fresh = [(key, self._decode(data)) for key, data in zip(keys, sketches, strict=True) if data]
+            for key, data in zip(keys, sketches, strict=True):
+                if not data and key in lsh:
+                    lsh.remove(key)  # replaced by a page without sketch: its old sketch goes
+            if fresh:
+                lsh.add_many(fresh)
+                lsh.set_tags((key, seq) for key, seq, data in zip(keys, seqs, sketches, strict=True) if data)
+
+    def removed(self, key: str) -> None:
+        with self._lock:
+            self._lsh.remove(key)
+
+    # -- reads ---------------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._lsh)
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._lsh
+
+    def keys(self) -> list[str]:
+        """Keys with a sketch, oldest first."""
+        with self._lock:
+            return self._lsh.keys()
+
+    def get(self, key: str) -> np.ndarray | None:
+        """The sketch kept for ``key`` (uint32 values of ``value_bits``), or None."""
+        with self._lock:
+            return self._lsh.get(key)
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, np.ndarray]:
+        with self._lock:
+            return {key: values for key in keys if (values := self._lsh.get(key)) is not None}
+
+    def hints(self, keys: Iterable[str]) -> list[int]:
+        """Each key's seq in the simhash store as last seen here (0: not stored)."""
+        with self._lock:
+            return self._lsh.tags(keys)
+
+    def set_hints(self, pairs: Iterable[tuple[str, int]]) -> None:
+        with self._lock:
+            self._lsh.set_tags(pairs)
+
+    def query(self, sketch: Any, *, with_meta: bool = False) -> list[LSHMatch]:
+        """Stored sketches sharing a band with ``sketch`` and estimated Jaccard >= threshold (no meta:
+        the simhash store's rows have it)."""
+        values = as_sketch(sketch, self.num_values)
+        with self._lock:
+            return [LSHMatch(key, similarity) for key, similarity in self._lsh.query(values)]
+
+    def query_many(self, sketches: Any, *, with_meta: bool = False) -> list[list[LSHMatch]]:
+        with self._lock:
+            answers = self._lsh.query_many(sketches)
+        return [[LSHMatch(key, similarity) for key, similarity in found] for found in answers]
+
+    def query_pairs(self, sketches: Any) -> list[tuple[list[tuple[str, float]], list[int]]]:
+        """For each sketch of a batch ``([(key, similarity)], each key's hint)``: the lean path."""
+        batch = as_sketch_batch(sketches, self.num_values)
+        with self._lock:
+            tags = self._lsh.tags
+            answers = [self._lsh.query(batch[0])] if batch.shape[0] == 1 else self._lsh.query_many(batch)
+            return [(found, tags(key for key, _ in found)) for found in answers]
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            return {**self._lsh.stats(), "threshold": self.threshold, "num_values": self.num_values}
+
+    def close(self) -> None:
+        """Nothing to release: the simhash store holds the rows (and closes them)."""
+
+    def __repr__(self) -> str:
+        return (
+            f"SketchColumn(threshold={self.threshold}, bands={self.bands}, rows={self.rows}, "
+            f"value_bits={self.value_bits}, {len(self)} sketches)"
+        )
+
+
+# -- opening --------------------------------------------------------------------------------------------
+def _params(stored: dict[str, str], where: str) -> dict[str, Any] | None:
+    """The column's settings among a store's settings (None: it has no column yet)."""
+    mine = {name.removeprefix(PREFIX): value for name, value in stored.items() if name.startswith(PREFIX)}
+    if not mine:
+        return None
+    if mine.get("scheme", SCHEME) != SCHEME:
+        raise IndexSettingsError(
+            f"the index at {where} holds {mine.get('scheme')!r} sketches; this version computes {SCHEME!r}: "
+            "rebuild the index from the documents"
+        )
+    have = stored_params(mine)
+    if have["value_bits"] not in VALUE_BITS:  # written by a later version
+        raise IndexSettingsError(
+            f"the index at {where} keeps {have['value_bits']}-bit sketch values, which this version does "
+            f"not read ({', '.join(map(str, VALUE_BITS))}): upgrade scrapy-simhash or rebuild"
+        )
+    return have
+
+
+def column_params(simhashes: Any) -> dict[str, Any] | None:
+    """The sketch column's settings of the embedded index ``simhashes`` (None: it has none)."""
+    return _params(simhashes.settings(), str(simhashes.path))
+
+
+def _checked(have: dict[str, Any], given: dict[str, Any], where: str) -> dict[str, Any]:
+    wrong = mismatched_params(given, have)
+    if wrong:
+        raise IndexSettingsError(
+            f"the index at {where} keeps sketches with other settings: {', '.join(wrong)}; open it with "
+            "its own (the similarity it was created with), or build a new index"
+        )
+    return have
+
+
+def open_column(
+    simhashes: Any, given: dict[str, Any], new_value_bits: int, *, reset: bool = False
+) -> SketchColumn | None:
+    """The sketch column of the embedded index ``simhashes`` (a :class:`~.embedded.SimhashIndex`),
+    attached to it. ``given``: threshold, bands, rows (num_values, value_bits: None for the stored or
+    default ones); a new column is created with them and ``new_value_bits``. A writer first moves a
+    ``sketches/`` store into the column; a reader of an index that has neither gets None (every page
+    is judged by simhash), of one that still has the store, the store's sketches."""
+    where = str(simhashes.path)
+    old = Path(simhashes.path) / SKETCHES
+    if not simhashes.read_only:
+        adopt_sketch_store(simhashes, reset=reset)
+    have = column_params(simhashes)
+    if have is None and simhashes.read_only:
+        if not (old / SKETCH_DATABASE).exists():
+            return None
+        return _read_old_store(simhashes, old, given)
+    if have is None:
+        params = {"num_values": None, "value_bits": None, **given}
+        created = new_params(params, new_value_bits)
+        simhashes.set_sketches(
+            [], {PREFIX + name: value for name, value in {**created, "scheme": SCHEME}.items()}
+        )
+        have = stored_params(created)
+    column = SketchColumn(_checked(have, given, where))
+    simhashes.attach(column)
+    return column
+
+
+def _read_old_store(simhashes: Any, old: Path, given: dict[str, Any]) -> SketchColumn:
+    """A reader's column from an index's ``sketches/`` store (not moved: readers write nothing)."""
+    store = SketchStore(old / SKETCH_DATABASE, read_only=True, check="quick")
+    try:
+        have = _params({PREFIX + k: v for k, v in store.settings().items()}, str(old))
+        if have is None:
+            raise IndexSettingsError(f"the sketch store at {old} has never been initialised")
+        column = SketchColumn(_checked(have, given, str(old)))
+        column.load([(0, key, sketch) for _, key, sketch in chunk] for chunk in store.load())
+    finally:
+        store.close()
+    column.set_hints(simhashes.key_seqs())  # each page's seq in the simhash store, to read its row by
+    return column
+
+
+def adopt_sketch_store(simhashes: Any, *, reset: bool = False) -> None:
+    """A writer's first step on an index written before the sketch column: move the sketches of its
+    ``sketches/`` store into the simhash store's rows (one transaction, with the column's settings
+    from the store's), then delete the store. A crash before the commit leaves the old layout whole
+    (moved again next time), after it the column complete (the store is then only deleted).
+    Sketches of keys the simhash store lacks (an insert a crash cut) are dropped. ``reset``: the
+    index was emptied: the store is deleted unread."""
+    old = Path(simhashes.path) / SKETCHES
+    if not old.exists():
+        return
+    if (
+        not reset
+        and _params(simhashes.settings(), str(simhashes.path)) is None
+        and (old / SKETCH_DATABASE).exists()
+    ):
+        store = SketchStore(old / SKETCH_DATABASE, check="thorough")
+        try:
+            settings = store.settings()
+            rows = [(key, sketch) for chunk in store.load() for _, key, sketch in chunk]
+        finally:
+            store.close()
+        if settings:
+            have = _params({PREFIX + k: v for k, v in settings.items()}, str(old))
+            assert have is not None
+            params = {PREFIX + name: str(value) for name, value in have.items()}
+            params[PREFIX + "threshold"] = repr(have["threshold"])
+            moved = len(simhashes.set_sketches(rows, {**params, PREFIX + "scheme": SCHEME}))
+            logger.info(
+                "index %s: %d sketches moved from %s into the pages' rows (%d without a page dropped)",
+                simhashes.path,
+                moved,
+                old,
+                len(rows) - moved,
+            )
+    shutil.rmtree(old)

@@ -145,3 +145,28 @@ def test_damaged_database_is_a_clear_error(tmp_path: Path, damage: str) -> None:
     # the lock is released after the failure; emptying the index takes an explicit reset
     with SimhashIndex(path, reset=True) as index:
         assert len(index) == 0
+
+
+def test_seqs_take_four_bytes_on_disk_and_older_eight_byte_files_still_load(tmp_path: Path) -> None:
+    """The table files keep each fingerprint's seq in 4 bytes (widened to int64 when loaded); a
+    generation written with 8-byte seqs (before) is valid as it is: answered from, not rebuilt."""
+    import zlib
+
+    path = tmp_path / "ix"
+    rows = _fill(path)
+    seqs_file = _table_file(path, "seqs")
+    on_disk = np.load(seqs_file)
+    assert on_disk.dtype == np.uint32 and on_disk.size == 300
+    with SimhashIndex(path) as index:
+        assert index.stats()["rebuilds"] == 0
+        _assert_exact(index, rows)
+    np.save(seqs_file, on_disk.astype(np.int64))  # as an earlier version wrote it
+    manifest = json.loads((path / "manifest.json").read_text())
+    data = seqs_file.read_bytes()
+    manifest["files"]["seqs"].update(bytes=len(data), crc32=zlib.crc32(data))
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    with SimhashIndex(path) as index:
+        assert index.stats()["rebuilds"] == 0
+        _assert_exact(index, rows)
+        index.compact()  # the next generation is written narrow again
+    assert np.load(_table_file(path, "seqs")).dtype == np.uint32

@@ -28,6 +28,8 @@ from .tables import Segment
 FORMAT = "scrapy-simhash-index/1"
 MANIFEST = "manifest.json"
 _PARTS = ("keys", "rows", "hashes", "seqs")
+_SEQ_NARROW_MAX = (1 << 32) - 1
+"""Seqs up to this are written as uint32 (4 of the 144 bytes a fingerprint's table files take on disk)."""
 
 
 class TablesInvalid(Exception):
@@ -59,6 +61,8 @@ def write_generation(
         name = f"tables-{generation:06d}.{part}.npy"
         path = directory / name
         array = np.ascontiguousarray(getattr(segment, part))
+        if part == "seqs" and (not array.size or int(array.max()) <= _SEQ_NARROW_MAX):
+            array = array.astype(np.uint32)  # 4 bytes a seq on disk while they fit; widened when loaded
         with path.open("wb") as f:
             np.save(f, array, allow_pickle=False)
             f.flush()
@@ -181,6 +185,8 @@ def load_generation(
     if manifest["layout"] != layout.spec:
         raise TablesInvalid(f"tables were built for layout {manifest['layout']}, not {layout.spec}")
     arrays = {part: _load_part(directory, manifest["files"][part], verify) for part in _PARTS}
+    if arrays["seqs"].dtype == np.uint32:  # narrowed on disk (generations written before: int64)
+        arrays["seqs"] = arrays["seqs"].astype(np.int64)
     segment = Segment(**arrays)
     problem = segment.check(layout)
     if problem is None and len(segment) != int(manifest["count"]):

@@ -234,17 +234,6 @@ class MinHashIndex:
         with self._lock:
             return self._lsh.keys()
 
-    def hints(self, keys: Iterable[str]) -> list[int]:
-        """The number the owner keeps in memory beside each key's sketch (0: none; not stored):
-        the verified index keeps the page's seq in the simhash store, to read its row by seq."""
-        with self._lock:
-            return self._lsh.tags(keys)
-
-    def set_hints(self, pairs: Iterable[tuple[str, int]]) -> None:
-        """Set :meth:`hints` of stored keys (in memory only; a re-added key has none)."""
-        with self._lock:
-            self._lsh.set_tags(pairs)
-
     # -- writes ----------------------------------------------------------------------------
     def _row(self, key: str, sketch: Any, meta: Meta | None) -> tuple[Row, np.ndarray]:
         check_key(key)
@@ -330,17 +319,6 @@ class MinHashIndex:
         with self._lock:
             self._check_open()
             return self._with_meta(self._lsh.query(values), with_meta)
-
-    def query_pairs(self, sketches: Any) -> list[tuple[list[tuple[str, float]], list[int]]]:
-        """:meth:`query_many` without meta: for each sketch of a batch (or one sketch, a batch of one)
-        ``([(key, similarity)], each key's hint)``: the verified index's lean path, under the lock once."""
-        batch = as_sketch_batch(sketches, self.num_values)
-        with self._lock:
-            self._check_open()
-            tags = self._lsh.tags
-            # one lookup: the single query's C call, no batch machinery
-            answers = [self._lsh.query(batch[0])] if batch.shape[0] == 1 else self._lsh.query_many(batch)
-            return [(found, tags(key for key, _ in found)) for found in answers]
 
     def query_many(self, sketches: Any, *, with_meta: bool = True) -> list[list[LSHMatch]]:
         """``query`` for each sketch of a batch (vectorised candidate search)."""

@@ -145,14 +145,14 @@ class SketchColumn:
         with self._lock:
             self._lsh.set_tags(pairs)
 
-    def query(self, sketch: Any, *, with_meta: bool = False) -> list[LSHMatch]:
+    def query(self, sketch: Any) -> list[LSHMatch]:
         """Stored sketches sharing a band with ``sketch`` and estimated Jaccard >= threshold (no meta:
         the simhash store's rows have it)."""
         values = as_sketch(sketch, self.num_values)
         with self._lock:
             return [LSHMatch(key, similarity) for key, similarity in self._lsh.query(values)]
 
-    def query_many(self, sketches: Any, *, with_meta: bool = False) -> list[list[LSHMatch]]:
+    def query_many(self, sketches: Any) -> list[list[LSHMatch]]:
         with self._lock:
             answers = self._lsh.query_many(sketches)
         return [[LSHMatch(key, similarity) for key, similarity in found] for found in answers]
@@ -283,7 +283,6 @@ def adopt_sketch_store(simhashes: Any, *, reset: bool = False) -> None:
             have = _params({PREFIX + k: v for k, v in settings.items()}, str(old))
             assert have is not None
             params = {PREFIX + name: str(value) for name, value in have.items()}
-            params[PREFIX + "threshold"] = repr(have["threshold"])
             moved = len(simhashes.set_sketches(rows, {**params, PREFIX + "scheme": SCHEME}))
             logger.info(
                 "index %s: %d sketches moved from %s into the pages' rows (%d without a page dropped)",

@@ -64,12 +64,8 @@ class EmbeddedVerifiedIndex(VerifiedIndex):
 
     def _rows(self, hint_of: dict[str, int]) -> dict[str, tuple[int, int, dict[str, Any]]]:
         """The rows ``key -> (seq, simhash, meta)`` of the keys of ``hint_of``, read by the seq the
-        sketch column remembers for each (0: none, read by key); a stale hint is refreshed."""
-        rows = self.simhashes.rows_many(list(hint_of), list(hint_of.values()))
-        stale = [(key, row[0]) for key, row in rows.items() if row[0] != hint_of[key]]
-        if stale:
-            self.sketches.set_hints(stale)
-        return rows
+        sketch column remembers for each (a wrong one would cost a second read, by key)."""
+        return self.simhashes.rows_many(list(hint_of), list(hint_of.values()))
 
     # -- writes ----------------------------------------------------------------------------------
     def add_many(self, items: Iterable[Any]) -> int:  # type: ignore[override]

@@ -623,6 +623,13 @@ def test_the_index_answers_alike_with_and_without_the_c_extension(
                     got.append([index.query(q) for q in queries[:4]])
             got.append([index.query(q) for q in queries])
             got.append(index.query_many(queries))
+            index.set_tags((f"k{i}", 100 + i) for i in range(0, stored, 3))
+            tagged = [index.query_tagged(q) for q in queries]  # the verified index's lean lookup
+            assert [[(k, s) for k, s, _ in found] for found in tagged] == got[-2]
+            assert [[t for _, _, t in found] for found in tagged] == [
+                index.tags(k for k, _ in found) for found in got[-2]
+            ]
+            got.append(tagged)
             answers.append(got)
         finally:
             for m, values in zip(modules, saved, strict=True):

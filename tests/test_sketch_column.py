@@ -172,3 +172,20 @@ def test_add_sketch_is_durable_and_keeps_the_pages_age(tmp_path: Path) -> None:
         found = index.query(0x0F0F0F0F, sketch=sketch_of(1))  # 16+ bits away: by sketch alone
         assert [(m.key, m.similarity) for m in found] == [("a", 1.0)]
         assert index.stats()["without_sketch"] == 1
+
+
+def test_a_sketch_of_the_wrong_length_is_a_damaged_database(tmp_path: Path) -> None:
+    """Even with a checksum that matches (written so by something else): the rule cannot read it."""
+    from scrapy_simhash.index.integrity import row_check
+    from scrapy_simhash.index.storage import to_signed, to_unsigned
+
+    path = tmp_path / "ix"
+    with open_index(path) as index:
+        index.add(5, "a", None, sketch=sketch_of(3))
+    with sqlite3.connect(path / "index.sqlite3") as db:
+        seq, key, h, meta = db.execute("SELECT seq, key, simhash, meta FROM entries").fetchone()
+        short = bytes(100)
+        check = to_signed(row_check(seq, to_unsigned(h), key, meta, short))
+        db.execute("UPDATE entries SET sketch = ?, chk = ? WHERE seq = ?", (short, check, seq))
+    with pytest.raises(IndexCorruptError, match="sketch of the wrong length"):
+        open_index(path)

@@ -39,7 +39,7 @@ from .integrity import (
     open_directory,
     read_mark,
 )
-from .layouts import DEFAULT_K, Layout, resolve
+from .layouts import DEFAULT_K, Layout, resolve, settle
 from .manifest import TablesInvalid, load_generation, read_manifest, remove_stale, write_generation
 from .storage import Store
 from .tables import Hits, Segment, brute_force, brute_force_one, members
@@ -123,31 +123,15 @@ class SimhashIndex(NearDuplicateIndex):
             self._lock_fd = None
 
     def _settle_layout(self, k: int | None, spec: str | Layout | None) -> tuple[Layout, int]:
-        """The stored layout (or a new one); LayoutError when k or spec disagree with it."""
+        """The stored layout and k (or a new index's); LayoutError when k or spec disagree with them."""
         stored = self._store.settings()
         if not stored:
             if self.read_only:
                 raise SimhashIndexError(f"the index at {self.path} has never been initialised")
             k = DEFAULT_K if k is None else k
-            layout = resolve(spec, k)
-            stored = self._store.init_settings({"layout": layout.spec, "k": str(k)})
-        layout = resolve(stored["layout"], 0)
-        if k is None:
-            k = int(stored["k"])
-        if spec is not None and resolve(spec, k).spec != layout.spec:
-            raise LayoutError(
-                f"the index at {self.path} uses layout {layout.spec}, not {resolve(spec, k).spec}; "
-                f"open it without a layout, or export and rebuild it"
-            )
-        if k > layout.max_k:
-            raise LayoutError(
-                f"the index at {self.path} was created for k={stored['k']} (layout {layout.spec} is "
-                f"complete up to k={layout.max_k}); it cannot answer k={k} exactly. Export it and "
-                f"build a new index with k={k}"
-            )
-        layout.check(k)
+            stored = self._store.init_settings({"layout": resolve(spec, k).spec, "k": str(k)})
         self._db_id = stored["db_id"]
-        return layout, k
+        return settle(stored["layout"], int(stored["k"]), k, spec, self.path)
 
     def _load(self) -> None:
         """Base tables from disk (rebuilt if damaged), the rest from one snapshot of the database.
@@ -347,7 +331,10 @@ class SimhashIndex(NearDuplicateIndex):
         """Keep ``column`` in step with the rows' sketches: filled from them now, told of each write."""
         with self._lock:
             self._check_open()
-            column.load(self._store.sketches())
+            try:
+                column.load(self._store.sketches())
+            except ValueError as exc:  # a row whose sketch passed its check but has the wrong length
+                raise self._store.damaged(str(exc)) from exc
             self._column = column
 
     def settings(self) -> dict[str, str]:

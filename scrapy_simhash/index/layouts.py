@@ -267,3 +267,26 @@ def resolve(spec: str | Layout | None, k: int) -> Layout:
         raise LayoutError(f"unknown layout {spec!r}: use auto, manku, blocks:B[:M] or tiered:B1[:M1]:B2[:M2]")
     layout.check(k)
     return layout
+
+
+def settle(
+    stored_spec: str, stored_k: int, k: int | None, spec: str | Layout | None, where: object
+) -> tuple[Layout, int]:
+    """An existing index's layout and the k to answer with (None: the stored k); LayoutError when the
+    given ``spec`` is another layout or ``k`` is more than the stored layout answers exactly."""
+    layout = resolve(stored_spec, 0)
+    if k is None:
+        k = stored_k
+    if spec is not None and resolve(spec, k).spec != layout.spec:
+        raise LayoutError(
+            f"the index at {where} uses layout {layout.spec}, not {resolve(spec, k).spec}; "
+            f"open it without a layout, or export and rebuild it"
+        )
+    if k > layout.max_k:
+        raise LayoutError(
+            f"the index at {where} was created for k={stored_k} (layout {layout.spec} is "
+            f"complete up to k={layout.max_k}); it cannot answer k={k} exactly. Export it and "
+            f"build a new index with k={k}"
+        )
+    layout.check(k)
+    return layout, k

@@ -75,6 +75,9 @@ class MinHashLSH:
         self.value_bits = value_bits
         self._bits = ValueBits(value_bits)
         self.min_matches = self._bits.min_equal(self.threshold, self.num_values)
+        self._similarity = [self._bits.similarity(c, self.num_values) for c in range(self.num_values + 1)]
+        """The estimate for each count of equal values, computed once: a single query's answers
+        without a call per match (the same floats as ``ValueBits.similarity``)."""
         self._hasher = BandHasher(self.bands, self.rows)
         self._dtype = np.dtype(np.uint8 if value_bits == 8 else np.uint32)
         """The sketches' matrix: a byte a value at 8 bits (a quarter of the RAM and of the bytes a
@@ -314,28 +317,44 @@ class MinHashLSH:
         v = self._sketch(sketch)
         return self._query(v, self._hasher.keys(v))
 
+    def query_tagged(self, sketch: Any) -> list[tuple[str, float, int]]:
+        """:meth:`query`'s answers with each key's tag: ``(key, similarity, tag)``."""
+        v = self._sketch(sketch)
+        band_keys = self._hasher.keys(v)
+        if _native_query is None:
+            found = self._query(v, band_keys)
+            tags = self.tags(key for key, _ in found)
+            return [(key, s, t) for (key, s), t in zip(found, tags, strict=True)]
+        ids, counts = self._native(v, band_keys)
+        keys, table, tag = self._keys, self._similarity, self._tags.item
+        return [(keys[i], table[c], tag(i)) for i, c in zip(ids, counts, strict=True)]  # type: ignore[misc]
+
+    def _native(self, v: np.ndarray, band_keys: np.ndarray) -> tuple[list[int], list[int]]:
+        """Buckets, dedupe and verification in one C call: the ids and equal counts of the answers."""
+        extra: Any = b""
+        if self._pending:
+            pending = self._pending
+            extra = np.array([i for k in band_keys.tolist() for i in pending.get(k, ())], dtype=np.int64)
+        levels = [level.native_args() for level in (self._table, self._recent) if level.size]
+        return _native_query(  # type: ignore[misc]
+            band_keys,
+            levels,
+            extra,
+            self._sketches,
+            self._alive,
+            self.num_values,
+            np.ascontiguousarray(v, dtype=self._dtype),
+            self.bands,
+            self.rows,
+            self.min_matches,
+            self._dtype.itemsize,
+        )
+
     def _query(self, v: np.ndarray, band_keys: np.ndarray) -> list[tuple[str, float]]:
         if _native_query is not None:  # buckets, dedupe and verification in one C call
-            extra: Any = b""
-            if self._pending:
-                pending = self._pending
-                extra = np.array([i for k in band_keys.tolist() for i in pending.get(k, ())], dtype=np.int64)
-            levels = [level.native_args() for level in (self._table, self._recent) if level.size]
-            ids, counts = _native_query(
-                band_keys,
-                levels,
-                extra,
-                self._sketches,
-                self._alive,
-                self.num_values,
-                np.ascontiguousarray(v, dtype=self._dtype),
-                self.bands,
-                self.rows,
-                self.min_matches,
-                self._dtype.itemsize,
-            )
-            keys, nv, similarity = self._keys, self.num_values, self._bits.similarity
-            return [(keys[i], similarity(c, nv)) for i, c in zip(ids, counts, strict=True)]  # type: ignore[misc]
+            ids, counts = self._native(v, band_keys)
+            keys, table = self._keys, self._similarity
+            return [(keys[i], table[c]) for i, c in zip(ids, counts, strict=True)]  # type: ignore[misc]
         found = self._candidates(band_keys)
         if not found:
             return []

@@ -157,13 +157,18 @@ class SketchColumn:
             answers = self._lsh.query_many(sketches)
         return [[LSHMatch(key, similarity) for key, similarity in found] for found in answers]
 
-    def query_pairs(self, sketches: Any) -> list[tuple[list[tuple[str, float]], list[int]]]:
-        """For each sketch of a batch ``([(key, similarity)], each key's hint)``: the lean path."""
+    def query_tagged(self, sketches: Any) -> list[list[tuple[str, float, int]]]:
+        """For each sketch of a batch ``[(key, similarity, seq)]``: the lean path, which reads the
+        matches' rows by seq."""
         batch = as_sketch_batch(sketches, self.num_values)
         with self._lock:
+            if batch.shape[0] == 1:  # one lookup: the single query's C call, no batch machinery
+                return [self._lsh.query_tagged(batch[0])]
             tags = self._lsh.tags
-            answers = [self._lsh.query(batch[0])] if batch.shape[0] == 1 else self._lsh.query_many(batch)
-            return [(found, tags(key for key, _ in found)) for found in answers]
+            return [
+                [(key, s, t) for (key, s), t in zip(found, tags(key for key, _ in found), strict=True)]
+                for found in self._lsh.query_many(batch)
+            ]
 
     def stats(self) -> dict[str, Any]:
         with self._lock:

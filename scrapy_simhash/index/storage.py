@@ -299,11 +299,18 @@ class Store(RowDatabase):
         args: Sequence[Any],
         expected: dict[int, str] | None,
     ) -> None:
-        """Verified rows into ``out`` by key (``expected``: only rows whose seq maps to their key)."""
-        for row in self.conn.execute(f"SELECT {self._columns} FROM entries WHERE {where}", args):
-            seq, key = row[0], row[1]
+        """Verified rows into ``out`` by key (``expected``: only rows whose seq maps to their key).
+        The check inlined: a verified lookup reads ~5 rows a hit here."""
+        for seq, key, h, meta, chk, sketch in self.conn.execute(
+            f"SELECT {self._columns} FROM entries WHERE {where}", args
+        ):
             if expected is None or expected.get(seq) == key:
-                out[key] = (seq, to_unsigned(row[2]), self._verified(*row))
+                h = h + WRAP if h < 0 else h
+                if chk is not None and (chk + WRAP if chk < 0 else chk) != row_check(
+                    seq, h, key, meta, sketch
+                ):
+                    raise self.damaged(f"row {seq} ({key!r}) fails its checksum")
+                out[key] = (seq, h, _meta(meta))
 
     def key_seqs(self, batch: int = 100_000) -> Iterator[list[tuple[str, int]]]:
         """Every stored ``(key, seq)``, in lists of ``batch`` (no rows decoded)."""

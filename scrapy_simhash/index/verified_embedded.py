@@ -140,15 +140,15 @@ class EmbeddedVerifiedIndex(VerifiedIndex):
         """Every page stored and asked with a sketch: :meth:`_combine`'s answers with only sketch
         matches (most lookups), every match's row read by seq in one read for the batch and each
         Match made once: a hit costs ~5 µs a match, mostly the database read and the row check."""
-        answers = self.sketches.query_pairs(sketches)
-        hint_of = {key: hint for found, hints in answers for (key, _), hint in zip(found, hints, strict=True)}
+        answers = self.sketches.query_tagged(sketches)
+        hint_of = {key: hint for found in answers for key, _, hint in found}
         if not hint_of:
             return [[] for _ in answers]
         rows = self._rows(hint_of)
         out, used = [], set()
-        for simhash, (found, _) in zip(simhashes, answers, strict=True):
+        for simhash, found in zip(simhashes, answers, strict=True):
             matches = []
-            for key, similarity in found:
+            for key, similarity, _ in found:
                 row = rows.get(key)
                 if row is None:
                     continue  # a reader's snapshot of an index moved since (see ``_row_decides``)

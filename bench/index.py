@@ -19,10 +19,9 @@ at 1-6 bits, as crawls of syndicated pages look).
 
 Modes (``--modes``, side by side in one run): ``simhash`` is the simhash index alone
 (``open_index(path, mode="simhash")``); ``verified`` is the default index (``mode="verified"``):
-the simhash store plus the sketch store, every page with a 128-value minhash-doc/1 sketch
-(synthetic: uniform random values; a near-duplicate keeps 60-95% of its seed's values), every
-lookup verified. Its figures include both stores: check_and_add, lookups and query_many with
-sketches, and disk bytes of the whole directory (tables, SQLite and ``sketches/``).
+every page with a 128-value minhash-doc/1 sketch in its row (synthetic: uniform random values; a
+near-duplicate keeps 60-95% of its seed's values), every lookup verified. Its figures include the
+sketches: check_and_add, lookups and query_many with sketches, and disk bytes of the whole directory.
 
 Run:  python bench/index.py                       # 1M random and clustered, simhash mode (~3 min)
       python bench/index.py --modes simhash,verified --datasets clustered   # the issue-13 comparison

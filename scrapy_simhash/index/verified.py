@@ -62,6 +62,9 @@ class VerifiedIndex(NearDuplicateIndex):
     ``similarity=None``.
     """
 
+    _in_rows = False
+    """Embedded: the sketches are in the simhash store's rows (the subclass), not a store of their own."""
+
     def __init__(self, simhashes: NearDuplicateIndex, sketches: Any | None, rule: Rule) -> None:
         if rule.mode != "verified":
             raise ValueError("VerifiedIndex applies the verified rule; simhash mode uses the simhash index")
@@ -85,15 +88,13 @@ class VerifiedIndex(NearDuplicateIndex):
             self._pair = pair_for(simhashes, sketches)
         self._retention = getattr(simhashes, "retention", None)
         self._row_decides = self._in_rows or self._pair is not None or self._retention is not None
-        """Whether a sketch match whose page has no simhash row is dropped: embedded (one writer: an
-        insert a crash cut), one Redis server (both written by one script: the page was removed or
-        expired since), and with retention anywhere (it expired). Only on Redis Cluster without
-        retention may it be another process's insert in flight, reported from the sketch's meta."""
+        """Whether a sketch match whose page has no simhash row is dropped: embedded (a reader of an
+        older index's sketch store: an insert a crash cut), one Redis server (both written by one
+        script: the page was removed or expired since), and with retention anywhere (it expired).
+        Only on Redis Cluster without retention may it be another process's insert in flight,
+        reported from the sketch's meta."""
 
     # -- helpers ---------------------------------------------------------------------------------
-    _in_rows = False
-    """Embedded: the sketches are in the simhash store's rows (the subclass), not a store of their own."""
-
     def _sketch_values(self, sketch: Any) -> np.ndarray | None:
         if sketch is None:
             return None

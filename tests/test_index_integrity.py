@@ -351,10 +351,15 @@ def test_batch_checksums_equal_row_checksums(
 ) -> None:
     """The vectorised checksums written by add_many are the ones every read verifies row by row; a
     row's sketch is covered, a row without one checks as before sketches existed."""
-    from scrapy_simhash.index.integrity import bad_rows, row_check, row_checks
+    from scrapy_simhash.index.integrity import bad_rows, row_check, row_checks, stored_row_checks
 
     checks = row_checks(start, items)
     assert checks == [to_signed(row_check(start + i, *row[:3], row[3])) for i, row in enumerate(items)]
+    as_stored = [
+        (start + i, key, to_signed(h), meta, chk, sketch)
+        for i, ((h, key, meta, sketch), chk) in enumerate(zip(items, checks, strict=True))
+    ]
+    assert stored_row_checks(as_stored).view(np.int64).tolist() == checks  # the check of every row at open
     for i, (h, key, meta, sketch) in enumerate(items):
         plain = row_check(start + i, h, key, meta)
         assert (to_signed(plain) == checks[i]) is (sketch is None)  # 2**-32 chance of a false failure

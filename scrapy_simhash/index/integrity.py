@@ -30,6 +30,7 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -95,6 +96,24 @@ def row_checks(start: int, items: Sequence[tuple[int, str, str | None, bytes | N
     hashes = np.fromiter((row[0] for row in items), dtype=np.uint64, count=n)
     checks = (crcs << np.uint64(32)) | mix_array(np.arange(start, start + n, dtype=np.int64), hashes)
     return checks.view(np.int64).tolist()
+
+
+def stored_row_checks(rows: Sequence[tuple[int, str, int, str | None, Any, bytes | None]]) -> np.ndarray:
+    """Unsigned :func:`row_check` of rows as the database returns them (``seq, key, simhash as stored
+    (signed), meta, chk, sketch``), vectorised: an index's every sketch row is checked at open."""
+    crc = zlib.crc32
+    n = len(rows)
+    crcs = np.fromiter(
+        (
+            crc(f"{row[1]}\x00{row[3] or ''}".encode("utf-8", "surrogatepass"), crc(row[5]) if row[5] else 0)
+            for row in rows
+        ),
+        dtype=np.uint64,
+        count=n,
+    )
+    seqs = np.fromiter((row[0] for row in rows), dtype=np.int64, count=n)
+    hashes = np.fromiter((row[2] for row in rows), dtype=np.int64, count=n).view(np.uint64)
+    return (crcs << np.uint64(32)) | mix_array(seqs, hashes)
 
 
 def _signed(value: int) -> int:

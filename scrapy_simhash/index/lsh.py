@@ -185,10 +185,11 @@ class MinHashLSH:
             self._merge_recent()
         return True
 
-    def load(self, keys: list[str], sketches: np.ndarray) -> None:
+    def load(self, keys: list[str], sketches: np.ndarray, tags: list[int] | None = None) -> None:
         """Fill an empty index with unique ``keys`` (oldest first): ``add_many``'s result, built
         in a few array operations (a persistent index rebuilt at open: ~5x faster). At 8 bits a
-        ``uint8`` matrix (as the store reads it) is taken as it is: no uint32 copy of every sketch."""
+        ``uint8`` matrix (as the store reads it) is taken as it is: no uint32 copy of every sketch.
+        ``tags``: each key's tag (:meth:`set_tags` in one array assignment)."""
         narrow = isinstance(sketches, np.ndarray) and sketches.dtype == np.uint8 == self._dtype
         if narrow and (sketches.ndim != 2 or sketches.shape[1] != self.num_values):
             raise ValueError(f"a batch of sketches has shape (n, {self.num_values}), got {sketches.shape}")
@@ -207,6 +208,8 @@ class MinHashLSH:
         self._alive = np.zeros(capacity, dtype=bool)
         self._alive[:n] = True
         self._tags = np.zeros(capacity, dtype=np.int64)
+        if tags is not None:
+            self._tags[:n] = tags
         self._keys, self._ids = list(keys), ids
         entries = np.empty((n, self.bands), dtype=np.uint64)
         for start in range(0, n, 1 << 16):  # band keys from uint32 values, a slice at a time

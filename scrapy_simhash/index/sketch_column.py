@@ -94,8 +94,7 @@ class SketchColumn:
             return
         matrix = np.concatenate(parts)
         with self._lock:
-            self._lsh.load(keys, matrix if self.value_bits == 8 else matrix.astype(np.uint32))
-            self._lsh.set_tags(zip(keys, seqs, strict=True))
+            self._lsh.load(keys, matrix if self.value_bits == 8 else matrix.astype(np.uint32), tags=seqs)
 
     def stored(self, keys: list[str], seqs: list[int], sketches: list[bytes | None]) -> None:
         """After a commit: ``keys`` now hold these rows (seq, sketch or None)."""

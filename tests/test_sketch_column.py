@@ -189,3 +189,21 @@ def test_a_sketch_of_the_wrong_length_is_a_damaged_database(tmp_path: Path) -> N
         db.execute("UPDATE entries SET sketch = ?, chk = ? WHERE seq = ?", (short, check, seq))
     with pytest.raises(IndexCorruptError, match="sketch of the wrong length"):
         open_index(path)
+
+
+def test_the_columns_settings_are_kept_and_checked(tmp_path: Path) -> None:
+    """The similarity a column was created with is kept: another one is refused, as is a value width
+    this version does not read (written by a later one)."""
+    from scrapy_simhash.index import IndexSettingsError
+
+    path = tmp_path / "ix"
+    with open_index(path, similarity=0.6) as index:
+        index.add(5, "a", None, sketch=sketch_of(3))
+    with pytest.raises(IndexSettingsError, match=r"was created with other settings: threshold=0\.7"):
+        open_index(path, similarity=0.7)
+    with open_index(path, similarity=0.6) as index:
+        assert index.rule.similarity == 0.6 and index.sketches.threshold == 0.6
+    with SimhashIndex(path) as simhashes:
+        simhashes.set_sketches([], {"sketch_value_bits": "4"})
+    with pytest.raises(IndexSettingsError, match="4-bit sketch values, which this version does not read"):
+        open_index(path, similarity=0.6)

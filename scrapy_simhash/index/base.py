@@ -50,6 +50,10 @@ class SimhashIndexError(Exception):
     """Base of the index's own errors."""
 
 
+class IndexSettingsError(SimhashIndexError, ValueError):
+    """The index was created with other settings (scheme, num_values, threshold, bands, rows, value_bits)."""
+
+
 class IndexCorruptError(SimhashIndexError):
     """A file of the index is damaged and could not be rebuilt automatically."""
 

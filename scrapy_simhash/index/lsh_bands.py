@@ -11,7 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from ..fingerprint.bbit import ValueBits
+from ..fingerprint.bbit import VALUE_BITS, ValueBits
+from ..fingerprint.minhash import SCHEME
+from .base import IndexSettingsError
 
 try:
     from ._probe import band_keys as _native_keys
@@ -262,6 +264,31 @@ def stored_params(stored: dict[str, str]) -> dict[str, Any]:
         "rows": int(stored["rows"]),
         "value_bits": int(stored.get("value_bits", 32)),
     }
+
+
+def readable_params(stored: dict[str, str], where: str, instead: str) -> dict[str, Any]:
+    """:func:`stored_params` of a store this version can read: sketches of the scheme it computes, values
+    of a width it reads (else :class:`IndexSettingsError`; ``where`` names the store, ``instead`` says
+    what to do other than upgrading)."""
+    if stored.get("scheme") != SCHEME:
+        raise IndexSettingsError(
+            f"{where} holds {stored.get('scheme')!r} sketches; this version computes {SCHEME!r}: "
+            "rebuild the index from the documents"
+        )
+    have = stored_params(stored)
+    if have["value_bits"] not in VALUE_BITS:  # written by a later version
+        raise IndexSettingsError(
+            f"{where} keeps {have['value_bits']}-bit sketch values, which this version does not read "
+            f"({', '.join(map(str, VALUE_BITS))}): upgrade scrapy-simhash or {instead}"
+        )
+    return have
+
+
+def check_given(given: dict[str, Any], have: dict[str, Any], where: str, remedy: str) -> None:
+    """:class:`IndexSettingsError` when a ``given`` setting (not None) differs from the stored one."""
+    wrong = mismatched_params(given, have)
+    if wrong:
+        raise IndexSettingsError(f"{where} was created with other settings: {', '.join(wrong)}; {remedy}")
 
 
 def mismatched_params(given: dict[str, Any], have: dict[str, Any]) -> list[str]:

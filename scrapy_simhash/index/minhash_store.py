@@ -25,8 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from ..fingerprint.bbit import VALUE_BITS, ValueBits
+from ..fingerprint.bbit import ValueBits
 from ..fingerprint.minhash import SCHEME
+from .base import (
+    IndexSettingsError as IndexSettingsError,  # its home before base.py; still imported from here
+)
 from .base import Meta, SimhashIndexError
 from .integrity import (
     CommitMark,
@@ -38,7 +41,7 @@ from .lsh import MinHashLSH
 from .lsh_bands import DEFAULT_NUM_VALUES as DEFAULT_NUM_VALUES
 from .lsh_bands import DEFAULT_THRESHOLD as DEFAULT_THRESHOLD
 from .lsh_bands import DEFAULT_VALUE_BITS as DEFAULT_VALUE_BITS
-from .lsh_bands import as_sketch, as_sketch_batch, mismatched_params, new_params, stored_params
+from .lsh_bands import as_sketch, as_sketch_batch, check_given, new_params, readable_params
 from .sketch_rows import Row, SketchStore
 from .values import check_key, encode_meta
 
@@ -49,10 +52,6 @@ KIND = "minhash"
 _SIMHASH_DATABASE = "index.sqlite3"
 _META_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _PLAIN = (str, int, bool, type(None))  # no float: NaN must still be refused with encode_meta's error
-
-
-class IndexSettingsError(SimhashIndexError, ValueError):
-    """The index was created with other settings (scheme, num_values, threshold, bands, rows, value_bits)."""
 
 
 @dataclass(frozen=True)
@@ -160,24 +159,9 @@ class MinHashIndex:
             stored = self._store.init_settings(new)
         if stored.get("kind") != KIND:
             raise IndexSettingsError(f"the index at {self.path} is not a MinHash index ({stored})")
-        if stored.get("scheme") != SCHEME:
-            raise IndexSettingsError(
-                f"the MinHash index at {self.path} holds {stored.get('scheme')!r} sketches; this version "
-                f"computes {SCHEME!r}: rebuild the index from the documents"
-            )
-        have = stored_params(stored)
-        if have["value_bits"] not in VALUE_BITS:  # written by a later version
-            raise IndexSettingsError(
-                f"the MinHash index at {self.path} keeps {have['value_bits']}-bit sketch values, which this "
-                f"version does not read ({', '.join(map(str, VALUE_BITS))}): upgrade scrapy-simhash or "
-                "rebuild"
-            )
-        wrong = mismatched_params(given, have)
-        if wrong:
-            raise IndexSettingsError(
-                f"the MinHash index at {self.path} was created with other settings: {', '.join(wrong)}; "
-                f"open it without them to use the stored ones, or build a new index"
-            )
+        where = f"the MinHash index at {self.path}"
+        have = readable_params(stored, where, instead="rebuild")
+        check_given(given, have, where, "open it without them to use the stored ones, or build a new index")
         self.threshold, self.num_values = have["threshold"], have["num_values"]
         self.bands, self.rows = have["bands"], have["rows"]
         self.value_bits = have["value_bits"]

@@ -43,18 +43,18 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from ..fingerprint.bbit import VALUE_BITS, ValueBits
+from ..fingerprint.bbit import ValueBits
 from ..fingerprint.minhash import SCHEME
-from .base import Meta
+from .base import IndexSettingsError, Meta
 from .lsh_bands import (
     BandHasher,
     as_sketch,
     as_sketch_batch,
-    mismatched_params,
+    check_given,
     new_params,
-    stored_params,
+    readable_params,
 )
-from .minhash_store import IndexSettingsError, LSHMatch
+from .minhash_store import LSHMatch
 from .redis_client import Client, ScriptClient, connect, truthy
 from .values import check_key, encode_meta
 
@@ -241,23 +241,12 @@ class RedisMinHashIndex:
             )
         if stored.get("format") != FORMAT:
             raise IndexSettingsError(f"{where} is not a MinHash index ({stored.get('format')!r})")
-        if stored.get("scheme") != SCHEME:
-            raise IndexSettingsError(
-                f"{where} holds {stored.get('scheme')!r} sketches; this version computes {SCHEME!r}: "
-                "rebuild the index from the documents"
-            )
-        have = {**stored_params(stored), "buckets": stored.get("buckets", "set")}
-        if have["value_bits"] not in VALUE_BITS:  # written by a later version
-            raise IndexSettingsError(
-                f"{where} keeps {have['value_bits']}-bit sketch values, which this version does not read "
-                f"({', '.join(map(str, VALUE_BITS))}): upgrade scrapy-simhash or use another prefix"
-            )
-        wrong = mismatched_params({**given, "buckets": buckets}, have)
-        if wrong:
-            raise IndexSettingsError(
-                f"{where} was created with other settings: {', '.join(wrong)}; open it without them to "
-                "use the stored ones, or use another prefix"
-            )
+        have = {
+            **readable_params(stored, where, instead="use another prefix"),
+            "buckets": stored.get("buckets", "set"),
+        }
+        remedy = "open it without them to use the stored ones, or use another prefix"
+        check_given({**given, "buckets": buckets}, have, where, remedy)
         self.threshold, self.num_values = have["threshold"], have["num_values"]
         self.bands, self.rows = have["bands"], have["rows"]
         self.buckets = have["buckets"]

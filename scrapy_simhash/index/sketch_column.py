@@ -28,12 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from ..fingerprint.bbit import VALUE_BITS, ValueBits
+from ..fingerprint.bbit import ValueBits
 from ..fingerprint.minhash import SCHEME
+from .base import IndexSettingsError
 from .lsh import MinHashLSH
-from .lsh_bands import as_sketch, as_sketch_batch, mismatched_params, new_params, stored_params
+from .lsh_bands import as_sketch, as_sketch_batch, check_given, new_params, readable_params, stored_params
 from .minhash_store import DATABASE as SKETCH_DATABASE
-from .minhash_store import IndexSettingsError, LSHMatch
+from .minhash_store import LSHMatch
 from .sketch_rows import SketchStore
 
 logger = logging.getLogger(__name__)
@@ -184,38 +185,15 @@ class SketchColumn:
 
 
 # -- opening --------------------------------------------------------------------------------------------
-def _params(stored: dict[str, str], where: str) -> dict[str, Any] | None:
-    """The column's settings among a store's settings (None: it has no column yet)."""
-    mine = {name.removeprefix(PREFIX): value for name, value in stored.items() if name.startswith(PREFIX)}
-    if not mine:
-        return None
-    if mine.get("scheme", SCHEME) != SCHEME:
-        raise IndexSettingsError(
-            f"the index at {where} holds {mine.get('scheme')!r} sketches; this version computes {SCHEME!r}: "
-            "rebuild the index from the documents"
-        )
-    have = stored_params(mine)
-    if have["value_bits"] not in VALUE_BITS:  # written by a later version
-        raise IndexSettingsError(
-            f"the index at {where} keeps {have['value_bits']}-bit sketch values, which this version does "
-            f"not read ({', '.join(map(str, VALUE_BITS))}): upgrade scrapy-simhash or rebuild"
-        )
-    return have
-
-
 def column_params(simhashes: Any) -> dict[str, Any] | None:
-    """The sketch column's settings of the embedded index ``simhashes`` (None: it has none)."""
-    return _params(simhashes.settings(), str(simhashes.path))
+    """The sketch column's settings (``sketch_*`` among the simhash store's) of the embedded index
+    ``simhashes``; None: it has no column yet."""
+    stored = simhashes.settings()
+    mine = {name.removeprefix(PREFIX): value for name, value in stored.items() if name.startswith(PREFIX)}
+    return readable_params(mine, f"the index at {simhashes.path}", instead="rebuild") if mine else None
 
 
-def _checked(have: dict[str, Any], given: dict[str, Any], where: str) -> dict[str, Any]:
-    wrong = mismatched_params(given, have)
-    if wrong:
-        raise IndexSettingsError(
-            f"the index at {where} keeps sketches with other settings: {', '.join(wrong)}; open it with "
-            "its own (the similarity it was created with), or build a new index"
-        )
-    return have
+_REMEDY = "open it with its own (the similarity it was created with), or build a new index"
 
 
 def open_column(
@@ -226,7 +204,6 @@ def open_column(
     default ones); a new column is created with them and ``new_value_bits``. A writer first moves a
     ``sketches/`` store into the column; a reader of an index that has neither gets None (every page
     is judged by simhash), of one that still has the store, the store's sketches."""
-    where = str(simhashes.path)
     old = Path(simhashes.path) / SKETCHES
     if not simhashes.read_only:
         adopt_sketch_store(simhashes, reset=reset)
@@ -242,7 +219,8 @@ def open_column(
             [], {PREFIX + name: value for name, value in {**created, "scheme": SCHEME}.items()}
         )
         have = stored_params(created)
-    column = SketchColumn(_checked(have, given, where))
+    check_given(given, have, f"the index at {simhashes.path}", _REMEDY)
+    column = SketchColumn(have)
     simhashes.attach(column)
     return column
 
@@ -251,10 +229,12 @@ def _read_old_store(simhashes: Any, old: Path, given: dict[str, Any]) -> SketchC
     """A reader's column from an index's ``sketches/`` store (not moved: readers write nothing)."""
     store = SketchStore(old / SKETCH_DATABASE, read_only=True, check="quick")
     try:
-        have = _params({PREFIX + k: v for k, v in store.settings().items()}, str(old))
-        if have is None:
+        settings = store.settings()
+        if not settings:
             raise IndexSettingsError(f"the sketch store at {old} has never been initialised")
-        column = SketchColumn(_checked(have, given, str(old)))
+        have = readable_params(settings, f"the index at {old}", instead="rebuild")
+        check_given(given, have, f"the index at {old}", _REMEDY)
+        column = SketchColumn(have)
         column.load([(0, key, sketch) for _, key, sketch in chunk] for chunk in store.load())
     finally:
         store.close()
@@ -272,11 +252,7 @@ def adopt_sketch_store(simhashes: Any, *, reset: bool = False) -> None:
     old = Path(simhashes.path) / SKETCHES
     if not old.exists():
         return
-    if (
-        not reset
-        and _params(simhashes.settings(), str(simhashes.path)) is None
-        and (old / SKETCH_DATABASE).exists()
-    ):
+    if not reset and column_params(simhashes) is None and (old / SKETCH_DATABASE).exists():
         store = SketchStore(old / SKETCH_DATABASE, check="thorough")
         try:
             settings = store.settings()
@@ -284,8 +260,7 @@ def adopt_sketch_store(simhashes: Any, *, reset: bool = False) -> None:
         finally:
             store.close()
         if settings:
-            have = _params({PREFIX + k: v for k, v in settings.items()}, str(old))
-            assert have is not None
+            have = readable_params(settings, f"the index at {old}", instead="rebuild")
             params = {PREFIX + name: str(value) for name, value in have.items()}
             moved = len(simhashes.set_sketches(rows, {**params, PREFIX + "scheme": SCHEME}))
             logger.info(

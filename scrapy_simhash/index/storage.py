@@ -170,10 +170,7 @@ class Store(RowDatabase):
             current = self._read_settings()
             current.pop("check", None)
             if not current:
-                values = {**values, "db_id": uuid.uuid4().hex}
-                rows = [*values.items(), ("check", _settings_check(values))]
-                self.conn.executemany("INSERT INTO settings VALUES (?, ?)", rows)
-                current = values
+                current = self._add_settings({**values, "db_id": uuid.uuid4().hex})
         return current
 
     # writes
@@ -227,11 +224,20 @@ class Store(RowDatabase):
             self.conn.execute("DELETE FROM entries WHERE seq = ?", (row[0],))
             if row[0] <= tombstone_upto:
                 self._tombstone([row[0]])
-            self.conn.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'entries'", (self.next_seq,))
+            self._advance_sequence()
         self.next_seq += 1
         self.live -= 1
         self._marked()
         return int(row[0])
+
+    def _advance_sequence(self) -> None:
+        """In a write that inserts no row: take ``next_seq`` as used, so that the write moves the
+        high-water mark as every acknowledged write does (the caller then counts it used)."""
+        cur = self.conn.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'entries'", (self.next_seq,))
+        if not cur.rowcount:  # no row was ever inserted
+            self.conn.execute(
+                "INSERT INTO sqlite_sequence (name, seq) VALUES ('entries', ?)", (self.next_seq,)
+            )
 
     def _tombstone(self, seqs: list[int]) -> None:
         if seqs:
@@ -250,14 +256,9 @@ class Store(RowDatabase):
         self, seq: int, key: str, h: int, meta: str | None, chk: int | None, sketch: bytes | None = None
     ) -> dict[str, Any]:
         """The row's meta, after checking the row (sketch included) against its checksum."""
-        self._check(seq, key, h, meta, chk, sketch)
-        return _meta(meta)
-
-    def _check(
-        self, seq: int, key: str, h: int, meta: str | None, chk: int | None, sketch: bytes | None
-    ) -> None:
         if chk is not None and to_unsigned(chk) != row_check(seq, to_unsigned(h), key, meta, sketch):
             raise self.damaged(f"row {seq} ({key!r}) fails its checksum")
+        return _meta(meta)
 
     def get(self, key: str) -> tuple[int, int, dict[str, Any]] | None:
         with self._reading():
@@ -299,18 +300,11 @@ class Store(RowDatabase):
         args: Sequence[Any],
         expected: dict[int, str] | None,
     ) -> None:
-        """Verified rows into ``out`` by key (``expected``: only rows whose seq maps to their key).
-        The check inlined: a verified lookup reads ~5 rows a hit here."""
-        for seq, key, h, meta, chk, sketch in self.conn.execute(
-            f"SELECT {self._columns} FROM entries WHERE {where}", args
-        ):
+        """Verified rows into ``out`` by key (``expected``: only rows whose seq maps to their key)."""
+        for row in self.conn.execute(f"SELECT {self._columns} FROM entries WHERE {where}", args):
+            seq, key = row[0], row[1]
             if expected is None or expected.get(seq) == key:
-                h = h + WRAP if h < 0 else h
-                if chk is not None and (chk + WRAP if chk < 0 else chk) != row_check(
-                    seq, h, key, meta, sketch
-                ):
-                    raise self.damaged(f"row {seq} ({key!r}) fails its checksum")
-                out[key] = (seq, h, _meta(meta))
+                out[key] = (seq, to_unsigned(row[2]), self._verified(*row))
 
     def key_seqs(self, batch: int = 100_000) -> Iterator[list[tuple[str, int]]]:
         """Every stored ``(key, seq)``, in lists of ``batch`` (no rows decoded)."""
@@ -435,13 +429,7 @@ class Store(RowDatabase):
                 changed[key] = seq
             if settings:
                 self._add_settings(settings)
-            cur = self.conn.execute(
-                "UPDATE sqlite_sequence SET seq = ? WHERE name = 'entries'", (self.next_seq,)
-            )
-            if not cur.rowcount:  # no row was ever inserted
-                self.conn.execute(
-                    "INSERT INTO sqlite_sequence (name, seq) VALUES ('entries', ?)", (self.next_seq,)
-                )
+            self._advance_sequence()
         self.next_seq += 1
         self._marked()
         return changed

@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from .base import IndexCorruptError
 from .integrity import MARK, CommitMark
+
+
+def settings_check(values: dict[str, str]) -> str:
+    """The CRC-32 a database's settings are stored with (as text, in the row ``check``)."""
+    return str(zlib.crc32(json.dumps(values, sort_keys=True).encode()))
 
 
 def check_synchronous(synchronous: str) -> None:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import IndexCorruptError
-from .database import RowDatabase, check_synchronous, connect
+from .database import RowDatabase, check_synchronous, connect, settings_check
 from .integrity import MARK, CommitMark, check_sqlite
 
 _TABLES = {"settings", "sketches"}
@@ -55,10 +55,6 @@ def sketch_row_check(seq: int, key: str, sketch: bytes, meta: str | None) -> int
     crc = zlib.crc32(_SEQ.pack(seq))
     crc = zlib.crc32(sketch, crc)
     return zlib.crc32(f"{key}\x00{meta or ''}".encode("utf-8", "surrogatepass"), crc)
-
-
-def settings_check(values: dict[str, str]) -> str:
-    return str(zlib.crc32(json.dumps(values, sort_keys=True).encode()))
 
 
 class SketchStore(RowDatabase):

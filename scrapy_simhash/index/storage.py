@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
-import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from .base import IndexCorruptError
-from .database import RowDatabase, check_synchronous, connect
+from .database import RowDatabase, check_synchronous, connect, settings_check
 from .integrity import CommitMark, bad_rows, check_sqlite, row_check, row_checks, stored_row_checks
 
 SIGN = 1 << 63
@@ -157,11 +156,11 @@ class Store(RowDatabase):
         """The settings, verified against their stored CRC-32 (absent in older indexes)."""
         stored = self._read_settings()
         check = stored.pop("check", None)
-        if check is not None and check != _settings_check(stored):
+        if check is not None and check != settings_check(stored):
             raise self.damaged("the settings fail their checksum")
         if check is None and stored and not self.read_only:
             with self._transaction():
-                self.conn.execute("INSERT INTO settings VALUES ('check', ?)", (_settings_check(stored),))
+                self.conn.execute("INSERT INTO settings VALUES ('check', ?)", (settings_check(stored),))
         return stored
 
     def init_settings(self, values: dict[str, str]) -> dict[str, str]:
@@ -439,13 +438,9 @@ class Store(RowDatabase):
         current.pop("check", None)
         current.update(values)
         self.conn.execute("DELETE FROM settings")
-        rows = [*current.items(), ("check", _settings_check(current))]
+        rows = [*current.items(), ("check", settings_check(current))]
         self.conn.executemany("INSERT INTO settings VALUES (?, ?)", rows)
         return current
-
-
-def _settings_check(values: dict[str, str]) -> str:
-    return str(zlib.crc32(json.dumps(values, sort_keys=True).encode()))
 
 
 def _meta(text: str | None) -> dict[str, Any]:

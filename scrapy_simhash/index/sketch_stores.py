@@ -25,17 +25,16 @@ def open_sketch_store(location: str, rule: Rule, simhashes: Any, **options: Any)
     for a reader of an embedded index that has never held a sketch."""
     from . import is_server_uri
 
+    given = {"threshold": rule.similarity, "bands": rule.bands, "rows": rule.rows}
     if is_server_uri(location):
         options.pop("read_only", None)
         from .redis_minhash import RedisMinHashIndex
 
-        settings = {"threshold": rule.similarity, "bands": rule.bands, "rows": rule.rows}
         return RedisMinHashIndex.from_uri(
-            _sketch_uri(location), **settings, new_value_bits=rule.value_bits, **options
+            _sketch_uri(location), **given, new_value_bits=rule.value_bits, **options
         )
     from .sketch_column import open_column
 
-    given = {"threshold": rule.similarity, "bands": rule.bands, "rows": rule.rows}
     return open_column(simhashes, given, rule.value_bits, reset=bool(options.get("reset")))
 
 

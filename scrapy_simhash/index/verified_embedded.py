@@ -110,11 +110,8 @@ class EmbeddedVerifiedIndex(VerifiedIndex):
         with self._writing:
             if check_key(key) in self.sketches:
                 return False
-            with self._tracking():
-                changed = self.simhashes.set_sketches([(key, data)])
-                if changed and self._legacy is not None:
-                    self._legacy.discard(key)
-            return bool(changed)
+            with self._tracking(with_sketch=[key]):  # (a key not stored is in no set: nothing changes)
+                return bool(self.simhashes.set_sketches([(key, data)]))
 
     def remove(self, key: str) -> bool:
         with self._writing, self._tracking(with_sketch=[key]):  # gone: no longer without sketch

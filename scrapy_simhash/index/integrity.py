@@ -71,9 +71,13 @@ def row_check(seq: int, h: int, key: str, meta: str | None, sketch: bytes | None
     The high half is the CRC-32 of ``key NUL meta``, continued from the CRC-32 of the row's sketch
     bytes when it has one (a verified index's rows), so a row without sketch checks as it always did.
     """
+    return _text_crc(key, meta, sketch) << 32 | _mix(seq, h)
+
+
+def _text_crc(key: str, meta: str | None, sketch: bytes | None) -> int:
+    """A row check's high half: the CRC-32 of ``key NUL meta``, continued from the sketch's."""
     text = f"{key}\x00{meta or ''}".encode("utf-8", "surrogatepass")
-    crc = zlib.crc32(text) if sketch is None else zlib.crc32(text, zlib.crc32(sketch))
-    return crc << 32 | _mix(seq, h)
+    return zlib.crc32(text, zlib.crc32(sketch) if sketch else 0)
 
 
 def row_checks(start: int, items: Sequence[tuple[int, str, str | None, bytes | None]]) -> list[int]:
@@ -83,16 +87,8 @@ def row_checks(start: int, items: Sequence[tuple[int, str, str | None, bytes | N
     """
     if len(items) < 32:
         return [_signed(row_check(seq, *row[:3], sketch=row[3])) for seq, row in enumerate(items, start)]
-    crc = zlib.crc32
     n = len(items)
-    crcs = np.fromiter(
-        (
-            crc(f"{key}\x00{meta or ''}".encode("utf-8", "surrogatepass"), crc(sketch) if sketch else 0)
-            for _, key, meta, sketch in items
-        ),
-        dtype=np.uint64,
-        count=n,
-    )
+    crcs = np.fromiter((_text_crc(*row[1:]) for row in items), dtype=np.uint64, count=n)
     hashes = np.fromiter((row[0] for row in items), dtype=np.uint64, count=n)
     checks = (crcs << np.uint64(32)) | mix_array(np.arange(start, start + n, dtype=np.int64), hashes)
     return checks.view(np.int64).tolist()
@@ -101,16 +97,8 @@ def row_checks(start: int, items: Sequence[tuple[int, str, str | None, bytes | N
 def stored_row_checks(rows: Sequence[tuple[int, str, int, str | None, Any, bytes | None]]) -> np.ndarray:
     """Unsigned :func:`row_check` of rows as the database returns them (``seq, key, simhash as stored
     (signed), meta, chk, sketch``), vectorised: an index's every sketch row is checked at open."""
-    crc = zlib.crc32
     n = len(rows)
-    crcs = np.fromiter(
-        (
-            crc(f"{row[1]}\x00{row[3] or ''}".encode("utf-8", "surrogatepass"), crc(row[5]) if row[5] else 0)
-            for row in rows
-        ),
-        dtype=np.uint64,
-        count=n,
-    )
+    crcs = np.fromiter((_text_crc(row[1], row[3], row[5]) for row in rows), dtype=np.uint64, count=n)
     seqs = np.fromiter((row[0] for row in rows), dtype=np.int64, count=n)
     hashes = np.fromiter((row[2] for row in rows), dtype=np.int64, count=n).view(np.uint64)
     return (crcs << np.uint64(32)) | mix_array(seqs, hashes)

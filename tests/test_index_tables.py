@@ -187,3 +187,28 @@ def test_galloping_lower_bound_equals_searchsorted(
     out = np.empty(needles.shape[0], dtype=np.int64)
     tables.native.lower_bound_sorted(keys, needles, keys.dtype.itemsize, out)
     assert out.tolist() == np.searchsorted(keys, needles, side="left").tolist()
+
+
+@given(
+    st.lists(st.lists(st.integers(0, 2**64 - 1), max_size=9), max_size=12),
+    st.integers(1, 4),
+)
+@settings(max_examples=60, deadline=None)
+def test_pending_buffer_keeps_every_append_in_order(batches: list[list[int]], capacity: int) -> None:
+    """The first layer grows past its capacity in place; views taken earlier keep what they showed,
+    and take() empties it without touching the arrays it handed out."""
+    pending = tables.Pending(capacity)
+    stored: list[int] = []
+    views = []
+    for batch in batches:
+        seqs = list(range(len(stored) + 1, len(stored) + len(batch) + 1))
+        pending.append(batch, seqs)
+        stored += batch
+        views.append((pending.arrays(), len(stored)))
+    hashes, seqs = pending.arrays()
+    assert hashes.tolist() == stored and seqs.tolist() == list(range(1, len(stored) + 1))
+    for (hashes_then, seqs_then), size in views:
+        assert hashes_then.tolist() == stored[:size] and seqs_then.tolist() == list(range(1, size + 1))
+    taken, _ = pending.take()
+    pending.append([7], [99])
+    assert taken.tolist() == stored and len(pending) == 1 and pending.arrays()[0].tolist() == [7]

@@ -42,7 +42,7 @@ from .integrity import (
 from .layouts import DEFAULT_K, Layout, resolve, settle
 from .manifest import TablesInvalid, load_generation, read_manifest, remove_stale, write_generation
 from .storage import Store
-from .tables import Hits, Segment, brute_force, brute_force_one, members
+from .tables import Hits, Pending, Segment, brute_force, brute_force_one, members
 from .values import check_key, check_simhash, encode_meta
 
 logger = logging.getLogger(__name__)
@@ -172,9 +172,7 @@ class SimhashIndex(NearDuplicateIndex):
         self._dead: set[int] = set(members(self._base.seqs, tombstones).tolist())
         seqs, hashes = self._store.rows(after=self._base_max_seq)
         self._delta = Segment.build(self.layout, hashes, seqs)
-        self._pending_h: list[int] = []
-        self._pending_s: list[int] = []
-        self._pending_arrays: tuple[np.ndarray, np.ndarray] | None = None
+        self._pending = Pending(min(self._pending_max, 1024))
         self._count = self._store.live
         expected = len(self._base) - len(self._dead) + len(self._delta)
         if expected > self._count and self._verify and not self._rebuilds and not self.read_only:
@@ -211,14 +209,6 @@ class SimhashIndex(NearDuplicateIndex):
             )
         return k
 
-    def _pending(self) -> tuple[np.ndarray, np.ndarray]:
-        if self._pending_arrays is None:
-            self._pending_arrays = (
-                np.array(self._pending_h, dtype=np.uint64),
-                np.array(self._pending_s, dtype=np.int64),
-            )
-        return self._pending_arrays
-
     def _dead_array(self) -> np.ndarray:
         return np.fromiter(self._dead, dtype=np.int64, count=len(self._dead))
 
@@ -252,19 +242,15 @@ class SimhashIndex(NearDuplicateIndex):
             self._column.stored([row[1] for row in rows], seqs, [row[3] for row in rows])
         self._dead.update(replaced)
         self._count += len(rows) - len(replaced)
-        self._pending_h.extend(row[0] for row in rows)
-        self._pending_s.extend(seqs)
-        self._pending_arrays = None
-        if len(self._pending_h) >= self._pending_max:
+        self._pending.append([row[0] for row in rows], seqs)
+        if len(self._pending) >= self._pending_max:
             self._flush_pending()
 
     def _flush_pending(self) -> None:
         """Merge the pending buffer into the delta; write a new base when the delta is big."""
-        if self._pending_h:
-            hashes, seqs = self._pending()
-            fresh = Segment.build(self.layout, hashes, seqs)
+        if self._pending:
+            fresh = Segment.build(self.layout, *self._pending.take())
             self._delta = self._delta.merged(self.layout, fresh, self._dead_array() if self._dead else None)
-            self._pending_h, self._pending_s, self._pending_arrays = [], [], None
             # removed rows newer than the base are now gone from memory for good
             self._dead = {s for s in self._dead if s <= self._base_max_seq}
         if len(self._delta) >= self._delta_limit():
@@ -277,10 +263,8 @@ class SimhashIndex(NearDuplicateIndex):
 
     def _write_generation(self) -> None:
         """Merge everything into a new on-disk base generation (atomically switched)."""
-        if self._pending_h:
-            hashes, seqs = self._pending()
-            self._delta = self._delta.merged(self.layout, Segment.build(self.layout, hashes, seqs))
-            self._pending_h, self._pending_s, self._pending_arrays = [], [], None
+        if self._pending:
+            self._delta = self._delta.merged(self.layout, Segment.build(self.layout, *self._pending.take()))
         dead = self._dead_array() if self._dead else None
         merged = self._base.merged(self.layout, self._delta, dead)
         max_seq = self._store.next_seq - 1
@@ -366,12 +350,7 @@ class SimhashIndex(NearDuplicateIndex):
         """Merge recent inserts and removals into a new on-disk generation; checkpoint the WAL."""
         with self._lock:
             self._check_open(writing=True)
-            if (
-                self._pending_h
-                or len(self._delta)
-                or self._dead
-                or not (self.path / "manifest.json").exists()
-            ):
+            if self._pending or len(self._delta) or self._dead or not (self.path / "manifest.json").exists():
                 self._write_generation()
             self._store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
@@ -390,7 +369,7 @@ class SimhashIndex(NearDuplicateIndex):
         with self._lock:
             self._check_open()
             k = self._query_k(k)
-            if len(self._pending_h) * queries.size > 1 << 22:
+            if len(self._pending) * queries.size > 1 << 22:
                 self._flush_pending()  # brute force over the buffer would dominate
             out: list[list[Match]] = []
             for start in range(0, queries.size, _QUERY_CHUNK):
@@ -401,9 +380,8 @@ class SimhashIndex(NearDuplicateIndex):
         """One query: the C probe per layer when built, without numpy's per-call overhead."""
         found = self._base.probe_one(self.layout, h, k)
         found += self._delta.probe_one(self.layout, h, k)
-        if self._pending_h:
-            hashes, seqs = self._pending()
-            found += brute_force_one(hashes, seqs, h, k)
+        if self._pending:
+            found += brute_force_one(*self._pending.arrays(), h, k)
         if not found:
             return []
         dead = self._dead
@@ -424,9 +402,8 @@ class SimhashIndex(NearDuplicateIndex):
             self._base.probe(self.layout, queries, combined, k),
             self._delta.probe(self.layout, queries, combined, k),
         ]
-        if self._pending_h:
-            hashes, seqs = self._pending()
-            parts.append(brute_force(hashes, seqs, queries, k))
+        if self._pending:
+            parts.append(brute_force(*self._pending.arrays(), queries, k))
         hits = Hits.concat(parts)
         results: list[list[Match]] = [[] for _ in range(queries.shape[0])]
         if not hits.query.size:
@@ -497,7 +474,7 @@ class SimhashIndex(NearDuplicateIndex):
         with self._lock:
             self._check_open()
             disk = sum(p.stat().st_size for p in self.path.iterdir() if p.is_file())
-            tables = self._base.nbytes + self._delta.nbytes + 16 * len(self._pending_h)
+            tables = self._base.nbytes + self._delta.nbytes + 16 * len(self._pending)
             return {
                 "backend": "embedded",
                 "path": str(self.path),
@@ -508,7 +485,7 @@ class SimhashIndex(NearDuplicateIndex):
                 "complete_up_to_k": self.layout.max_k,
                 "base": len(self._base),
                 "delta": len(self._delta),
-                "pending": len(self._pending_h),
+                "pending": len(self._pending),
                 "removed_not_compacted": len(self._dead),
                 "generation": self._generation,
                 "merges": self._merges,

@@ -257,6 +257,47 @@ def _equal_ranges(
     return np.concatenate(offsets_parts), np.concatenate(which_parts)
 
 
+class Pending:
+    """The freshest inserts, unsorted (the index's first layer, probed by brute force).
+
+    Kept in arrays grown by doubling, so an insert appends in place and a query reads views: no list
+    turned into arrays per query after every insert (that cost grew with the buffer, to ~50 µs).
+    """
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self._capacity = max(1, capacity)
+        self._empty()
+
+    def _empty(self) -> None:
+        self._hashes = np.empty(self._capacity, dtype=np.uint64)
+        self._seqs = np.empty(self._capacity, dtype=np.int64)
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def append(self, hashes: list[int], seqs: list[int]) -> None:
+        start, end = self._size, self._size + len(seqs)
+        if end > self._hashes.size:
+            hashes_now, seqs_now = self.arrays()
+            self._hashes = np.empty(max(end, 2 * self._hashes.size), dtype=np.uint64)
+            self._seqs = np.empty(self._hashes.size, dtype=np.int64)
+            self._hashes[:start], self._seqs[:start] = hashes_now, seqs_now
+        self._hashes[start:end] = hashes
+        self._seqs[start:end] = seqs
+        self._size = end
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(simhashes, seqs)`` as views; appends never write over what a view shows."""
+        return self._hashes[: self._size], self._seqs[: self._size]
+
+    def take(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`arrays`, and an empty buffer in new arrays (the views stay valid)."""
+        arrays = self.arrays()
+        self._empty()
+        return arrays
+
+
 def brute_force_one(hashes: np.ndarray, seqs: np.ndarray, query: int, k: int) -> list[tuple[int, int, int]]:
     """``(seq, simhash, distance)`` of every buffered fingerprint within ``k`` of one query."""
     if not hashes.size:

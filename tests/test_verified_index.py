@@ -447,9 +447,18 @@ def test_lookups_skip_the_simhash_tables_only_while_every_page_has_a_sketch(tmp_
         index.add(simhash, key, {"k": key}, sketch=sketch)
         model.add(simhash, key, {"k": key}, sketch)
 
+    def check_and_add(index: VerifiedIndex, simhash: int, key: str, sketch: np.ndarray | None) -> None:
+        expected = model.query(simhash, sketch)
+        assert rows(index.check_and_add(simhash, key, {"k": key}, sketch=sketch)) == expected
+        model.add(simhash, key, {"k": key}, sketch)
+
     with open_index(path) as index:
         add(index, h ^ 0b1, "a", sketch_of(30))
         add(index, h ^ 0xFF000000, "b", sketch_of(30))  # far by simhash, same sketch
+        check(index, probing=False)
+        # a write while no page lacks a sketch: the matches by sketch alone, the key's own old entry too
+        check_and_add(index, h ^ 0b11, "a", sketch_of(30))
+        check_and_add(index, h, "e", sketch_of(31))
         check(index, probing=False)
         add(index, h ^ 0b10, "legacy", None)  # judged by simhash: the tables are probed again
         check(index, probing=True)

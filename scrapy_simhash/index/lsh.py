@@ -139,12 +139,13 @@ class MinHashLSH:
 
     # -- writes -------------------------------------------------------------------------
 
-    def add(self, key: str, sketch: Any) -> None:
-        """Store ``sketch`` under ``key`` (replacing what ``key`` held)."""
+    def add(self, key: str, sketch: Any, *, tag: int = 0) -> None:
+        """Store ``sketch`` under ``key`` (replacing what ``key`` held), tagged ``tag``."""
         if not isinstance(key, str):
             raise TypeError(f"keys are str, got {type(key).__name__}")
         v = self._sketch(sketch)
         self._insert(key, v, self._hasher.keys(v))
+        self._tags[self._ids[key]] = tag
 
     def add_many(self, items: Iterable[tuple[str, Any]]) -> int:
         """Store many ``(key, sketch)``; returns the count. Band keys are computed in one batch."""

@@ -200,18 +200,26 @@ def resolve_params(
 
 def as_sketch(sketch: Any, num_values: int | None = None) -> np.ndarray:
     """A sketch as a 1-D ``uint32`` array: a numpy array or an object with ``.values``."""
-    values = getattr(sketch, "values", None)
-    if isinstance(values, np.ndarray):
-        sketch = values
-    arr = np.asarray(sketch)
-    if arr.dtype != np.uint32:
-        if arr.dtype.kind not in "iu" or (arr.size and (arr.min() < 0 or arr.max() > 0xFFFFFFFF)):
-            raise TypeError(f"a sketch holds uint32 values, got dtype {arr.dtype}")
-        arr = arr.astype(np.uint32)
+    if not isinstance(sketch, np.ndarray):
+        values = getattr(sketch, "values", None)
+        sketch = values if isinstance(values, np.ndarray) else sketch
+    arr = _as_uint32(np.asarray(sketch), "a sketch holds")
     if arr.ndim != 1 or (num_values is not None and arr.shape[0] != num_values):
         want = f"({num_values},)" if num_values is not None else "(num_values,)"
         raise ValueError(f"a sketch has shape {want}, got {arr.shape}")
     return arr
+
+
+def _as_uint32(arr: np.ndarray, what: str) -> np.ndarray:
+    """``arr`` as uint32 values: itself when it is, unsigned narrower ones widened without a look at
+    their range (a stored row's bytes), other integers checked first."""
+    if arr.dtype == np.uint32:
+        return arr
+    narrower = arr.dtype.kind == "u" and arr.dtype.itemsize < 4
+    in_range = narrower or not arr.size or (arr.min() >= 0 and arr.max() <= 0xFFFFFFFF)
+    if arr.dtype.kind not in "iu" or not in_range:
+        raise TypeError(f"{what} uint32 values, got dtype {arr.dtype}")
+    return arr.astype(np.uint32)
 
 
 def as_sketch_batch(sketches: Any, num_values: int | None = None) -> np.ndarray:
@@ -221,11 +229,7 @@ def as_sketch_batch(sketches: Any, num_values: int | None = None) -> np.ndarray:
         if not sketches:
             return np.zeros((0, num_values or 0), dtype=np.uint32)
         sketches = np.stack(sketches)
-    arr = sketches
-    if arr.dtype != np.uint32:
-        if arr.dtype.kind not in "iu" or (arr.size and (arr.min() < 0 or arr.max() > 0xFFFFFFFF)):
-            raise TypeError(f"sketches hold uint32 values, got dtype {arr.dtype}")
-        arr = arr.astype(np.uint32)
+    arr = _as_uint32(sketches, "sketches hold")
     if arr.ndim != 2 or (num_values is not None and arr.shape[1] != num_values):
         raise ValueError(f"a batch of sketches has shape (n, {num_values or 'num_values'}), got {arr.shape}")
     return arr

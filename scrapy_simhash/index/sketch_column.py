@@ -101,6 +101,9 @@ class SketchColumn:
         """After a commit: ``keys`` now hold these rows (seq, sketch or None)."""
         with self._lock:
             lsh = self._lsh
+            if len(keys) == 1 and sketches[0]:  # one page (a crawl's every write): no batch machinery
+                lsh.add(keys[0], self._decode(sketches[0]), tag=seqs[0])
+                return
             fresh = [(key, self._decode(data)) for key, data in zip(keys, sketches, strict=True) if data]
             for key, data in zip(keys, sketches, strict=True):
                 if not data and key in lsh:

@@ -93,6 +93,13 @@ class EmbeddedVerifiedIndex(VerifiedIndex):
         values = self._sketch_values(sketch)
         data = None if values is None else self._writable_sketches().encode(values)
         with self._writing:
+            if values is not None and not self._probing():
+                # every page has a sketch: the sketch matches are the answer, read by seq; the
+                # simhash tables need no probe (the insert still enters them)
+                matches = self._sketch_answers([simhash], values[None, :])[0]
+                with self._tracking([key]):
+                    self.simhashes.add_many([(simhash, key, meta, data)])
+                return matches
             had = key in self.sketches
             sketch_found = None if values is None else self.sketches.query(values)
             change = ([key], ()) if values is not None else ((), [key])

@@ -1,18 +1,9 @@
 """The embedded index: a local directory, no server, exact and crash-safe.
 
-Layers, freshest first, each probed for every query:
-
-1. *pending*: the last few thousand inserts in a small unsorted buffer, compared by brute
-   force (a popcount over at most ``pending_max`` fingerprints is cheaper than keeping
-   16 sorted structures up to date one insert at a time);
-2. *delta*: an in-memory segment of sorted tables, into which the pending buffer is merged
-   by sorted insertion;
-3. *base*: the bulk, immutable sorted tables memory-mapped from disk, replaced by a new
-   generation when the delta outgrows ``max(delta_min, len(base) / 4)`` or on ``compact()``.
-
-Only the SQLite database (:mod:`.storage`) is the source of truth: every insert is
-committed there (durably) before the call returns, and layers 1-2 are rebuilt from it on
-open, layer 3 when its files are missing or damaged. One process may write an index at
+Fingerprints are found in permuted tables kept in three layers (:mod:`.layers`: pending, delta,
+base). Only the SQLite database (:mod:`.storage`) is the source of truth: every insert is
+committed there (durably) before the call returns, and the pending buffer and the delta are
+rebuilt from it on open, the base when its files are missing or damaged. One process may write an index at
 a time (an ``flock`` on ``LOCK``; a second writer gets :class:`IndexLockedError`);
 any number may open it ``read_only=True`` and see the state as of their opening.
 Damage to the database itself cannot be repaired; :mod:`.integrity` detects it and it is
@@ -39,16 +30,16 @@ from .integrity import (
     open_directory,
     read_mark,
 )
+from .layers import Layers
 from .layouts import DEFAULT_K, Layout, resolve, settle
-from .manifest import TablesInvalid, load_generation, read_manifest, remove_stale, write_generation
+from .manifest import TablesInvalid, read_manifest, remove_stale
 from .storage import Store
-from .tables import Hits, Pending, Segment, brute_force, brute_force_one, members
+from .tables import members
 from .values import check_key, check_simhash, encode_meta
 
 logger = logging.getLogger(__name__)
 
 DATABASE = "index.sqlite3"
-DELTA_RATIO = 4  # a new base generation when the in-memory delta reaches base / DELTA_RATIO
 _QUERY_CHUNK = 262_144  # queries per vectorised pass: denser needles walk the tables more cache-friendly
 
 
@@ -89,7 +80,6 @@ class SimhashIndex(NearDuplicateIndex):
         self._closed = True
         self._verify = verify
         self._rebuilds = 0
-        self._merges = 0
         self._column: Any = None
         """The verified index's sketch column (:mod:`.sketch_column`), told of every write: :meth:`attach`."""
         if self.path.exists() and not self.path.is_dir():
@@ -146,8 +136,8 @@ class SimhashIndex(NearDuplicateIndex):
         with self._store.snapshot():
             self._load_rows(manifest)
         if not self.read_only:
-            remove_stale(self.path, keep=self._generation if self._generation else None)
-            if self._rebuilds or len(self._delta) >= self._delta_limit():
+            remove_stale(self.path, keep=self._layers.generation or None)
+            if self._rebuilds or self._layers.delta_full():
                 self._write_generation()
 
     def _tables_invalid(self, exc: TablesInvalid) -> None:
@@ -157,24 +147,21 @@ class SimhashIndex(NearDuplicateIndex):
         )
 
     def _load_rows(self, manifest: dict[str, Any] | None) -> None:
-        self._generation, self._base, self._base_max_seq = 0, Segment.empty(self.layout), 0
+        self._layers = layers = Layers(self.path, self.layout, self._pending_max, self._delta_min)
         try:
-            if manifest is not None:
-                if not check_manifest(self._store.path, manifest, self._db_id, self._store.high):
-                    raise TablesInvalid("the table files belong to another database")
-                self._base = load_generation(self.path, manifest, self.layout, verify=self._verify)
-                self._generation = int(manifest["generation"])
-                self._base_max_seq = int(manifest["max_seq"])
+            if manifest is not None and not check_manifest(
+                self._store.path, manifest, self._db_id, self._store.high
+            ):
+                raise TablesInvalid("the table files belong to another database")
+            layers.set_base(manifest, verify=self._verify)
         except TablesInvalid as exc:
-            self._base, self._base_max_seq = Segment.empty(self.layout), 0
+            layers.drop_base()
             self._tables_invalid(exc)
-        tombstones = self._store.tombstones()
-        self._dead: set[int] = set(members(self._base.seqs, tombstones).tolist())
-        seqs, hashes = self._store.rows(after=self._base_max_seq)
-        self._delta = Segment.build(self.layout, hashes, seqs)
-        self._pending = Pending(min(self._pending_max, 1024))
+        dead = set(members(layers.base.seqs, self._store.tombstones()).tolist())
+        seqs, hashes = self._store.rows(after=layers.base_max_seq)
+        layers.set_rest(dead, hashes, seqs)
         self._count = self._store.live
-        expected = len(self._base) - len(self._dead) + len(self._delta)
+        expected = len(layers)
         if expected > self._count and self._verify and not self._rebuilds and not self.read_only:
             # verified table files and newer rows account for rows the database no longer has
             raise self._store.damaged(f"it holds {self._count} rows, its table files account for {expected}")
@@ -187,9 +174,9 @@ class SimhashIndex(NearDuplicateIndex):
                 expected,
                 self._count,
             )
-            self._base, self._base_max_seq, self._dead = Segment.empty(self.layout), 0, set()
+            layers.drop_base()
             seqs, hashes = self._store.rows()
-            self._delta = Segment.build(self.layout, hashes, seqs)
+            layers.set_rest(set(), hashes, seqs)
 
     # helpers
     def _check_open(self, writing: bool = False) -> None:
@@ -208,9 +195,6 @@ class SimhashIndex(NearDuplicateIndex):
                 f"this index's layout {self.layout.spec} answers exactly only up to k={self.layout.max_k}"
             )
         return k
-
-    def _dead_array(self) -> np.ndarray:
-        return np.fromiter(self._dead, dtype=np.int64, count=len(self._dead))
 
     # writing
     def add(self, simhash: int, key: str, meta: Meta | None = None) -> None:
@@ -237,53 +221,19 @@ class SimhashIndex(NearDuplicateIndex):
         return count
 
     def _insert(self, rows: list[tuple[int, str, str | None, bytes | None]]) -> None:
-        seqs, replaced = self._store.put_many(rows, tombstone_upto=self._base_max_seq)
+        seqs, replaced = self._store.put_many(rows, tombstone_upto=self._layers.base_max_seq)
         if self._column is not None:
             self._column.stored([row[1] for row in rows], seqs, [row[3] for row in rows])
-        self._dead.update(replaced)
         self._count += len(rows) - len(replaced)
-        self._pending.append([row[0] for row in rows], seqs)
-        if len(self._pending) >= self._pending_max:
-            self._flush_pending()
-
-    def _flush_pending(self) -> None:
-        """Merge the pending buffer into the delta; write a new base when the delta is big."""
-        if self._pending:
-            fresh = Segment.build(self.layout, *self._pending.take())
-            self._delta = self._delta.merged(self.layout, fresh, self._dead_array() if self._dead else None)
-            # removed rows newer than the base are now gone from memory for good
-            self._dead = {s for s in self._dead if s <= self._base_max_seq}
-        if len(self._delta) >= self._delta_limit():
+        self._layers.inserted([row[0] for row in rows], seqs, replaced)
+        if self._layers.delta_full():
             self._write_generation()
-
-    def _delta_limit(self) -> int:
-        """Delta size that triggers a new base: grows with the base, so each fingerprint is
-        rewritten a bounded number of times (about five) over the index's growth."""
-        return max(self._delta_min, len(self._base) // DELTA_RATIO)
 
     def _write_generation(self) -> None:
         """Merge everything into a new on-disk base generation (atomically switched)."""
-        if self._pending:
-            self._delta = self._delta.merged(self.layout, Segment.build(self.layout, *self._pending.take()))
-        dead = self._dead_array() if self._dead else None
-        merged = self._base.merged(self.layout, self._delta, dead)
         max_seq = self._store.next_seq - 1
-        generation = self._generation + 1
-        write_generation(
-            self.path,
-            generation,
-            merged,
-            self.layout,
-            {"max_seq": max_seq, "db_id": self._db_id, "k": self.k},
-        )
+        self._layers.write_generation(max_seq, {"db_id": self._db_id, "k": self.k})
         self._store.clear_tombstones(max_seq)
-        manifest = read_manifest(self.path)
-        assert manifest is not None
-        self._base = load_generation(self.path, manifest, self.layout, verify=False)
-        self._generation, self._base_max_seq = generation, max_seq
-        self._delta = Segment.empty(self.layout)
-        self._dead = set()
-        self._merges += 1
 
     def check_and_add(
         self, simhash: int, key: str, meta: Meta | None = None, *, sketch: bytes | None = None
@@ -301,10 +251,10 @@ class SimhashIndex(NearDuplicateIndex):
         key = check_key(key)
         with self._lock:
             self._check_open(writing=True)
-            seq = self._store.delete(key, tombstone_upto=self._base_max_seq)
+            seq = self._store.delete(key, tombstone_upto=self._layers.base_max_seq)
             if seq is None:
                 return False
-            self._dead.add(seq)
+            self._layers.dead.add(seq)
             self._count -= 1
             if self._column is not None:
                 self._column.removed(key)
@@ -350,7 +300,7 @@ class SimhashIndex(NearDuplicateIndex):
         """Merge recent inserts and removals into a new on-disk generation; checkpoint the WAL."""
         with self._lock:
             self._check_open(writing=True)
-            if self._pending or len(self._delta) or self._dead or not (self.path / "manifest.json").exists():
+            if self._layers.dirty():
                 self._write_generation()
             self._store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
@@ -369,23 +319,18 @@ class SimhashIndex(NearDuplicateIndex):
         with self._lock:
             self._check_open()
             k = self._query_k(k)
-            if len(self._pending) * queries.size > 1 << 22:
-                self._flush_pending()  # brute force over the buffer would dominate
+            if len(self._layers.pending) * queries.size > 1 << 22:
+                self._layers.merge_pending()  # brute force over the buffer would dominate
             out: list[list[Match]] = []
             for start in range(0, queries.size, _QUERY_CHUNK):
                 out.extend(self._search(queries[start : start + _QUERY_CHUNK], k))
             return out
 
     def _search_one(self, h: int, k: int) -> list[Match]:
-        """One query: the C probe per layer when built, without numpy's per-call overhead."""
-        found = self._base.probe_one(self.layout, h, k)
-        found += self._delta.probe_one(self.layout, h, k)
-        if self._pending:
-            found += brute_force_one(*self._pending.arrays(), h, k)
+        found = self._layers.probe_one(h, k)
         if not found:
             return []
-        dead = self._dead
-        rows = self._store.fetch([seq for seq, _, _ in found if seq not in dead])
+        rows = self._store.fetch([seq for seq, _, _ in found])
         matches = [
             Match(row[0], stored, distance, row[1], seq)
             for seq, stored, distance in found
@@ -397,24 +342,17 @@ class SimhashIndex(NearDuplicateIndex):
     def _search(self, queries: np.ndarray, k: int) -> list[list[Match]]:
         if queries.shape[0] == 1:
             return [self._search_one(int(queries[0]), k)]
-        combined = self.layout.combined_keys(queries)
-        parts = [
-            self._base.probe(self.layout, queries, combined, k),
-            self._delta.probe(self.layout, queries, combined, k),
-        ]
-        if self._pending:
-            parts.append(brute_force(*self._pending.arrays(), queries, k))
-        hits = Hits.concat(parts)
+        hits = self._layers.probe(queries, k)
         results: list[list[Match]] = [[] for _ in range(queries.shape[0])]
         if not hits.query.size:
             return results
         seq_list = hits.seq.tolist()
-        rows = self._store.fetch(sorted(set(seq_list) - self._dead))
+        rows = self._store.fetch(sorted(set(seq_list)))
         for q, seq, h, d in zip(
             hits.query.tolist(), seq_list, hits.simhash.tolist(), hits.distance.tolist(), strict=True
         ):
             row = rows.get(seq)
-            if row is not None and seq not in self._dead:
+            if row is not None:
                 results[q].append(Match(row[0], h, d, row[1], seq))
         for matches in results:
             if len(matches) > 1:
@@ -474,7 +412,7 @@ class SimhashIndex(NearDuplicateIndex):
         with self._lock:
             self._check_open()
             disk = sum(p.stat().st_size for p in self.path.iterdir() if p.is_file())
-            tables = self._base.nbytes + self._delta.nbytes + 16 * len(self._pending)
+            layers = self._layers.stats()
             return {
                 "backend": "embedded",
                 "path": str(self.path),
@@ -483,14 +421,14 @@ class SimhashIndex(NearDuplicateIndex):
                 "layout": self.layout.spec,
                 "tables": self.layout.num_tables,
                 "complete_up_to_k": self.layout.max_k,
-                "base": len(self._base),
-                "delta": len(self._delta),
-                "pending": len(self._pending),
-                "removed_not_compacted": len(self._dead),
-                "generation": self._generation,
-                "merges": self._merges,
+                "base": layers["base"],
+                "delta": layers["delta"],
+                "pending": layers["pending"],
+                "removed_not_compacted": layers["removed_not_compacted"],
+                "generation": layers["generation"],
+                "merges": layers["merges"],
                 "rebuilds": self._rebuilds,
-                "table_bytes": tables,
+                "table_bytes": layers["table_bytes"],
                 "disk_bytes": disk,
                 "read_only": self.read_only,
             }
@@ -501,7 +439,7 @@ class SimhashIndex(NearDuplicateIndex):
                 return
             self._closed = True
             self._store.close()
-            self._base = self._delta = Segment.empty(self.layout)
+            self._layers.close()
             self._release_lock()
 
     def __enter__(self) -> SimhashIndex:

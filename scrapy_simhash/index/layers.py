@@ -1,0 +1,149 @@
+"""The embedded index's fingerprints in memory: three layers, freshest first, each probed by every query.
+
+1. *pending*: the last few thousand inserts in a small unsorted buffer, compared by brute
+   force (a popcount over at most ``pending_max`` fingerprints is cheaper than keeping
+   16 sorted structures up to date one insert at a time);
+2. *delta*: an in-memory segment of sorted tables, into which the pending buffer is merged
+   by sorted insertion;
+3. *base*: the bulk, immutable sorted tables memory-mapped from disk, replaced by a new
+   generation when the delta outgrows ``max(delta_min, len(base) / 4)`` or on ``compact()``.
+
+The layers only mirror the database (:mod:`.storage`), which is the truth: the index
+(:mod:`.embedded`) fills them from its rows at open and tells them of every committed write.
+Removed rows stay in the segments until the next merge, listed in ``dead``; probes skip them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .layouts import Layout
+from .manifest import load_generation, read_manifest, write_generation
+from .tables import Hits, Pending, Segment, brute_force, brute_force_one
+
+DELTA_RATIO = 4  # a new base generation when the in-memory delta reaches base / DELTA_RATIO
+
+
+class Layers:
+    """Pending, delta and base of the index in directory ``path``. Not thread-safe: the index
+    serialises calls (it holds its lock)."""
+
+    def __init__(self, path: Path, layout: Layout, pending_max: int, delta_min: int) -> None:
+        self.path, self.layout = path, layout
+        self._pending_max, self._delta_min = max(1, pending_max), max(1, delta_min)
+        self.base, self.base_max_seq, self.generation = Segment.empty(layout), 0, 0
+        """The on-disk tables, the largest seq they hold, their generation (0: none yet)."""
+        self.delta = Segment.empty(layout)
+        self.pending = Pending(min(self._pending_max, 1024))
+        self.dead: set[int] = set()
+        """Seqs removed or replaced that the segments still hold."""
+        self.merges = 0
+
+    def __len__(self) -> int:
+        """Live fingerprints the layers hold."""
+        return len(self.base) + len(self.delta) + len(self.pending) - len(self.dead)
+
+    # -- filling -----------------------------------------------------------------------------------
+    def set_base(self, manifest: dict[str, Any] | None, verify: bool) -> None:
+        """The base generation a manifest names (TablesInvalid if its files are damaged), or none."""
+        self.base, self.base_max_seq, self.generation = Segment.empty(self.layout), 0, 0
+        if manifest is not None:
+            self.base = load_generation(self.path, manifest, self.layout, verify=verify)
+            self.generation = int(manifest["generation"])
+            self.base_max_seq = int(manifest["max_seq"])
+
+    def set_rest(self, dead: set[int], hashes: np.ndarray, seqs: np.ndarray) -> None:
+        """Above the base: the rows newer than it (the delta) and the seqs of it removed since."""
+        self.dead = dead
+        self.delta = Segment.build(self.layout, hashes, seqs)
+        self.pending = Pending(min(self._pending_max, 1024))
+
+    def drop_base(self) -> None:
+        """Forget the base (its files do not describe the database): the caller refills the rest."""
+        self.base, self.base_max_seq, self.dead = Segment.empty(self.layout), 0, set()
+
+    # -- writes --------------------------------------------------------------------------------------
+    def inserted(self, hashes: list[int], seqs: list[int], replaced: list[int]) -> None:
+        """Committed rows (and the seqs they replaced): into the pending buffer, merged when full."""
+        self.dead.update(replaced)
+        self.pending.append(hashes, seqs)
+        if len(self.pending) >= self._pending_max:
+            self.merge_pending()
+
+    def merge_pending(self) -> None:
+        """The pending buffer into the delta (removed rows newer than the base leave memory for good)."""
+        if self.pending:
+            fresh = Segment.build(self.layout, *self.pending.take())
+            self.delta = self.delta.merged(self.layout, fresh, self._dead_array() if self.dead else None)
+            self.dead = {s for s in self.dead if s <= self.base_max_seq}
+
+    def delta_full(self) -> bool:
+        """The delta has outgrown its limit, which grows with the base so that each fingerprint is
+        rewritten a bounded number of times (about five) over the index's growth."""
+        return len(self.delta) >= max(self._delta_min, len(self.base) // DELTA_RATIO)
+
+    def dirty(self) -> bool:
+        """Anything not in the base files (or no base files yet)."""
+        return bool(
+            self.pending or len(self.delta) or self.dead or not (self.path / "manifest.json").exists()
+        )
+
+    def write_generation(self, max_seq: int, extra: dict[str, Any]) -> None:
+        """Everything merged into a new on-disk base generation (atomically switched), then loaded."""
+        if self.pending:
+            self.delta = self.delta.merged(self.layout, Segment.build(self.layout, *self.pending.take()))
+        merged = self.base.merged(self.layout, self.delta, self._dead_array() if self.dead else None)
+        write_generation(self.path, self.generation + 1, merged, self.layout, {"max_seq": max_seq, **extra})
+        manifest = read_manifest(self.path)
+        assert manifest is not None
+        self.base = load_generation(self.path, manifest, self.layout, verify=False)
+        self.generation, self.base_max_seq = self.generation + 1, max_seq
+        self.delta, self.dead = Segment.empty(self.layout), set()
+        self.merges += 1
+
+    def _dead_array(self) -> np.ndarray:
+        return np.fromiter(self.dead, dtype=np.int64, count=len(self.dead))
+
+    # -- probes ----------------------------------------------------------------------------------------
+    def probe_one(self, h: int, k: int) -> list[tuple[int, int, int]]:
+        """``(seq, simhash, distance)`` of the live fingerprints within ``k`` of ``h`` (the C probe
+        per layer when built, without numpy's per-call overhead)."""
+        found = self.base.probe_one(self.layout, h, k)
+        found += self.delta.probe_one(self.layout, h, k)
+        if self.pending:
+            found += brute_force_one(*self.pending.arrays(), h, k)
+        if found and self.dead:
+            found = [hit for hit in found if hit[0] not in self.dead]
+        return found
+
+    def probe(self, queries: np.ndarray, k: int) -> Hits:
+        """The live fingerprints within ``k`` of each of a batch of queries."""
+        combined = self.layout.combined_keys(queries)
+        parts = [
+            self.base.probe(self.layout, queries, combined, k),
+            self.delta.probe(self.layout, queries, combined, k),
+        ]
+        if self.pending:
+            parts.append(brute_force(*self.pending.arrays(), queries, k))
+        hits = Hits.concat(parts)
+        if hits.seq.size and self.dead:
+            live = ~np.isin(hits.seq, self._dead_array())
+            hits = Hits(hits.query[live], hits.seq[live], hits.simhash[live], hits.distance[live])
+        return hits
+
+    def stats(self) -> dict[str, int]:
+        return {
+            "base": len(self.base),
+            "delta": len(self.delta),
+            "pending": len(self.pending),
+            "removed_not_compacted": len(self.dead),
+            "generation": self.generation,
+            "merges": self.merges,
+            "table_bytes": self.base.nbytes + self.delta.nbytes + 16 * len(self.pending),
+        }
+
+    def close(self) -> None:
+        self.base = self.delta = Segment.empty(self.layout)

@@ -178,3 +178,23 @@ def test_synchronous_normal_is_accepted_and_bad_values_refused(tmp_path: Path) -
         SimhashIndex(tmp_path / "ix", synchronous="off")
     with SimhashIndex(tmp_path / "ix") as index:  # the refused open released the lock
         assert len(index) == 1
+
+
+def test_a_match_is_a_frozen_value() -> None:
+    """Match sets its fields through its own __init__ (for speed); it must still behave as the frozen
+    dataclass it is declared to be: immutable, compared and pickled by value, replace() and defaults."""
+    import dataclasses
+    import pickle
+
+    from scrapy_simhash.index import Match
+
+    match = Match("a", 5, 1, {"url": "a"}, 7, 0.75)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        match.seq = 8  # type: ignore[misc]
+    assert match == Match(key="a", simhash=5, distance=1, meta={"url": "a"}, seq=7, similarity=0.75)
+    assert match != Match("a", 5, 1, {"url": "a"}, 8, 0.75)
+    assert pickle.loads(pickle.dumps(match)) == match
+    assert dataclasses.replace(match, seq=9).seq == 9 and dataclasses.asdict(match)["meta"] == {"url": "a"}
+    plain = Match("b", 6, 0)
+    assert (plain.meta, plain.seq, plain.similarity) == ({}, 0, None)
+    assert plain.meta is not Match("c", 6, 0).meta  # each its own dict

@@ -45,6 +45,26 @@ class Match:
     """Estimated Jaccard similarity of the sketches (0..1); None when the match was decided by
     simhash alone (a side without a sketch, or simhash-only mode)."""
 
+    def __init__(
+        self,
+        key: str,
+        simhash: int,
+        distance: int,
+        meta: dict[str, Any] | None = None,
+        seq: int = 0,
+        similarity: float | None = None,
+    ) -> None:
+        # Frozen all the same: the fields are set once, here, in the instance's __dict__. The __init__
+        # a frozen dataclass generates sets each through object.__setattr__: 1.45 µs a Match instead
+        # of ~0.6, and a verified hit makes ~5 of them in ~55 µs.
+        fields = self.__dict__
+        fields["key"] = key
+        fields["simhash"] = simhash
+        fields["distance"] = distance
+        fields["meta"] = {} if meta is None else meta
+        fields["seq"] = seq
+        fields["similarity"] = similarity
+
 
 class SimhashIndexError(Exception):
     """Base of the index's own errors."""

@@ -3,8 +3,8 @@
 Fingerprints are found in permuted tables kept in three layers (:mod:`.layers`: pending, delta,
 base). Only the SQLite database (:mod:`.storage`) is the source of truth: every insert is
 committed there (durably) before the call returns, and the pending buffer and the delta are
-rebuilt from it on open, the base when its files are missing or damaged. One process may write an index at
-a time (an ``flock`` on ``LOCK``; a second writer gets :class:`IndexLockedError`);
+rebuilt from it on open, the base when its files are missing or damaged. One process may write
+an index at a time (an ``flock`` on ``LOCK``; a second writer gets :class:`IndexLockedError`);
 any number may open it ``read_only=True`` and see the state as of their opening.
 Damage to the database itself cannot be repaired; :mod:`.integrity` detects it and it is
 raised as :class:`IndexCorruptError`, never answered from.

@@ -63,7 +63,33 @@ class LSHMatch:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-class MinHashIndex:
+class LockedSketchReads:
+    """The reads of an in-memory :class:`MinHashLSH` (``_lsh``) that its owner answers under its lock
+    (``_lock``): the MinHash index and the verified index's sketch column."""
+
+    _lock: threading.RLock
+    _lsh: MinHashLSH
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._lsh)
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._lsh
+
+    def get(self, key: str) -> np.ndarray | None:
+        """A copy of the sketch kept for ``key`` (uint32 values of ``value_bits``), or None."""
+        with self._lock:
+            return self._lsh.get(key)
+
+    def keys(self) -> list[str]:
+        """Keys with a sketch, oldest first."""
+        with self._lock:
+            return self._lsh.keys()
+
+
+class MinHashIndex(LockedSketchReads):
     """Persistent MinHash-LSH index in directory ``path`` (created if missing).
 
     ``threshold``, ``num_values``, ``bands``, ``rows``, ``value_bits``: as :class:`MinHashLSH`; fixed
@@ -191,20 +217,7 @@ class MinHashIndex:
         if keys:
             self._lsh.load(keys, np.concatenate(parts))
 
-    # -- size and lookups ------------------------------------------------------------------
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._lsh)
-
-    def __contains__(self, key: object) -> bool:
-        with self._lock:
-            return key in self._lsh
-
-    def get(self, key: str) -> np.ndarray | None:
-        """A copy of the sketch stored under ``key``, or None."""
-        with self._lock:
-            return self._lsh.get(key)
-
+    # -- size and lookups (and those of LockedSketchReads) -----------------------------------
     def meta(self, key: str) -> dict[str, Any] | None:
         """The meta stored with ``key`` (``{}`` for none), or None when the key is not stored."""
         with self._lock:
@@ -212,11 +225,6 @@ class MinHashIndex:
             if key not in self._lsh:
                 return None
             return self._metas([key])[key]
-
-    def keys(self) -> list[str]:
-        """Stored keys, oldest first."""
-        with self._lock:
-            return self._lsh.keys()
 
     # -- writes ----------------------------------------------------------------------------
     def _row(self, key: str, sketch: Any, meta: Meta | None) -> tuple[Row, np.ndarray]:

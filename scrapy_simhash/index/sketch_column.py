@@ -34,7 +34,7 @@ from .base import IndexSettingsError
 from .lsh import MinHashLSH
 from .lsh_bands import as_sketch, as_sketch_batch, check_given, new_params, readable_params, stored_params
 from .minhash_store import DATABASE as SKETCH_DATABASE
-from .minhash_store import LSHMatch
+from .minhash_store import LockedSketchReads, LSHMatch
 from .sketch_rows import SketchStore
 
 logger = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ SKETCHES = "sketches"
 """Where an index written before the column kept its sketch store (a directory in the index's)."""
 
 
-class SketchColumn:
+class SketchColumn(LockedSketchReads):
     """The sketches of an embedded index's pages, found by LSH bands and verified by estimated
     Jaccard (the rule's ``threshold``); answers are ``(key, similarity)``, best first, ties oldest
     first. Written only through the simhash store (:meth:`encode`, then :meth:`stored` after the
@@ -116,25 +116,7 @@ class SketchColumn:
         with self._lock:
             self._lsh.remove(key)
 
-    # -- reads ---------------------------------------------------------------------------------------
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._lsh)
-
-    def __contains__(self, key: object) -> bool:
-        with self._lock:
-            return key in self._lsh
-
-    def keys(self) -> list[str]:
-        """Keys with a sketch, oldest first."""
-        with self._lock:
-            return self._lsh.keys()
-
-    def get(self, key: str) -> np.ndarray | None:
-        """The sketch kept for ``key`` (uint32 values of ``value_bits``), or None."""
-        with self._lock:
-            return self._lsh.get(key)
-
+    # -- reads (and those of LockedSketchReads) ------------------------------------------------------
     def get_many(self, keys: Iterable[str]) -> dict[str, np.ndarray]:
         with self._lock:
             return {key: values for key in keys if (values := self._lsh.get(key)) is not None}

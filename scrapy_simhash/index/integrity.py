@@ -76,8 +76,13 @@ def row_check(seq: int, h: int, key: str, meta: str | None, sketch: bytes | None
 
 def _text_crc(key: str, meta: str | None, sketch: bytes | None) -> int:
     """A row check's high half: the CRC-32 of ``key NUL meta``, continued from the sketch's."""
-    text = f"{key}\x00{meta or ''}".encode("utf-8", "surrogatepass")
-    return zlib.crc32(text, zlib.crc32(sketch) if sketch else 0)
+    return key_meta_crc(key, meta, zlib.crc32(sketch) if sketch else 0)
+
+
+def key_meta_crc(key: str, meta: str | None, crc: int = 0) -> int:
+    """The CRC-32 of ``key NUL meta`` as UTF-8 (lone surrogates kept), continued from ``crc``: how both
+    row stores (this module's rows, :mod:`.sketch_rows`' sketches) check a row's text."""
+    return zlib.crc32(f"{key}\x00{meta or ''}".encode("utf-8", "surrogatepass"), crc)
 
 
 def row_checks(start: int, items: Sequence[tuple[int, str, str | None, bytes | None]]) -> list[int]:

@@ -30,7 +30,7 @@ from typing import Any
 
 from .base import IndexCorruptError
 from .database import RowDatabase, check_synchronous, connect, settings_check
-from .integrity import MARK, CommitMark, check_sqlite
+from .integrity import MARK, CommitMark, check_sqlite, key_meta_crc
 
 _TABLES = {"settings", "sketches"}
 _SCHEMA = """
@@ -53,8 +53,7 @@ Row = tuple[str, bytes, str | None]
 def sketch_row_check(seq: int, key: str, sketch: bytes, meta: str | None) -> int:
     """CRC-32 of the row: seq (8 bytes), the sketch bytes, then ``key NUL meta`` as UTF-8."""
     crc = zlib.crc32(_SEQ.pack(seq))
-    crc = zlib.crc32(sketch, crc)
-    return zlib.crc32(f"{key}\x00{meta or ''}".encode("utf-8", "surrogatepass"), crc)
+    return key_meta_crc(key, meta, zlib.crc32(sketch, crc))
 
 
 class SketchStore(RowDatabase):

@@ -178,6 +178,11 @@ def column_params(simhashes: Any) -> dict[str, Any] | None:
     return readable_params(mine, f"the index at {simhashes.path}", instead="rebuild") if mine else None
 
 
+def _as_settings(params: dict[str, Any]) -> dict[str, str]:
+    """The column's parameters as the simhash store keeps them: ``sketch_*``, the scheme with them."""
+    return {PREFIX + name: str(value) for name, value in {**params, "scheme": SCHEME}.items()}
+
+
 _REMEDY = "open it with its own (the similarity it was created with), or build a new index"
 
 
@@ -200,9 +205,7 @@ def open_column(
     if have is None:
         params = {"num_values": None, "value_bits": None, **given}
         created = new_params(params, new_value_bits)
-        simhashes.set_sketches(
-            [], {PREFIX + name: value for name, value in {**created, "scheme": SCHEME}.items()}
-        )
+        simhashes.set_sketches([], _as_settings(created))
         have = stored_params(created)
     check_given(given, have, f"the index at {simhashes.path}", _REMEDY)
     column = SketchColumn(have)
@@ -246,8 +249,7 @@ def adopt_sketch_store(simhashes: Any, *, reset: bool = False) -> None:
             store.close()
         if settings:
             have = readable_params(settings, f"the index at {old}", instead="rebuild")
-            params = {PREFIX + name: str(value) for name, value in have.items()}
-            moved = len(simhashes.set_sketches(rows, {**params, PREFIX + "scheme": SCHEME}))
+            moved = len(simhashes.set_sketches(rows, _as_settings(have)))
             logger.info(
                 "index %s: %d sketches moved from %s into the pages' rows (%d without a page dropped)",
                 simhashes.path,

@@ -55,9 +55,6 @@ class EmbeddedVerifiedIndex(VerifiedIndex):
             self._legacy.update(without)
 
     # -- rows ------------------------------------------------------------------------------------
-    def _sketch_meta(self, simhash: int, meta: Meta | None) -> None:
-        return None  # the page's row has them
-
     def _get_many(self, keys: list[str]) -> dict[str, Match]:
         rows = self._rows(dict(zip(keys, self.sketches.hints(keys), strict=True)))
         return {key: Match(key, h, 0, meta, seq) for key, (seq, h, meta) in rows.items()}

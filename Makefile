@@ -14,26 +14,35 @@ OLDEST_SCRAPY  ?= 2.13.0
 OLDEST_TWISTED ?= 24.11.0
 OLDEST_VENV   ?= .venv-scrapy-oldest
 
-# The editable install is done once and recorded by this stamp; it is redone only when
-# what it is built from changes (the dependencies in pyproject.toml, the C extensions).
+# The editable installs are done once and recorded by stamps; each is redone only when what it is
+# built from changes (the dependencies in pyproject.toml, the C extensions). The demo needs only the
+# package (no test tools, no pyspark); the tests need the [test] extra, built after the system
+# packages so that the C extensions are compiled (a compiler is one of them).
+CORE_STAMP     := $(VENV)/.installed-core
 STAMP          := $(VENV)/.installed
 INSTALL_INPUTS := pyproject.toml $(wildcard scrapy_simhash/*/*.c scrapy_simhash/*/*.h)
 
 $(BIN)/python:
 	@echo "make: creating the virtual environment $(VENV) ..."
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install --disable-pip-version-check --upgrade pip
 
-$(STAMP): $(INSTALL_INPUTS) | $(BIN)/python
-	@echo "make: installing scrapy-simhash and its test tools into $(VENV) (the first time takes" \
-		"up to a minute; later runs skip this until pyproject.toml or the C sources change) ..."
-	$(BIN)/python -m pip install --disable-pip-version-check -e ".[test]"
+$(CORE_STAMP): $(INSTALL_INPUTS) | $(BIN)/python
+	@echo "make: installing scrapy-simhash into $(VENV) (the first time takes about a minute; later runs" \
+		"skip this until pyproject.toml or the C sources change) ..."
+	$(BIN)/python -m pip install --disable-pip-version-check --progress-bar on -e .
 	@touch $@
+
+$(STAMP): $(INSTALL_INPUTS) | $(BIN)/python system-deps
+	@echo "make: installing scrapy-simhash and its test tools into $(VENV) (pyspark among them: the first" \
+		"time takes a few minutes; later runs skip this until pyproject.toml or the C sources change) ..."
+	$(BIN)/python -m pip install --disable-pip-version-check --progress-bar on -e ".[test]"
+	@touch $@ $(CORE_STAMP)
 
 system-deps:
 	@bash scripts/install-system-deps.sh
 
-install: $(STAMP) system-deps
+install: system-deps $(STAMP)
 
 # pywb (the replay tool the CDXJ tests check our index against) pins redis==2.10.6, which this
 # project cannot share a venv with (redis>=5): it gets a venv of its own.
@@ -63,7 +72,7 @@ format: install
 	$(BIN)/ruff format .
 
 # The demo needs no system packages (no Redis), only the package itself.
-demo: $(STAMP)
+demo: $(CORE_STAMP)
 	$(BIN)/python example_project/demo.py
 
 bench: install

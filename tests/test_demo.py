@@ -1,4 +1,5 @@
-"""``make demo``: installs once (a stamp in the venv, redone when pyproject.toml changes), and the demo
+"""``make demo``: installs the package alone, once (a stamp in the venv, redone when pyproject.toml changes);
+``make test`` installs the system packages before the test extra; and the demo
 says why its table has more rows than the site has pages."""
 
 from __future__ import annotations
@@ -32,20 +33,35 @@ def venv(tmp_path: Path) -> Path:
     return venv
 
 
+def _pip_line(commands: str) -> str:
+    return next(line for line in commands.splitlines() if "pip install" in line and "-e " in line)
+
+
 @pytest.mark.skipif(shutil.which("make") is None, reason="no make")
-def test_make_demo_installs_once_and_again_when_pyproject_changes(venv: Path) -> None:
+def test_make_demo_installs_the_package_alone_once_and_again_when_pyproject_changes(venv: Path) -> None:
     first = _make_n("demo", venv)
-    assert "pip install" in first and "installing scrapy-simhash" in first  # says what it does
-    assert "-q" not in first.split("pip install", 1)[1].splitlines()[0]  # pip's progress shows
-    stamp = venv / ".installed"
+    assert "installing scrapy-simhash" in first  # says what it does
+    line = _pip_line(first)
+    assert " -q" not in line and "-e ." in line and "[test]" not in line  # progress shows; no test tools
+    assert "install-system-deps" not in first  # the demo needs no Debian packages
+    stamp = venv / ".installed-core"
     stamp.touch()
     again = _make_n("demo", venv)
     assert "pip install" not in again and "example_project/demo.py" in again
     old = (REPO / "pyproject.toml").stat().st_mtime - 10
     os.utime(stamp, (old, old))  # pyproject.toml is now newer than the install
     assert "pip install" in _make_n("demo", venv)
-    stamp.touch()
-    assert "pip install" not in _make_n("test", venv)  # make test shares the stamp
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make")
+def test_make_test_installs_the_system_packages_before_building_the_extensions(venv: Path) -> None:
+    """The C extensions are built by the editable install: a compiler must be there first."""
+    commands = _make_n("test", venv)
+    assert '".[test]"' in _pip_line(commands)
+    assert commands.index("install-system-deps") < commands.index(_pip_line(commands))
+    (venv / ".installed").touch()
+    again = _make_n("test", venv)
+    assert '".[test]"' not in again and "pytest" in again  # installed once
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ crawlers store them) is written to a temporary directory and deleted at the end.
 (1) reading only (records -> HTML payloads, no fingerprint): warcio vs FastWARC;
 (2) ``tag`` (read, fingerprint, write the sidecar) with 1 and 2 workers (the default, verified mode);
 (3) ``tag`` with an index, verified mode (sketches computed, written and verified) side by side with
-    simhash mode (issue 13), 1 worker, order alternating.
+    simhash mode, 1 worker, order alternating.
 
 Run: python bench/reprocess.py [--pages 2000] [--workers 1 2] [--rounds 2] [--readers warcio fastwarc]
 Goals on 2 cores: (2) with 2 workers >= 1.8x 1 worker in records/s; (3) verified mode within 10 % of

@@ -35,7 +35,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     commands = parser.add_subparsers(dest="index_command", metavar="ACTION", required=True)
 
-    stats = commands.add_parser("stats", help="sizes and counters as JSON")
+    stats = commands.add_parser(
+        "stats",
+        help="sizes and counters as JSON",
+        description="Print the index's sizes and counters as one JSON object: pages stored, the layout "
+        "and k it was built with, its decision rule, and how its pages are spread over the in-memory and "
+        "on-disk layers. Read-only: safe beside a running crawl.",
+    )
     stats.add_argument("path", help="index directory or redis:// URI")
     _add_mode_option(stats)
     stats.set_defaults(func=run_stats)
@@ -68,7 +74,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_mode_option(query)
     query.set_defaults(func=run_query)
 
-    compact = commands.add_parser("compact", help="merge recent inserts into the on-disk tables")
+    compact = commands.add_parser(
+        "compact",
+        help="merge recent inserts into the on-disk tables",
+        description="Merge the recent inserts into the sorted on-disk tables now, instead of waiting for "
+        "the index to do it on its own, then print the stats as `index stats` does. Opens the index as its "
+        "writer: not while a crawl writes to it. Answers do not change, only where they are read from.",
+    )
     compact.add_argument("path", help="index directory or redis:// URI")
     _add_progress_option(compact)
     compact.set_defaults(func=run_compact)

@@ -14,6 +14,7 @@ own page only:
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -212,9 +213,11 @@ class FingerprintPool:
                 return
             workers.in_flight.add(task)
             task.timer = self._reactor.callLater(self.timeout, self._on_timeout, task, workers)
-            future.add_done_callback(
-                lambda f, t=task: self._reactor.callFromThread(self._on_done, t, workers, f)
-            )
+            future.add_done_callback(functools.partial(self._done_in_thread, task, workers))
+
+    def _done_in_thread(self, task: _Task, workers: _Workers, future: Future) -> None:
+        """A worker's future is done (in the executor's thread): hand it to the reactor."""
+        self._reactor.callFromThread(self._on_done, task, workers, future)
 
     def _on_done(self, task: _Task, workers: _Workers, future: Future) -> None:
         workers.in_flight.discard(task)

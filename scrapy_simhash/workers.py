@@ -44,6 +44,7 @@ PARENT_GONE_EXIT_CODE = 75
 # fork would copy the reactor's threads and sockets into the workers.
 START_METHOD = "forkserver" if sys.platform.startswith("linux") else "spawn"
 _BASE = multiprocessing.get_context(START_METHOD)
+_BASE_PROCESS: Any = _BASE.Process  # type: ignore[attr-defined]  # (each context's own Process class)
 
 _launching = threading.local()
 """``without_main`` is set while one of our workers is being started, in the starting thread."""
@@ -88,7 +89,7 @@ def _die_with_forkserver() -> None:
 
     server = getattr(forkserver, "_forkserver", None)
     alive = getattr(server, "_forkserver_alive_fd", None)
-    if alive is None:
+    if server is None or alive is None:
         return
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -185,17 +186,17 @@ def _install_preparation_filter() -> None:
         return data
 
     get_preparation_data._scrapy_simhash_filter = True  # type: ignore[attr-defined]
-    spawn.get_preparation_data = get_preparation_data  # type: ignore[assignment]
+    spawn.get_preparation_data = get_preparation_data
 
 
-class _ProcessWithoutMain(_BASE.Process):  # type: ignore[name-defined,misc]
+class _ProcessWithoutMain(_BASE_PROCESS):
     """A worker started without the parent's ``__main__`` (module level: it is pickled to the child)."""
 
     @staticmethod
     def _Popen(process_obj: Any) -> Any:
         _launching.without_main = True
         try:
-            return _BASE.Process._Popen(process_obj)
+            return _BASE_PROCESS._Popen(process_obj)
         finally:
             _launching.without_main = False
 

@@ -92,7 +92,7 @@ def _open_store(location: str | Path, k: int, kind: str | None, options: dict[st
         if is_server_uri(text):
             from .redis_minhash import RedisMinHashIndex
 
-            return RedisMinHashIndex.from_uri(text, **options)  # type: ignore[return-value]
+            return RedisMinHashIndex.from_uri(text, **options)
         from .minhash_store import MinHashIndex
 
         return MinHashIndex(text.removeprefix("file://"), **options)
@@ -126,7 +126,7 @@ def _open_verified(location: str | Path, k: int, similarity: float | None, optio
     simhashes = _open_store(location, k, None, options)
     rule = dataclasses.replace(rule, distance=simhashes.k)  # k=None: the stored index's own k
     text = str(location).removeprefix("file://")
-    names = ("read_only", "reset", "synchronous", "verify")
+    names: tuple[str, ...] = ("read_only", "reset", "synchronous", "verify")
     if is_server_uri(text):
         names = ("retries", "retry_cap")
     shared = {name: options[name] for name in names if name in options}

@@ -218,9 +218,9 @@ class MinHashLSH:
             entries[start : start + part.shape[0]] = self._hasher.keys_many(part)
         entries &= _HI
         entries |= np.arange(n, dtype=np.uint64)[:, None]
-        entries = entries.ravel()
-        entries.sort()
-        self._table = SortedBuckets(entries)
+        flat = entries.ravel()
+        flat.sort()
+        self._table = SortedBuckets(flat)
 
     def _insert(self, key: str, v: np.ndarray, band_keys: np.ndarray) -> None:
         if key in self._ids:
@@ -340,7 +340,7 @@ class MinHashLSH:
             pending = self._pending
             extra = np.array([i for k in band_keys.tolist() for i in pending.get(k, ())], dtype=np.int64)
         levels = [level.native_args() for level in (self._table, self._recent) if level.size]
-        return _native_query(  # type: ignore[misc]
+        return _native_query(
             band_keys,
             levels,
             extra,
@@ -390,7 +390,7 @@ class MinHashLSH:
             return []
         nv, keys, similarity = self.num_values, self._keys, self._bits.similarity
         best_first = sorted(zip((-counts[ok]).tolist(), cand[ok].tolist(), strict=True))
-        return [(keys[i], similarity(-c, nv)) for c, i in best_first]  # type: ignore[misc]
+        return [(keys[i], similarity(-c, nv)) for c, i in best_first]
 
     def _counts(
         self, ids: np.ndarray, queries: np.ndarray, query_of: np.ndarray | None, *, native: bool | None = None
@@ -458,7 +458,7 @@ class MinHashLSH:
             for qi, i, s in zip(
                 cq[order].tolist(), cids[order].tolist(), similarity(counts[order], nv).tolist(), strict=True
             ):
-                results[qi].append((keys[i], s))  # type: ignore[arg-type]
+                results[qi].append((keys[i], s))
         return results
 
     def check_and_add(self, key: str, sketch: Any) -> list[tuple[str, float]]:

@@ -71,7 +71,7 @@ def write_generation(
         # the CRC of what was written, from memory: header (re-read, tiny) then the array itself
         with path.open("rb") as f:
             crc = zlib.crc32(f.read(header_bytes))
-        crc = zlib.crc32(memoryview(array).cast("B"), crc) if array.size else crc
+        crc = zlib.crc32(array.data.cast("B"), crc) if array.size else crc
         files[part] = {"name": name, "bytes": path.stat().st_size, "crc32": crc}
     manifest = {
         "format": FORMAT,

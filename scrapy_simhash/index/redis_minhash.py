@@ -459,7 +459,8 @@ class RedisMinHashIndex:
         self._redis.run([b"x", b"", b"", b"", b""], "deleting the namespace")
         deleted = 0
         if epoch:
-            pattern = f"simhash:{{{self.prefix}}}:m:{epoch.decode()}:*"
+            tag = epoch.decode() if isinstance(epoch, bytes) else str(epoch)
+            pattern = f"simhash:{{{self.prefix}}}:m:{tag}:*"
 
             def sweep() -> int:
                 n, batch = 0, []

@@ -178,7 +178,7 @@ class RedisPair:
         band_probes = dict(
             zip(
                 with_sketch,
-                self.sketches._hasher.keys_many(np.stack([values[i] for i in with_sketch])).astype(">u8")
+                self.sketches._hasher.keys_many(np.stack([v for v in values if v is not None])).astype(">u8")
                 if with_sketch
                 else [],
                 strict=True,
@@ -215,10 +215,11 @@ class RedisPair:
                 before = {m.key: m for m in self.simhashes._matches(reply[3])}
             for i, found, with_sketch in zip(chunk, found_lists, sketched_lists, strict=True):
                 near = self.simhashes._matches(found)
-                if values[i] is None:
+                value = values[i]
+                if value is None:
                     out.append((None, {}, near, set()))
                 else:
-                    answer = self.sketches._answer(values[i], candidates[i])
+                    answer = self.sketches._answer(value, candidates[i])
                     out.append((answer, before, near, _keys(with_sketch)))
         return out
 

@@ -23,7 +23,7 @@ class SimhashModeIndex(VerifiedIndex):
     def add(self, simhash: int, key: str, meta: Meta | None = None, *, sketch: Any = None) -> None:
         self.add_many([(simhash, key, meta)])
 
-    def add_many(self, items: Iterable[Any]) -> int:  # type: ignore[override]
+    def add_many(self, items: Iterable[Any]) -> int:
         return super().add_many([tuple(item)[:3] for item in items])
 
     def check_and_add(
@@ -34,7 +34,7 @@ class SimhashModeIndex(VerifiedIndex):
     def query(self, simhash: int, k: int | None = None, *, sketch: Any = None) -> list[Match]:
         return self.simhashes.query(simhash, self.k if k is None else k)
 
-    def query_many(  # type: ignore[override]
+    def query_many(
         self, simhashes: Iterable[int], k: int | None = None, *, sketches: Iterable[Any] | None = None
     ) -> list[list[Match]]:
         return self.simhashes.query_many(simhashes, self.k if k is None else k)

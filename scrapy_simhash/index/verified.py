@@ -179,7 +179,7 @@ class VerifiedIndex(NearDuplicateIndex):
     def add(self, simhash: int, key: str, meta: Meta | None = None, *, sketch: Any = None) -> None:
         self.add_many([(simhash, key, meta, sketch)])
 
-    def add_many(self, items: Iterable[Any]) -> int:  # type: ignore[override]
+    def add_many(self, items: Iterable[Any]) -> int:
         """Store many ``(simhash, key, meta[, sketch])``; sketches first, then the simhash store.
 
         Every item is checked before anything is written (one bad item stores nothing); a key
@@ -291,7 +291,7 @@ class VerifiedIndex(NearDuplicateIndex):
         near = self.simhashes.query(simhash, k) if values is None or self._probing() else []
         return self._combine(int(simhash), sketch_found, near, k)
 
-    def query_many(  # type: ignore[override]
+    def query_many(
         self, simhashes: Iterable[int], k: int | None = None, *, sketches: Iterable[Any] | None = None
     ) -> list[list[Match]]:
         """``query`` for each page of a batch: one batched lookup in each store."""
@@ -346,7 +346,8 @@ class VerifiedIndex(NearDuplicateIndex):
             raise ValueError(f"{len(hashes)} simhashes but {len(given)} sketches")
         values = [self._sketch_values(s) for s in given]
         with_sketch = [i for i, v in enumerate(values) if v is not None]
-        return (np.stack([values[i] for i in with_sketch]) if with_sketch else None), with_sketch
+        present = [v for v in values if v is not None]  # in the order of with_sketch
+        return (np.stack(present) if present else None), with_sketch
 
     def get(self, key: str) -> Match | None:
         return self.simhashes.get(key)
@@ -395,6 +396,7 @@ class VerifiedIndex(NearDuplicateIndex):
         """Redis Cluster with retention (the stores' writes are separate scripts there): remove the
         sketches whose page expired. Not atomic: a page another process is adding at this instant
         may lose its sketch (it is then judged by simhash alone, never lost)."""
+        assert self.sketches is not None
         keys = self.sketches.keys()
         for start in range(0, len(keys), 1000):
             chunk = keys[start : start + 1000]

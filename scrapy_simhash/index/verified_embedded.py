@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,12 +21,16 @@ from .sketch_column import SketchColumn
 from .values import check_key, check_simhash
 from .verified import VerifiedIndex, _ordered
 
+if TYPE_CHECKING:
+    from .embedded import SimhashIndex
+
 
 class EmbeddedVerifiedIndex(VerifiedIndex):
     """:class:`~.verified.VerifiedIndex`'s answers over a :class:`~.embedded.SimhashIndex` with a
     sketch column: the same rule, the same Matches."""
 
     _in_rows = True
+    simhashes: SimhashIndex
     sketches: SketchColumn
 
     def __init__(self, simhashes: Any, sketches: SketchColumn, rule: Rule) -> None:
@@ -65,7 +69,7 @@ class EmbeddedVerifiedIndex(VerifiedIndex):
         return self.simhashes.rows_many(list(hint_of), list(hint_of.values()))
 
     # -- writes ----------------------------------------------------------------------------------
-    def add_many(self, items: Iterable[Any]) -> int:  # type: ignore[override]
+    def add_many(self, items: Iterable[Any]) -> int:
         """Store many ``(simhash, key, meta[, sketch])`` in one durable transaction; one bad item
         stores nothing; a key given twice ends as its last item says, sketch or none."""
         rows = []
@@ -128,7 +132,7 @@ class EmbeddedVerifiedIndex(VerifiedIndex):
             return self._sketch_answers([int(simhash)], values[None, :])[0]
         return super().query(simhash, k, sketch=values)
 
-    def query_many(  # type: ignore[override]
+    def query_many(
         self, simhashes: Iterable[int], k: int | None = None, *, sketches: Iterable[Any] | None = None
     ) -> list[list[Match]]:
         hashes = [int(h) for h in simhashes]

@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scrapy_simhash import fingerprint as fp
+from scrapy_simhash.report.data import parse_simhash
 
 HEX_DIGITS = frozenset(string.hexdigits)  # ASCII only: 0-9 a-f A-F
 BASE32_CHARS = frozenset(string.ascii_letters + "234567")
@@ -108,3 +109,55 @@ def test_from_base32_takes_only_ascii_base32(s: str) -> None:
     if not valid:
         with pytest.raises(ValueError):
             fp.from_base32(s)
+
+
+_NEAR_MISSES = [
+    *"=xX0189 \t\n_-+.",
+    "\u00a0",
+    "\u3000",
+    "\u212a",
+    "\u0130",
+    "\u0131",
+    "\u017f",
+    "\uff41",
+    "\u0660",
+]
+"""Characters a lenient decoder might fold, skip or read as digits (Kelvin sign, dotless i, long s, ...)."""
+
+
+def _canonical_of(s: str) -> str | None:
+    """``s`` in canonical form if it is a documented text form (spelled out apart from the parsers)."""
+    hex_body = s[2:] if s[:2] in ("0x", "0X") else s
+    if len(hex_body) == 16 and all(c in HEX_DIGITS for c in hex_body):
+        return hex_body.lower()
+    body = s.removesuffix("===")
+    if len(body) == 13 and all(c in BASE32_CHARS for c in body):
+        return body.lower()
+    return None
+
+
+@given(
+    st.text(
+        alphabet=st.sampled_from([*sorted(BASE32_CHARS | HEX_DIGITS), *_NEAR_MISSES]),
+        min_size=11,
+        max_size=19,
+    )
+)
+def test_any_text_is_refused_or_a_documented_form(s: str) -> None:
+    canonical = _canonical_of(s)
+    for parser in (fp.parse, fp.from_base32, fp.from_hex, parse_simhash):
+        try:
+            value = parser(s)
+        except ValueError:
+            continue
+        assert canonical is not None, (parser.__name__, s)
+        assert canonical in (fp.to_hex(value), fp.to_base32(value)), (parser.__name__, s)
+
+
+@given(FINGERPRINTS, st.integers(min_value=0, max_value=13), st.sampled_from(_NEAR_MISSES))
+def test_base32_refuses_a_valid_form_with_one_character_inserted(h: int, where: int, extra: str) -> None:
+    text = fp.to_base32(h)
+    bad = text[:where] + extra + text[where:]  # 14 characters: no documented form has that length
+    for parser in (fp.parse, fp.from_base32, parse_simhash):
+        with pytest.raises(ValueError):
+            parser(bad)

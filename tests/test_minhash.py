@@ -6,6 +6,7 @@ Regenerate the committed vectors (only when the scheme's version changes) with
 
 from __future__ import annotations
 
+import base64
 import copy
 import gzip
 import json
@@ -387,6 +388,104 @@ def test_bad_bytes(data, message):
 def test_bad_text(text):
     with pytest.raises(ValueError):
         mh.MinHash.from_text(text)
+
+
+_BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+_TEXT_FORM_SPACE = " \t\r\n"
+"""The only characters from_text ignores, and only around the form (docs/minhash-doc-1.md §6)."""
+_JUNK = [*"*.~ \t\n=+/", "\u00a0", "\u3000", "\u2028", "\x0b", "\x0c", "\x1c", "é", "Ａ"]
+
+
+def _decodes_canonically(body: str) -> bool:
+    """The text form's rule, written independently of from_text: base64url characters only, no
+    padding, a length base64 allows (not 1 mod 4), and zero bits where the last character has
+    bits to spare (re-encoding gives the same text)."""
+    if not body or len(body) % 4 == 1 or any(c not in _BASE64URL for c in body):
+        return False
+    data = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+    return base64.urlsafe_b64encode(data).decode().rstrip("=") == body
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "bWgB*AAU.AAAA~",  # base64's lenient decoder drops the stray characters and reads 0x00000005
+        "bWgBAAcAAAB",  # the one-value sketch bWgBAAcAAAA with a set unused bit
+        "bWgBAAcAAAAB",  # 12 characters hold 9 bytes: not 4 + 4k
+        "bWgBAAcAAAAAB",  # a length of 1 mod 4 is never base64
+        "bWgB AAcAAAA",
+        "\u00a0bWgBAAcAAAA",
+        "bWgBAAcAAAA\u3000",
+        "bWgBAAcAAAA\x0b",
+        "bWgBAAcAAAA\x1c",
+        "bWgBAAcAAAA=",
+        "ｂWgBAAcAAAA",
+    ],
+)
+def test_text_form_refuses_junk_the_base64_decoder_would_take(text):
+    with pytest.raises(ValueError):
+        mh.MinHash.from_text(text)
+
+
+def test_text_form_ignores_only_ascii_space_around_it():
+    sketch = mh.MinHash([7])
+    assert sketch.to_text() == "bWgBAAcAAAA"
+    for around in _TEXT_FORM_SPACE:
+        assert mh.MinHash.from_text(f"{around}bWgBAAcAAAA{around}") == sketch
+
+
+def test_text_form_of_more_than_4096_values_is_refused():
+    too_many = base64.urlsafe_b64encode(mh.MAGIC + bytes(4 * 4097)).decode().rstrip("=")
+    with pytest.raises(ValueError, match="between 1 and 4096"):
+        mh.MinHash.from_text(too_many)
+    most = mh.MinHash(np.arange(4096, dtype=np.uint32))
+    assert mh.MinHash.from_text(most.to_text()) == most
+
+
+_SKETCHES = st.integers(1, 70).flatmap(
+    lambda k: st.lists(st.integers(0, 2**32 - 1), min_size=k, max_size=k).map(mh.MinHash)
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(sketch=_SKETCHES, before=st.sampled_from(["", *_TEXT_FORM_SPACE]), after=st.text(_TEXT_FORM_SPACE))
+def test_every_sketch_round_trips_through_its_text_form(sketch, before, after):
+    text = sketch.to_text()
+    assert _decodes_canonically(text)
+    assert mh.MinHash.from_text(before + text + after) == sketch
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    sketch=_SKETCHES,
+    where=st.integers(0, 100),
+    extra=st.sampled_from(_JUNK) | st.sampled_from(list(_BASE64URL)),
+    last=st.sampled_from(list(_BASE64URL)),
+)
+def test_a_changed_text_form_is_refused_or_canonical(sketch, where, extra, last):
+    text = sketch.to_text()
+    where = min(where, len(text))
+    for changed in (text[:where] + extra + text[where:], text[:-1] + last):
+        try:
+            parsed = mh.MinHash.from_text(changed)
+        except ValueError:
+            continue
+        assert parsed.to_text() == changed.strip(_TEXT_FORM_SPACE)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    head=st.sampled_from(["", "bWgBA"]),  # the text form of every sketch starts bWgBA
+    tail=st.text(alphabet=st.sampled_from(list(_BASE64URL) + _JUNK), max_size=40),
+)
+def test_random_text_is_refused_or_canonical(head, tail):
+    text = head + tail
+    body = text.strip(_TEXT_FORM_SPACE)
+    try:
+        parsed = mh.MinHash.from_text(text)
+    except ValueError:
+        return
+    assert _decodes_canonically(body) and parsed.to_text() == body
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Iterable
 
 import numpy as np
@@ -41,6 +42,10 @@ EMPTY_VALUE = _ref.EMPTY
 
 MAGIC = b"mh\x01\x00"
 """First 4 bytes of the byte form: "mh", format version 1, a zero byte."""
+
+TEXT_FORM_SPACE = " \t\r\n"
+"""The characters :meth:`MinHash.from_text` ignores around a text form (ASCII only: NBSP is junk)."""
+_TEXT_FORM = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def _check_num_values(num_values: int) -> int:
@@ -124,15 +129,20 @@ class MinHash:
 
     @classmethod
     def from_text(cls, text: str) -> MinHash:
+        """Read :meth:`to_text`'s form back, and nothing else: ASCII spaces, tabs, CR and LF around it
+        are ignored; any other character, ``=`` padding or a set unused bit is a ``ValueError``, so one
+        sketch has one text form (Python's base64 decoder alone skips stray characters)."""
         if not isinstance(text, str):
             raise TypeError(f"sketch text must be str, not {type(text).__name__}")
-        stripped = text.strip()
-        if not stripped or not stripped.isascii() or any(c in stripped for c in "+/="):
-            raise ValueError(f"not a base64url minhash sketch: {text[:40]!r}")
+        body = text.strip(TEXT_FORM_SPACE)
+        if not _TEXT_FORM.fullmatch(body):
+            raise ValueError(f"not a base64url minhash sketch (A-Z a-z 0-9 - _, no padding): {text[:40]!r}")
         try:
-            data = base64.urlsafe_b64decode(stripped + "=" * (-len(stripped) % 4))
+            data = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
         except (binascii.Error, ValueError) as exc:
             raise ValueError(f"not a base64url minhash sketch: {text[:40]!r} ({exc})") from None
+        if base64.urlsafe_b64encode(data).rstrip(b"=") != body.encode("ascii"):
+            raise ValueError(f"the unused bits of the last character must be 0: {text[:40]!r}")
         return cls.from_bytes(data)
 
     def __eq__(self, other: object) -> bool:

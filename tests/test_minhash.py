@@ -25,43 +25,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_simhash import fingerprint as fp
+from scrapy_simhash.decision import Rule
 from scrapy_simhash.fingerprint import _minhash_purepy as ref
 from scrapy_simhash.fingerprint import minhash as mh
+from scrapy_simhash.fingerprint.bbit import ValueBits
 from scrapy_simhash.fingerprint.tokenizer import shingles, tokens
+from scrapy_simhash.index.lsh_bands import DEFAULT_WEIGHTS, BandHasher, optimal_params
 
 VECTORS = Path(__file__).parent / "data" / "minhash-doc-1-vectors.json"
 IMPLEMENTATIONS = ["native", "python"] if mh._native is not None else ["python"]
 
-_WORDS = [
-    "the",
-    "quick",
-    "brown",
-    "fox",
-    "jumps",
-    "over",
-    "lazy",
-    "dog",
-    "and",
-    "then",
-    "runs",
-    "into",
-    "forest",
-    "where",
-    "nobody",
-    "has",
-    "seen",
-    "it",
-    "since",
-    "last",
-    "summer",
-    "when",
-    "river",
-    "flooded",
-    "old",
-    "mill",
-    "near",
-    "village",
-]
+LONG_TEXT = (Path(__file__).parent / "data" / "minhash-doc-1-long-text.txt").read_text(encoding="utf-8")
+"""A 1,000-token article (written for these vectors): 990 distinct shingles, every bin filled at k = 128."""
+LONG_EDITED = (
+    LONG_TEXT.replace(
+        "The bakery sells its last loaves at half price.", "The bakery closes early on Sundays in winter."
+    )
+    + "\nComments (2): Lovely piece. We took the ferry last summer and cannot wait to go back.\n"
+)
 
 DOCUMENTS = {
     "english": "The quick brown fox jumps over the lazy dog. The dog sleeps!",
@@ -78,8 +59,109 @@ DOCUMENTS = {
     "two-tokens": "Hello, world",
     "three-tokens": "one two three",
     "digits-inside": "route66 a1b2 2024abc 99",
-    "long": " ".join(random.Random(12).choice(_WORDS) for _ in range(1000)),
+    "script-not-script-extensions": "コーヒーを飲む",  # U+30FC is Script=Common: it ends the stretch
+    "mixed-script-stretch": "ab中文ภาษา",  # Han and Thai in one stretch: one bigram spans both
+    "letterless-pieces": "abc๑๒ def ๑๒ ที่ 中_文",  # Thai digits, marks and '_' inside runs
+    "casefold-not-renormalized": "ǰ İstanbul ﬁne ΐ",  # casefold output is not NFC'd again
+    "long": LONG_TEXT,
+    "long-edited": LONG_EDITED,
 }
+
+SPARSE = {
+    # Far more bins than shingles: most bins are densified, many by the cyclic fallback.
+    "k4096-two-shingles": ("alpha beta gamma delta", 4096),
+    "k4096-three-shingles": ("one two three four five", 4096),
+    "k1024-two-shingles": ("north east south west", 1024),
+}
+
+VALUE_BITS_PAIRS = [("long", "long-edited"), ("long", "hindi"), ("english", "german-casefold")]
+BAND_LAYOUTS = [  # (document, bands, rows, value_bits): the verified rule's and MinHashIndex's defaults
+    ("long", 32, 4, 8),
+    ("long", 16, 8, 32),
+    ("long-edited", 32, 4, 8),
+]
+SMALL_BAND_SKETCH = [1, 2, 3, 4, 5]
+
+
+def densification_trace(hashes: list[int], k: int) -> tuple[dict[int, int], list[tuple[int, int, int]]]:
+    """docs/minhash-doc-1.md §4 spelled out once more: the filled bins ``{bin: value}`` and, for each
+    empty bin, ``(bin, t, source bin)`` where t is the probe that hit (0: the cyclic fallback)."""
+    filled: dict[int, int] = {}
+    for h in hashes:
+        i, c = ((h >> 32) * k) >> 32, h & 0xFFFFFFFF
+        filled[i] = min(c, filled.get(i, c))
+    trace = []
+    for i in range(k):
+        if i in filled or not filled:
+            continue
+        hit = next(
+            ((t, p) for t in range(1, 1025) if (p := ref.mix64(ref.SEED ^ (i << 32) ^ t) % k) in filled), None
+        )
+        trace.append(
+            (i, *hit) if hit else (i, 0, next((i + s) % k for s in range(1, k) if (i + s) % k in filled))
+        )
+    return filled, trace
+
+
+def _sparse_vector(name: str, text: str, k: int) -> dict:
+    sh = shingles(tokens(text), ref.SHINGLE)
+    hashes = [ref.jenkins64(s.encode("utf-8")) for s in sh]
+    filled, trace = densification_trace(hashes, k)
+    fallback = [(i, j) for i, t, j in trace if t == 0]
+    wrapped = [(i, j) for i, j in fallback if j < i]
+    return {
+        "name": name,
+        "text": text,
+        "num_values": k,
+        "shingles": sh,
+        "shingle_hashes": [f"{h:016x}" for h in hashes],
+        "filled": [{"bin": i, "value": filled[i]} for i in sorted(filled)],
+        "probed_bins": len(trace) - len(fallback),
+        "fallback_bins": len(fallback),
+        "fallback_examples": [{"bin": i, "from": j} for i, j in fallback[:3] + wrapped[-3:]],
+        "text_form": mh.minhash(text, k, implementation="python").to_text(),
+    }
+
+
+def _value_bits_vectors() -> list[dict]:
+    out = []
+    for a, b in VALUE_BITS_PAIRS:
+        va, vb = (mh.minhash(DOCUMENTS[name], implementation="python").values for name in (a, b))
+        for bits in (8, 16, 32):
+            value_bits = ValueBits(bits)
+            equal = int(np.count_nonzero(value_bits.reduce(va) == value_bits.reduce(vb)))
+            out.append(
+                {"a": a, "b": b, "bits": bits, "equal": equal, "estimate": value_bits.similarity(equal, 128)}
+            )
+    return out
+
+
+def _band_vectors() -> list[dict]:
+    small = BandHasher(2, 2)
+    out = [
+        {
+            "sketch": SMALL_BAND_SKETCH,
+            "bands": 2,
+            "rows": 2,
+            "value_bits": 32,
+            "multipliers": [f"{m:016x}" for m in small.multipliers.tolist()],
+            "offsets": [f"{o:016x}" for o in small.offsets.tolist()],
+            "keys": [f"{k:016x}" for k in small.keys(np.array(SMALL_BAND_SKETCH, dtype=np.uint32)).tolist()],
+        }
+    ]
+    for name, bands, rows, bits in BAND_LAYOUTS:
+        values = ValueBits(bits).reduce(mh.minhash(DOCUMENTS[name], implementation="python").values)
+        keys = BandHasher(bands, rows).keys(np.ascontiguousarray(values))
+        out.append(
+            {
+                "document": name,
+                "bands": bands,
+                "rows": rows,
+                "value_bits": bits,
+                "keys": [f"{k:016x}" for k in keys.tolist()],
+            }
+        )
+    return out
 
 
 def build_vectors() -> dict:
@@ -89,7 +171,7 @@ def build_vectors() -> dict:
         toks = tokens(text)
         sh = shingles(toks, ref.SHINGLE)
         sketch = mh.minhash(text, implementation="python")
-        entry = {"name": name, "text": text, "token_count": len(toks)}
+        entry = {"name": name, "text": text, "token_count": len(toks), "distinct_shingles": len(set(sh))}
         if len(toks) <= 40:
             entry["tokens"] = toks
             entry["shingles"] = sh
@@ -114,6 +196,19 @@ def build_vectors() -> dict:
             for t in (1, 2, 3)
         ],
         "documents": docs,
+        "sparse": [_sparse_vector(name, text, k) for name, (text, k) in SPARSE.items()],
+        "value_bits": _value_bits_vectors(),
+        "min_equal": [
+            {"bits": bits, "num_values": 128, "threshold": t, "min_equal": ValueBits(bits).min_equal(t, 128)}
+            for bits in (8, 16, 32)
+            for t in (0.5, 0.8, 0.9)
+        ],
+        "band_params": [
+            {"threshold": t, "num_values": 128, "weights": list(DEFAULT_WEIGHTS), "bands": b, "rows": r}
+            for t in (0.5, 0.8, 0.9)
+            for b, r in [optimal_params(t, 128, DEFAULT_WEIGHTS)]
+        ],
+        "bands": _band_vectors(),
     }
 
 
@@ -173,6 +268,71 @@ def test_spec_pseudocode_reproduces_the_vectors(vectors):
     for d in vectors["documents"]:
         hashes = [fp.jenkins64(s.encode("utf-8")) for s in shingles(tokens(d["text"]), 3)]
         assert namespace["sketch"](hashes, 128) == d["values"], d["name"]
+    for d in vectors["sparse"]:
+        hashes = [int(h, 16) for h in d["shingle_hashes"]]
+        expected = mh.MinHash.from_text(d["text_form"]).values.tolist()
+        assert namespace["sketch"](hashes, d["num_values"]) == expected, d["name"]
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_sparse_vectors(vectors, implementation):
+    for d in vectors["sparse"]:
+        text, k = d["text"], d["num_values"]
+        assert shingles(tokens(text), 3) == d["shingles"]
+        hashes = mh.shingle_hashes(text, implementation=implementation)
+        assert [f"{h:016x}" for h in hashes] == d["shingle_hashes"], d["name"]
+        sketch = mh.minhash(text, k, implementation=implementation)
+        assert sketch.to_text() == d["text_form"] and mh.MinHash.from_text(d["text_form"]) == sketch
+        for entry in d["filled"]:
+            assert sketch.values[entry["bin"]] == entry["value"]
+        for entry in d["fallback_examples"]:
+            assert sketch.values[entry["bin"]] == sketch.values[entry["from"]]
+
+
+def test_value_bits_vectors(vectors):
+    docs = {d["name"]: np.array(d["values"], dtype=np.uint32) for d in vectors["documents"]}
+    for v in vectors["value_bits"]:
+        bits, a, b = v["bits"], docs[v["a"]], docs[v["b"]]
+        low = (1 << bits) - 1
+        assert int(np.count_nonzero((a & low) == (b & low))) == v["equal"]
+        # §5: P = equal / k, C = 2**-bits (0 at 32 bits), estimate max(0, (P - C) / (1 - C)) in doubles
+        share, chance = v["equal"] / 128, (0.0 if bits == 32 else 2.0**-bits)
+        assert max(0.0, (share - chance) / (1.0 - chance)) == v["estimate"]
+        assert ValueBits(bits).similarity(v["equal"], 128) == v["estimate"]
+        verdict = Rule(value_bits=bits).compare_values(0, 0, a, b)  # what every index applies
+        assert verdict.similarity == v["estimate"]
+    for v in vectors["min_equal"]:
+        assert ValueBits(v["bits"]).min_equal(v["threshold"], v["num_values"]) == v["min_equal"]
+
+
+def test_band_param_vectors(vectors):
+    for v in vectors["band_params"]:
+        got = optimal_params(v["threshold"], v["num_values"], tuple(v["weights"]))
+        assert got == (v["bands"], v["rows"])
+
+
+def _vector_band_sketch(vector: dict, docs: dict[str, list[int]]) -> np.ndarray:
+    values = np.array(vector["sketch"] if "sketch" in vector else docs[vector["document"]], dtype=np.uint32)
+    return ValueBits(vector["value_bits"]).reduce(values)
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "numpy"])
+def test_band_key_vectors(vectors, native, monkeypatch):
+    from scrapy_simhash.index import lsh_bands
+
+    if native and lsh_bands._native_keys is None:
+        pytest.skip("the _probe extension is not built")
+    if not native:
+        monkeypatch.setattr(lsh_bands, "_native_keys", None)
+    docs = {d["name"]: d["values"] for d in vectors["documents"]}
+    for v in vectors["bands"]:
+        hasher = BandHasher(v["bands"], v["rows"])
+        if "multipliers" in v:
+            assert [f"{m:016x}" for m in hasher.multipliers.tolist()] == v["multipliers"]
+            assert [f"{o:016x}" for o in hasher.offsets.tolist()] == v["offsets"]
+        sketch = _vector_band_sketch(v, docs)
+        assert [f"{k:016x}" for k in hasher.keys(sketch).tolist()] == v["keys"]
+        assert [f"{k:016x}" for k in hasher.keys_many(np.stack([sketch, sketch]))[1].tolist()] == v["keys"]
 
 
 def test_vector_edge_cases_are_defined(vectors):
@@ -184,6 +344,44 @@ def test_vector_edge_cases_are_defined(vectors):
     assert docs["three-tokens"]["shingles"] == ["one two three"]
     assert docs["chinese"]["tokens"][:3] == ["中华", "华人", "人民"]
     assert mh.minhash("").is_empty and not mh.minhash("hello").is_empty
+
+
+def test_vectors_pin_each_tokenization_rule(vectors):
+    # Written out by hand from docs/minhash-doc-1.md §1, not from the code.
+    docs = {d["name"]: d for d in vectors["documents"]}
+    # Script, not Script_Extensions: U+30FC (Script=Common) ends a stretch and is a token of its own.
+    assert docs["script-not-script-extensions"]["tokens"] == ["コ", "ー", "ヒ", "ー", "を飲", "飲む"]
+    # A stretch mixes the seven scripts freely.
+    assert docs["mixed-script-stretch"]["tokens"] == ["ab", "中文", "文ภ", "ภา", "าษ", "ษา"]
+    # Every bigram or single character of a stretch is a token, letter or not; the pieces around a
+    # stretch need a letter; a run without a letter is dropped before any of this.
+    assert docs["letterless-pieces"]["tokens"] == ["abc", "๑๒", "def", "ที", "ี่", "中", "文"]
+    # NFC first, then casefold, and the casefolded text is not normalised again.
+    assert docs["casefold-not-renormalized"]["tokens"] == [
+        "j\u030c",
+        "i\u0307stanbul",
+        "fine",
+        "\u03b9\u0308\u0301",
+    ]
+
+
+def test_long_vectors_are_real_text(vectors):
+    docs = {d["name"]: d for d in vectors["documents"]}
+    for name in ("long", "long-edited"):
+        assert docs[name]["token_count"] >= 1000
+        assert len(set(shingles(tokens(docs[name]["text"]), 3))) >= 900
+        assert len(set(docs[name]["values"])) >= 120  # every bin filled by a shingle of its own
+    equal = np.count_nonzero(np.array(docs["long"]["values"]) == np.array(docs["long-edited"]["values"]))
+    assert 0.85 < equal / 128 < 1  # one sentence changed, comments appended
+
+
+def test_sparse_vectors_cover_4096_values_and_the_fallback(vectors):
+    sparse = vectors["sparse"]
+    assert {(v["num_values"], len(v["shingles"])) for v in sparse} >= {(4096, 2), (4096, 3)}
+    for vector in sparse:
+        assert vector["probed_bins"] + vector["fallback_bins"] + len(vector["filled"]) == vector["num_values"]
+        assert vector["fallback_bins"] > 0 and vector["probed_bins"] > 0
+        assert any(e["from"] < e["bin"] for e in vector["fallback_examples"])  # wrapped around to the start
 
 
 # --------------------------------------------------------------------------------------------------

@@ -335,6 +335,19 @@ def test_band_key_vectors(vectors, native, monkeypatch):
         assert [f"{k:016x}" for k in hasher.keys_many(np.stack([sketch, sketch]))[1].tolist()] == v["keys"]
 
 
+def test_spec_band_keys_reproduce_the_vectors(vectors):
+    # The band-key block of docs/minhash-doc-1.md, run as written: the spec alone gives the keys.
+    doc = (Path(__file__).parent.parent / "docs" / "minhash-doc-1.md").read_text(encoding="utf-8")
+    block = re.search(r"```python\n(M64 = .*?)```", doc, re.S).group(1)
+    namespace: dict = {}
+    exec(block, namespace)
+    docs = {d["name"]: d["values"] for d in vectors["documents"]}
+    for v in vectors["bands"]:
+        values = [int(x) for x in _vector_band_sketch(v, docs)]
+        keys = namespace["band_keys"](values, v["bands"], v["rows"])
+        assert [f"{k:016x}" for k in keys] == v["keys"]
+
+
 def test_vector_edge_cases_are_defined(vectors):
     docs = {d["name"]: d for d in vectors["documents"]}
     assert docs["empty"]["values"] == [0xFFFFFFFF] * 128

@@ -8,6 +8,7 @@ bands, threshold ties and replacements happen constantly (as in test_minhash_ind
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import uuid
 from pathlib import Path
@@ -219,6 +220,39 @@ def test_real_sketches_and_defaults(uri: str) -> None:
         assert [m.key for m in index.query(a)] == ["a", "b"]
         assert index.stats()["size"] == 2 and index.stats()["redis_used_memory"] > 0
         index.clear(reopen=False)
+
+
+VECTORS = Path(__file__).parent / "data" / "minhash-doc-1-vectors.json"
+
+
+@pytest.mark.parametrize("buckets", BUCKET_KINDS)
+def test_buckets_are_named_by_the_band_keys_of_the_scheme_vectors(server: RedisServer, buckets: str) -> None:
+    """docs/minhash-doc-1.md §7: a second implementation sharing the namespace finds a document's
+    buckets by band number and 64-bit key, as the committed vectors give them."""
+    vectors = json.loads(VECTORS.read_text(encoding="utf-8"))
+    documents = {d["name"]: d["values"] for d in vectors["documents"]}
+    for vector in (v for v in vectors["bands"] if "document" in v):
+        prefix = f"mh-{uuid.uuid4().hex[:12]}"
+        options = {"bands": vector["bands"], "rows": vector["rows"], "value_bits": vector["value_bits"]}
+        with open_index(f"{server.url}?prefix={prefix}", kind="minhash", buckets=buckets, **options) as index:
+            index.add("doc", np.array(documents[vector["document"]], dtype=np.uint32))
+            client = server.client()
+            try:
+                epoch = client.hget(f"simhash:{{{prefix}}}:config", "epoch").decode()
+                base = f"simhash:{{{prefix}}}:m:{epoch}:"
+                if buckets == "set":
+                    names = {name.decode() for name in client.scan_iter(match=f"{base}b:*", count=1000)}
+                    assert names == {f"{base}b:{t}:{key}" for t, key in enumerate(vector["keys"])}
+                else:
+                    fields = {
+                        (name.decode(), field.hex())
+                        for name in client.scan_iter(match=f"{base}h:*", count=1000)
+                        for field in client.hkeys(name)
+                    }
+                    assert fields == {(f"{base}h:{t}", key) for t, key in enumerate(vector["keys"])}
+            finally:
+                client.close()
+            index.clear(reopen=False)
 
 
 def test_a_bad_item_stores_nothing(uri: str) -> None:

@@ -34,7 +34,7 @@ SCHEME = "minhash-doc/1"
 """Label of the scheme; stored and written sketches carry it."""
 
 DEFAULT_NUM_VALUES = 128
-"""Values per sketch: mean absolute error 0.026 on real pairs, 0.039 at 64 (docs/minhash-doc-1.md §8)."""
+"""Values per sketch: mean absolute error 0.026 on real pairs, 0.039 at 64 (docs/minhash-doc-1.md §9)."""
 
 MAX_NUM_VALUES = 4096
 SHINGLE = _ref.SHINGLE

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from scrapy_simhash import SimhashIndex
 from scrapy_simhash.crawl_index import open_crawl_index
 from scrapy_simhash.index import IndexCorruptError, IndexLockedError, SimhashIndexError
-from scrapy_simhash.index.storage import to_signed
+from scrapy_simhash.index.integrity import row_check
+from scrapy_simhash.index.storage import to_signed, to_unsigned
 
 WRITER = r"""
 import sys
@@ -187,8 +188,10 @@ def test_raw_sqlite_and_json_errors_become_index_corrupt(tmp_path: Path, damage:
     rows = _fill(path)
     with SimhashIndex(path) as index:
         with sqlite3.connect(path / "index.sqlite3") as conn:  # behind the open index's back
-            if damage == "bad-json":  # an unverified row (as in an index older than checksums)
-                conn.execute("UPDATE entries SET meta = '{\"i\": ', chk = NULL WHERE key = 'k3'")
+            if damage == "bad-json":  # signed as it is: its checksum cannot tell
+                seq, h = conn.execute("SELECT seq, simhash FROM entries WHERE key = 'k3'").fetchone()
+                check = to_signed(row_check(seq, to_unsigned(h), "k3", '{"i": '))
+                conn.execute("UPDATE entries SET meta = '{\"i\": ', chk = ? WHERE key = 'k3'", (check,))
             else:
                 conn.execute("ALTER TABLE entries RENAME TO gone")
         for call in (lambda: index.get("k3"), lambda: index.query(rows["k3"]), lambda: list(index)):
@@ -243,12 +246,14 @@ def test_loss_after_a_reboot_with_synchronous_normal_is_only_a_warning(
 
 
 def test_index_without_checksums_opens_and_migrates(tmp_path: Path) -> None:
-    """An index written before row checksums: its rows stay unverified, new rows are verified."""
+    """An index written before row checksums (none of their markers: no ``chk`` column, no settings
+    check, no format): its rows stay unverified, new rows are verified, and only the old rows may
+    lack a checksum."""
     path = tmp_path / "ix"
     rows = _fill(path)
     with sqlite3.connect(path / "index.sqlite3") as conn:
         conn.execute("ALTER TABLE entries DROP COLUMN chk")
-        conn.execute("DELETE FROM settings WHERE name = 'check'")
+        conn.execute("DELETE FROM settings WHERE name IN ('check', 'format')")
     (path / "COMMITTED").unlink()
     with SimhashIndex(path, read_only=True) as index:
         assert {m.key: m.simhash for m in index} == rows
@@ -260,6 +265,150 @@ def test_index_without_checksums_opens_and_migrates(tmp_path: Path) -> None:
         assert checks["new"] is not None and checks["k3"] is None
         conn.execute("UPDATE entries SET simhash = 7 WHERE key = 'new'")
     with pytest.raises(IndexCorruptError, match="checksum"):  # a newer row: read at open
+        SimhashIndex(path)
+    with sqlite3.connect(path / "index.sqlite3") as conn:
+        assert dict(conn.execute("SELECT name, value FROM settings").fetchall())["unchecked_upto"] == "200"
+        conn.execute("UPDATE entries SET chk = NULL, simhash = ? WHERE key = 'new'", (to_signed(0xFEED),))
+    with pytest.raises(IndexCorruptError, match="has no checksum"):  # only the old rows may lack one
+        SimhashIndex(path)
+
+
+# -- a checksum that damage cannot switch off --------------------------------------------------------
+@pytest.mark.parametrize("change", ["", "simhash = simhash + 1", 'meta = \'{"i": "forged"}\''])
+@pytest.mark.parametrize("where", ["base", "delta"])
+def test_a_null_row_checksum_in_a_checksummed_index_is_damage(
+    tmp_path: Path, where: str, change: str
+) -> None:
+    """Only rows written before checksums existed may lack one: a NULL ``chk`` elsewhere cannot hide
+    a changed row."""
+    path = tmp_path / "ix"
+    rows = _fill(path)
+    key = "k3" if where == "base" else "k150"
+    with sqlite3.connect(path / "index.sqlite3") as conn:
+        conn.execute(
+            f"UPDATE entries SET {', '.join(filter(None, ['chk = NULL', change]))} WHERE key = ?", (key,)
+        )
+    if where == "delta":  # read at open to build the in-memory tables
+        for read_only in (False, True):
+            with pytest.raises(IndexCorruptError, match="has no checksum"):
+                SimhashIndex(path, read_only=read_only)
+        return
+    with SimhashIndex(path) as index:
+        for call in (lambda: index.get(key), lambda: index.query(rows[key]), lambda: list(index)):
+            with pytest.raises(IndexCorruptError, match="has no checksum"):
+                call()
+
+
+def _verified_pages(path: Path, n: int = 12) -> list[str]:
+    from scrapy_simhash.index import open_index
+
+    rng = np.random.default_rng(3)
+    keys = [f"https://example.org/{i}" for i in range(n)]
+    with open_index(path) as index:
+        index.add_many(
+            [
+                (i + 1, key, {"i": i}, rng.integers(0, 2**32, size=128, dtype=np.uint32))
+                for i, key in enumerate(keys)
+            ]
+        )
+    return keys
+
+
+@pytest.mark.parametrize("damage", ["chk = NULL, sketch = zeroblob(128)", "sketch = NULL"])
+def test_a_changed_or_dropped_sketch_is_found_when_the_verified_index_opens(
+    tmp_path: Path, damage: str
+) -> None:
+    """A sketch set to NULL is caught at open, as a flipped or short one is, not at the row's first read;
+    nor does a NULL checksum hide a changed sketch."""
+    from scrapy_simhash.index import open_index
+
+    path = tmp_path / "ix"
+    keys = _verified_pages(path)
+    with sqlite3.connect(path / "index.sqlite3") as conn:
+        conn.execute(f"UPDATE entries SET {damage} WHERE key = ?", (keys[5],))
+    for read_only in (False, True):
+        with pytest.raises(IndexCorruptError, match="checksum"):
+            open_index(path, read_only=read_only)
+
+
+@pytest.mark.parametrize("deleted", [["check"], ["check", "format"]])
+@pytest.mark.parametrize("read_only", [False, True])
+def test_a_missing_settings_check_is_damage_not_signed_again(
+    tmp_path: Path, deleted: list[str], read_only: bool
+) -> None:
+    """Deleting the settings' check does not make changed settings (k 3 -> 2) acceptable: only a
+    database written before checksums may lack it, and this one has checksummed rows."""
+    path = tmp_path / "ix"
+    _fill(path)
+    db = path / "index.sqlite3"
+    with sqlite3.connect(db) as conn:
+        conn.executemany("DELETE FROM settings WHERE name = ?", [(name,) for name in deleted])
+        conn.execute("UPDATE settings SET value = '2' WHERE name = 'k'")
+    with pytest.raises(IndexCorruptError, match="settings"):
+        SimhashIndex(path, read_only=read_only)
+    with sqlite3.connect(db) as conn:  # and nothing was signed in their place
+        assert conn.execute("SELECT count(*) FROM settings WHERE name = 'check'").fetchone()[0] == 0
+
+
+def test_settings_record_the_format_and_a_foreign_one_is_refused(tmp_path: Path) -> None:
+    from scrapy_simhash.index import IndexSettingsError
+    from scrapy_simhash.index.database import settings_check
+
+    path = tmp_path / "ix"
+    _fill(path)
+    db = path / "index.sqlite3"
+    with sqlite3.connect(db) as conn:
+        stored = dict(conn.execute("SELECT name, value FROM settings WHERE name != 'check'").fetchall())
+        assert stored["format"] == "2" and "unchecked_upto" not in stored
+        stored["format"] = "3"  # written by a later version, signed as it would sign it
+        conn.execute("DELETE FROM settings")
+        conn.executemany(
+            "INSERT INTO settings VALUES (?, ?)", [*stored.items(), ("check", settings_check(stored))]
+        )
+    with pytest.raises(IndexSettingsError, match="format 3"):
+        SimhashIndex(path)
+
+
+def _as_before_the_format_setting(db: Path, null_keys: tuple[str, ...] = ()) -> None:
+    """A database as versions that checksummed rows but recorded no format wrote it (rows an even older
+    version wrote, which that one migrated, have no checksum)."""
+    from scrapy_simhash.index.database import settings_check
+
+    with sqlite3.connect(db) as conn:
+        conn.executemany("UPDATE entries SET chk = NULL WHERE key = ?", [(key,) for key in null_keys])
+        stored = dict(conn.execute("SELECT name, value FROM settings").fetchall())
+        for name in ("check", "format", "unchecked_upto"):
+            stored.pop(name, None)
+        conn.execute("DELETE FROM settings")
+        conn.executemany(
+            "INSERT INTO settings VALUES (?, ?)", [*stored.items(), ("check", settings_check(stored))]
+        )
+
+
+def test_an_index_written_before_the_format_setting_gets_it_and_keeps_its_unverified_rows(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ix"
+    rows = _fill(path)
+    db = path / "index.sqlite3"
+    _as_before_the_format_setting(db, null_keys=("k1", "k2"))
+    with SimhashIndex(path, read_only=True) as index:  # a reader changes nothing
+        assert {m.key: m.simhash for m in index} == rows
+    with SimhashIndex(path) as index:
+        assert {m.key: m.simhash for m in index} == rows
+        stored = index._store.settings()
+    with sqlite3.connect(db) as conn:
+        seq2 = conn.execute("SELECT seq FROM entries WHERE key = 'k2'").fetchone()[0]
+        assert (stored["format"], stored["unchecked_upto"]) == ("2", str(seq2))
+        conn.execute("UPDATE entries SET chk = NULL WHERE key = 'k4'")  # after the last unverified row
+    with SimhashIndex(path) as index:
+        assert index.get("k2") is not None
+        with pytest.raises(IndexCorruptError, match="has no checksum"):
+            index.get("k4")
+    _as_before_the_format_setting(db)
+    with pytest.raises(IndexCorruptError, match="settings"):  # and the check deleted: damage
+        with sqlite3.connect(db) as conn:
+            conn.execute("DELETE FROM settings WHERE name = 'check'")
         SimhashIndex(path)
 
 
@@ -351,7 +500,7 @@ def test_batch_checksums_equal_row_checksums(
 ) -> None:
     """The vectorised checksums written by add_many are the ones every read verifies row by row; a
     row's sketch is covered, a row without one checks as before sketches existed."""
-    from scrapy_simhash.index.integrity import bad_rows, row_check, row_checks, stored_row_checks
+    from scrapy_simhash.index.integrity import bad_rows, row_checks, stored_row_checks
 
     checks = row_checks(start, items)
     assert checks == [to_signed(row_check(start + i, *row[:3], row[3])) for i, row in enumerate(items)]

@@ -10,12 +10,16 @@ Tables:
 - ``entries(seq, key, simhash, meta, chk, sketch)``: ``seq`` is the insertion order (age), never
   reused (AUTOINCREMENT; a removal advances it too, so every acknowledged write moves the high-water
   mark), so a derived table file can refer to rows by ``seq``. ``chk`` is the row's checksum
-  (:mod:`.integrity`), verified whenever the row is read; NULL in rows of older indexes.
+  (:mod:`.integrity`), verified whenever the row is read; NULL only in rows written before checksums
+  existed (seq up to the setting ``unchecked_upto``): anywhere else a NULL is damage.
   ``sketch``: the page's minhash sketch as the verified index keeps it (:mod:`.sketch_column`), or
   NULL: in the page's own row, so that a page and its sketch are one write and the key is stored once.
 - ``tombstones(seq)``: rows removed since the table files were last written; they tell
   the reopened index which rows of the files to ignore.
-- ``settings(name, value)``: layout, k, the database's identity, and ``check``: their CRC-32.
+- ``settings(name, value)``: layout, k, the database's identity, ``format`` (:data:`FORMAT`),
+  ``unchecked_upto`` (only in a database that had rows before checksums), and ``check``: their CRC-32.
+
+Which database may lack checksums, and how it is recognised: :mod:`.store_format`.
 
 Any SQLite or JSON error while reading means a damaged database and is raised as
 :class:`IndexCorruptError` naming the file.
@@ -33,9 +37,10 @@ from typing import Any
 
 import numpy as np
 
-from .base import IndexCorruptError
+from .base import IndexCorruptError, IndexSettingsError
 from .database import RowDatabase, check_synchronous, connect, settings_check
 from .integrity import CommitMark, bad_rows, check_sqlite, row_check, row_checks, stored_row_checks
+from .store_format import FORMAT, UNCHECKED_ALL, settle_format
 
 SIGN = 1 << 63
 WRAP = 1 << 64
@@ -92,7 +97,10 @@ class Store(RowDatabase):
             self._prepare_schema()
             with self.snapshot():  # reads high and live
                 pass
-        except IndexCorruptError:
+            self.unchecked_upto = settle_format(self, self._chk == "chk")
+            """Rows with a seq up to this may lack a checksum (:mod:`.store_format`)."""
+            self._set_columns(not self.read_only or self._chk == "chk")
+        except (IndexCorruptError, IndexSettingsError):
             self.conn.close()
             raise
         except sqlite3.DatabaseError as exc:
@@ -105,8 +113,9 @@ class Store(RowDatabase):
         self.next_seq = self.high + 1
 
     def _prepare_schema(self) -> None:
-        """Create a new database's tables; refuse a database without them; add ``chk`` and ``sketch``
-        to old ones (their rows keep NULL: unverified, without sketch)."""
+        """Create a new database's tables; refuse a database without them; add ``sketch`` to old ones
+        (their rows keep NULL: without sketch). A missing ``chk`` is added by
+        :func:`.store_format.settle_format`."""
         tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if not tables and not self.read_only:
             self.conn.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} COMMIT;")
@@ -114,12 +123,14 @@ class Store(RowDatabase):
         if not tables >= _TABLES:
             raise sqlite3.DatabaseError(f"tables {sorted(_TABLES - tables)} are missing")
         columns = {r[1] for r in self.conn.execute("PRAGMA table_info(entries)")}
-        for name, kind in (("chk", "INTEGER"), ("sketch", "BLOB")):
-            if name not in columns and not self.read_only:
-                self.conn.execute(f"ALTER TABLE entries ADD COLUMN {name} {kind}")
-                columns.add(name)
-        self._chk = "chk" if "chk" in columns else "NULL"
+        if "sketch" not in columns and not self.read_only:
+            self.conn.execute("ALTER TABLE entries ADD COLUMN sketch BLOB")
+            columns.add("sketch")
         self._sketch = "sketch" if "sketch" in columns else "NULL"
+        self._set_columns("chk" in columns)
+
+    def _set_columns(self, with_chk: bool) -> None:
+        self._chk = "chk" if with_chk else "NULL"
         self._columns = f"seq, key, simhash, meta, {self._chk}, {self._sketch}"
         """What every read of whole rows selects: all that :meth:`_verified` checks."""
 
@@ -148,28 +159,29 @@ class Store(RowDatabase):
             self.mark.write(self.high, self.live)
 
     # settings
-    def _read_settings(self) -> dict[str, str]:
+    def stored_settings(self) -> dict[str, str]:
+        """The settings rows as they are (``check`` included), unverified."""
         with self._reading():
             return dict(self.conn.execute("SELECT name, value FROM settings").fetchall())
 
     def settings(self) -> dict[str, str]:
-        """The settings, verified against their stored CRC-32 (absent in older indexes)."""
-        stored = self._read_settings()
+        """The settings, verified against their stored CRC-32 (absent only in a database written
+        before checksums, opened read-only: :mod:`.store_format`)."""
+        stored = self.stored_settings()
         check = stored.pop("check", None)
+        if check is None and stored and self.unchecked_upto != UNCHECKED_ALL:
+            raise self.damaged("the settings lack their checksum")
         if check is not None and check != settings_check(stored):
             raise self.damaged("the settings fail their checksum")
-        if check is None and stored and not self.read_only:
-            with self._transaction():
-                self.conn.execute("INSERT INTO settings VALUES ('check', ?)", (settings_check(stored),))
         return stored
 
     def init_settings(self, values: dict[str, str]) -> dict[str, str]:
         """Write settings for a new database (once); returns the stored ones."""
         with self._transaction():
-            current = self._read_settings()
+            current = self.stored_settings()
             current.pop("check", None)
             if not current:
-                current = self._add_settings({**values, "db_id": uuid.uuid4().hex})
+                current = self.add_settings({**values, "format": str(FORMAT), "db_id": uuid.uuid4().hex})
         return current
 
     # writes
@@ -255,7 +267,10 @@ class Store(RowDatabase):
         self, seq: int, key: str, h: int, meta: str | None, chk: int | None, sketch: bytes | None = None
     ) -> dict[str, Any]:
         """The row's meta, after checking the row (sketch included) against its checksum."""
-        if chk is not None and to_unsigned(chk) != row_check(seq, to_unsigned(h), key, meta, sketch):
+        if chk is None:
+            if seq > self.unchecked_upto:
+                raise self.damaged(f"row {seq} ({key!r}) has no checksum")
+        elif to_unsigned(chk) != row_check(seq, to_unsigned(h), key, meta, sketch):
             raise self.damaged(f"row {seq} ({key!r}) fails its checksum")
         return _meta(meta)
 
@@ -348,9 +363,10 @@ class Store(RowDatabase):
                     break
                 block = np.array(chunk, dtype=np.int64)
                 seqs, hashes = block[:, 0].copy(), block[:, 1].view(np.uint64).copy()
-                bad = bad_rows(seqs, hashes, block[:, 2])
+                bad = bad_rows(seqs, hashes, block[:, 2], self.unchecked_upto)
                 if bad.size:
-                    raise self.damaged(f"row {int(seqs[bad[0]])} fails its checksum")
+                    what = "has no checksum" if block[bad[0], 2] == 0 else "fails its checksum"
+                    raise self.damaged(f"row {int(seqs[bad[0]])} {what}")
                 seqs_parts.append(seqs)
                 hash_parts.append(hashes)
         if not seqs_parts:
@@ -384,28 +400,38 @@ class Store(RowDatabase):
 
     # the sketch column (the verified index's: :mod:`.sketch_column`)
     def sketches(self, batch: int = 50_000) -> Iterator[list[tuple[int, str, bytes]]]:
-        """Every row's ``(seq, key, sketch)`` that has a sketch, in seq order, each row verified whole,
-        in lists of ``batch``."""
+        """Every row's ``(seq, key, sketch)`` that has a sketch, in seq order, in lists of ``batch``.
+
+        Every row is verified whole, those without a sketch too: a sketch set to NULL is damage found
+        here, at open, as a changed one is (not at the row's first read). Meta is not decoded.
+        """
         if self._sketch == "NULL":
             return
         with self._reading():
-            cursor = self.conn.execute(
-                f"SELECT {self._columns} FROM entries WHERE sketch IS NOT NULL ORDER BY seq"
-            )
+            cursor = self.conn.execute(f"SELECT {self._columns} FROM entries ORDER BY seq")
             while chunk := cursor.fetchmany(batch):
                 for row in chunk:
                     if (
-                        not isinstance(row[5], bytes)
+                        not isinstance(row[5], bytes | None)
                         or not isinstance(row[0], int)
                         or not isinstance(row[2], int)
                     ):
                         raise self.damaged(f"row {row[0]} ({row[1]!r}) holds a value of the wrong type")
                 stored = np.fromiter((0 if row[4] is None else row[4] for row in chunk), np.int64, len(chunk))
-                bad = np.flatnonzero((stored != 0) & (stored.view(np.uint64) != stored_row_checks(chunk)))
-                if bad.size:  # (rows without a check are unverified, as everywhere; meta is not decoded)
+                seqs = np.fromiter((row[0] for row in chunk), np.int64, len(chunk))
+                bad = np.flatnonzero(
+                    np.where(
+                        stored == 0,
+                        seqs > self.unchecked_upto,
+                        stored.view(np.uint64) != stored_row_checks(chunk),
+                    )
+                )
+                if bad.size:
                     seq, key = chunk[int(bad[0])][:2]
-                    raise self.damaged(f"row {seq} ({key!r}) fails its checksum")
-                yield [(row[0], row[1], row[5]) for row in chunk]
+                    what = "has no checksum" if stored[bad[0]] == 0 else "fails its checksum"
+                    raise self.damaged(f"row {seq} ({key!r}) {what}")
+                if out := [(row[0], row[1], row[5]) for row in chunk if row[5] is not None]:
+                    yield out
 
     def set_sketches(
         self, items: Sequence[tuple[str, bytes | None]], settings: dict[str, str] | None = None
@@ -427,14 +453,15 @@ class Store(RowDatabase):
                 self.conn.execute(update, (sketch, to_signed(row_check(seq, h, key, meta, sketch)), seq))
                 changed[key] = seq
             if settings:
-                self._add_settings(settings)
+                self.add_settings(settings)
             self._advance_sequence()
         self.next_seq += 1
         self._marked()
         return changed
 
-    def _add_settings(self, values: dict[str, str]) -> dict[str, str]:
-        current = self._read_settings()
+    def add_settings(self, values: dict[str, str]) -> dict[str, str]:
+        """Add (or change) settings and sign them again, in the caller's transaction."""
+        current = self.stored_settings()
         current.pop("check", None)
         current.update(values)
         self.conn.execute("DELETE FROM settings")

@@ -201,26 +201,60 @@ def test_index_export_piped_reports_rows_written(index_dir: Path) -> None:
     result = run_piped(command("index", "export", str(index_dir)))
     assert result.returncode == 0, result.stderr
     assert len([json.loads(line) for line in result.stdout.splitlines()]) == 200
-    assert result.stderr == "export: 200 of 200 rows, elapsed 00:00, done\n"
+    assert re.fullmatch(r"export: 200 of 200 rows, elapsed \d\d:\d\d, done\n", result.stderr)
     quiet = run_piped(command("index", "export", str(index_dir), "--no-progress"))
     assert quiet.stdout == result.stdout and quiet.stderr == ""
 
 
+class StepClock:
+    """A clock the test moves: ``now`` seconds, read by the progress display instead of time."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_plain_row_lines_show_the_elapsed_time_of_the_clock_and_come_every_interval() -> None:
+    clock = StepClock()
+    stream = io.StringIO()
+    rows = RowProgress("export", 5, stream=stream, terminal=False, clock=clock)
+    for step in (4, 7, 2):  # 4 s, then 11 s (a line: 10 s since the start), then 13 s
+        clock.now += step
+        rows.update()
+    clock.now += 3661 - 13
+    rows.close()
+    assert (
+        stream.getvalue()
+        == "export: 2 of 5 rows, elapsed 00:11\nexport: 3 of 5 rows, elapsed 1:01:01, done\n"
+    )
+
+
 def test_rows_that_stop_on_an_error_say_stopped_not_done() -> None:
+    clock = StepClock()
+
     def rows() -> Iterator[int]:
         yield 1
+        clock.now += 3
         yield 2
+        clock.now += 62
         raise OSError("disk gone")
 
     stream = io.StringIO()
     with pytest.raises(OSError):
-        for _row in RowProgress("export", 5, stream=stream, terminal=False).wrap(rows()):
+        for _row in RowProgress("export", 5, stream=stream, terminal=False, clock=clock).wrap(rows()):
             pass
-    assert stream.getvalue() == "export: 2 of 5 rows, elapsed 00:00, stopped\n"
+    assert stream.getvalue() == "export: 2 of 5 rows, elapsed 01:05, stopped\n"
     stream = io.StringIO()
-    with pytest.raises(KeyError), elapsed_spinner("compacting", stream=stream, terminal=False):
+    with pytest.raises(KeyError), elapsed_spinner("compacting", stream=stream, terminal=False, clock=clock):
+        clock.now += 125
         raise KeyError("x")
-    assert stream.getvalue() == "compacting: stopped, elapsed 00:00\n"
+    assert stream.getvalue() == "compacting: stopped, elapsed 02:05\n"
+    stream = io.StringIO()
+    with elapsed_spinner("compacting", stream=stream, terminal=False, clock=clock):
+        clock.now += 7
+    assert stream.getvalue() == "compacting: done, elapsed 00:07\n"
 
 
 def test_index_export_and_compact_on_a_terminal(index_dir: Path, tmp_path: Path) -> None:

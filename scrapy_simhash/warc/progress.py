@@ -16,7 +16,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
@@ -84,6 +84,7 @@ class Progress:
         stream: TextIO | None = None,
         interval: float | None = None,
         terminal: bool | None = None,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.stream = stream or sys.stderr
         self.enabled = enabled
@@ -95,7 +96,9 @@ class Progress:
         self.pages = 0
         self.total_bytes = 0
         self.current: str | None = None
-        self.started = time.perf_counter()
+        self.clock = clock
+        """Seconds, for elapsed time and redraw intervals (a test gives its own)."""
+        self.started = clock()
         self._sizes: dict[str, int] = {}
         self._done_bytes = 0
         self._position = 0
@@ -107,7 +110,7 @@ class Progress:
 
     @property
     def elapsed(self) -> float:
-        return max(time.perf_counter() - self.started, 1e-9)
+        return max(self.clock() - self.started, 1e-9)
 
     @property
     def rate(self) -> float:
@@ -188,7 +191,7 @@ class Progress:
     def _tick(self) -> None:
         if not self.enabled or self._finished:
             return
-        now = time.perf_counter()
+        now = self.clock()
         if now - self._drawn >= self.interval:
             self._drawn = now
             self._draw()
@@ -258,6 +261,7 @@ class RowProgress:
         stream: TextIO | None = None,
         interval: float | None = None,
         terminal: bool | None = None,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.label = label
         self.total = total
@@ -266,7 +270,9 @@ class RowProgress:
         self.terminal = is_terminal(self.stream) if terminal is None else terminal
         self.interval = _interval(interval, self.terminal)
         self.rows = 0
-        self.started = time.perf_counter()
+        self.clock = clock
+        """Seconds, for elapsed time and redraw intervals (a test gives its own)."""
+        self.started = clock()
         self._drawn = self.started
         self._bar: tqdm | None = None
         if enabled and self.terminal:
@@ -276,7 +282,7 @@ class RowProgress:
             )  # fmt: skip
 
     def line(self) -> str:
-        elapsed = time.perf_counter() - self.started
+        elapsed = self.clock() - self.started
         done = f"{self.rows:,}" + (f" of {self.total:,}" if self.total is not None else "")
         return f"{self.label}: {done} rows, elapsed {format_seconds(elapsed)}"
 
@@ -285,7 +291,7 @@ class RowProgress:
         if self._bar is not None:
             self._bar.update(rows)
         elif self.enabled and not self.terminal:
-            now = time.perf_counter()
+            now = self.clock()
             if now - self._drawn >= self.interval:
                 self._drawn = now
                 print(self.line(), file=self.stream, flush=True)
@@ -319,11 +325,13 @@ def elapsed_spinner(
     stream: TextIO | None = None,
     interval: float | None = None,
     terminal: bool | None = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> Iterator[None]:
     """Show that a step without progress figures (``index compact``) is still running, and for how long.
 
     A thread redraws ``label - spinner elapsed`` on a terminal, or prints a plain line every
-    :data:`PLAIN_INTERVAL` seconds elsewhere; the step itself runs in the caller's thread.
+    :data:`PLAIN_INTERVAL` seconds elsewhere; the step itself runs in the caller's thread. ``clock``:
+    seconds, for the elapsed time shown (a test gives its own).
     """
     stream = stream or sys.stderr
     if not enabled:
@@ -331,7 +339,7 @@ def elapsed_spinner(
         return
     on_terminal = is_terminal(stream) if terminal is None else terminal
     every = _interval(interval, on_terminal)
-    started = time.perf_counter()
+    started = clock()
     stop = threading.Event()
     bar = (
         tqdm(
@@ -349,7 +357,7 @@ def elapsed_spinner(
             if bar is not None:
                 bar.set_description_str(f"{label} {frames[turn % len(frames)]}", refresh=True)
             else:
-                elapsed = format_seconds(time.perf_counter() - started)
+                elapsed = format_seconds(clock() - started)
                 print(f"{label}: running, elapsed {elapsed}", file=stream, flush=True)
 
     thread = threading.Thread(target=run, name="progress-spinner", daemon=True)
@@ -364,5 +372,5 @@ def elapsed_spinner(
         if bar is not None:
             bar.close()
         else:
-            elapsed = format_seconds(time.perf_counter() - started)
+            elapsed = format_seconds(clock() - started)
             print(f"{label}: {outcome}, elapsed {elapsed}", file=stream, flush=True)

@@ -1,31 +1,48 @@
 """``scrapy-simhash fingerprint``: gzipped pages are read, HTML hashed as text gets a warning, every
-option has help. Run as the real console entry point in a child process."""
+option has help. Run as a user runs it: the ``scrapy-simhash`` script pip installed beside the
+interpreter, in a child process (and ``python -m scrapy_simhash``, the same command)."""
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from scrapy_simhash import __version__
 from scrapy_simhash.cli import build_parser
 
-ENTRY = "import sys; from scrapy_simhash.cli import main; sys.exit(main())"
+SCRIPT = Path(sys.executable).parent / "scrapy-simhash"
+"""The console script of the environment the tests run in (``pip install`` puts it beside python)."""
 
 
-def cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [sys.executable, "-c", ENTRY, "fingerprint", *args],
-        input=stdin,
-        capture_output=True,
-        timeout=120,
-    )
+def _run(command: list[str], stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")}
+    proc = subprocess.run(command, input=stdin, capture_output=True, timeout=120, env=environment)
     return subprocess.CompletedProcess(
         proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode("utf-8", "replace")
     )
+
+
+def cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
+    assert SCRIPT.exists(), f"{SCRIPT} is missing: install the package (make install)"
+    return _run([str(SCRIPT), "fingerprint", *args], stdin)
+
+
+def test_python_dash_m_scrapy_simhash_is_the_same_command(tmp_path: Path) -> None:
+    text = tmp_path / "t.txt"
+    text.write_text("the quick brown fox jumps over the lazy dog by the river bank")
+    module = _run([sys.executable, "-m", "scrapy_simhash", "fingerprint", str(text)])
+    assert (module.returncode, module.stderr) == (0, "")
+    assert module.stdout == cli(str(text)).stdout != ""
+    version = _run([sys.executable, "-m", "scrapy_simhash", "--version"])
+    assert version.stdout == f"scrapy-simhash {__version__}\n"
+    missing = _run([sys.executable, "-m", "scrapy_simhash", "fingerprint", str(tmp_path / "missing.txt")])
+    assert missing.returncode == 2 and "scrapy-simhash fingerprint: error" in missing.stderr
 
 
 @pytest.fixture(scope="module")

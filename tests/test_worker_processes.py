@@ -204,9 +204,18 @@ def _big_warc(path: Path, pages: int) -> None:
 def test_a_killed_tag_leaves_no_worker(tmp_path: Path) -> None:
     archive = tmp_path / "big.warc"
     _big_warc(archive, 6000)
-    tool = Path(sys.executable).parent / "scrapy-simhash"
-    command = [str(tool)] if tool.exists() else [sys.executable, "-m", "scrapy_simhash.cli"]
-    command += ["tag", "--workers", "2", "--no-progress", "--out", str(tmp_path / "out"), str(archive)]
+    tool = Path(sys.executable).parent / "scrapy-simhash"  # the console script, as a user runs it
+    assert tool.exists(), f"{tool} is missing: install the package (make install)"
+    command = [
+        str(tool),
+        "tag",
+        "--workers",
+        "2",
+        "--no-progress",
+        "--out",
+        str(tmp_path / "out"),
+        str(archive),
+    ]
     tag, log = _start(command, tmp_path)
     leftovers = _kill_and_list_leftovers(tag, log, processes=2)  # two workers (fork: no forkserver)
     assert not leftovers, "left running after SIGKILL of tag:\n" + "\n".join(leftovers)

@@ -166,3 +166,14 @@ class RedisClusterServers:
     def stop(self) -> None:
         for node in self.nodes:
             node.stop()
+
+
+def age_writes(client: redis.Redis | redis.RedisCluster, prefix: str, seconds: float) -> int:
+    """Move every write of the simhash index ``prefix`` ``seconds`` into the past: retention compares the
+    insert times it keeps (milliseconds, sorted set ``<tag>:time``) with Redis's clock, so the test makes
+    time pass for the index instead of sleeping through a short window. Returns how many it moved."""
+    times = f"simhash:{{{prefix}}}:time"
+    moved = client.zrange(times, 0, -1, withscores=True)
+    if moved:
+        client.zadd(times, {member: score - seconds * 1000 for member, score in moved}, xx=True)
+    return len(moved)

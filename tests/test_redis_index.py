@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis.crc import key_slot
-from redis_server import RedisClusterServers, RedisServer, free_port
+from redis_server import RedisClusterServers, RedisServer, age_writes, free_port
 
 from scrapy_simhash import hamming
 from scrapy_simhash.index import (
@@ -228,20 +229,22 @@ def table_entries(client, idx: RedisIndex) -> int:
 
 @pytest.mark.parametrize("tables", TABLE_KINDS)
 def test_retention_forgets_old_fingerprints(server: RedisServer, tables: str) -> None:
-    idx = open_index(f"{server.url}?prefix=ret-{uuid.uuid4().hex}&retention=0.4&tables={tables}")
+    """An hour's window: the write is aged past it (age_writes), no test waits on a short one."""
+    idx = open_index(f"{server.url}?prefix=ret-{uuid.uuid4().hex}&retention=3600&tables={tables}")
+    client = server.client()
     try:
-        assert idx.retention == 0.4
+        assert idx.retention == 3600
         idx.add(0xAAAA, "old")
-        assert [m.key for m in idx.query(0xAAAA)] == ["old"]
-        time.sleep(0.6)
+        assert age_writes(client, idx.prefix, 3000) == 1  # 50 minutes old: inside the window
+        assert [m.key for m in idx.query(0xAAAA)] == ["old"] and len(idx) == 1
+        age_writes(client, idx.prefix, 700)  # past it
         assert idx.query(0xAAAA) == [] and idx.get("old") is None and len(idx) == 0 and list(idx) == []
         assert idx.check_and_add(0xAAAB, "new") == []  # expired: not an original any more
-        client = server.client()
         assert client.hlen(f"simhash:{{{idx.prefix}}}:docs") == 1  # the write trimmed "old" away
         assert table_entries(client, idx) == len(idx.layout.tables)  # from every table too
-        client.close()
         assert [m.key for m in idx.query(0xAAAA)] == ["new"]
     finally:
+        client.close()
         idx.clear()
         idx.close()
 
@@ -350,6 +353,13 @@ def test_redis_cluster_three_primaries(tmp_path: Path) -> None:
 
 
 # -- failures -----------------------------------------------------------------------------------
+def wait_until(condition: Callable[[], bool], limit: float = 120.0) -> None:
+    """Poll until ``condition`` holds; ``limit`` seconds only turn a hang into a failure (no speed is
+    asserted: under load the wait is longer, never wrong)."""
+    deadline = time.monotonic() + limit
+    while not condition():
+        assert time.monotonic() < deadline, "the awaited event never came"
+        time.sleep(0.01)
 
 
 @pytest.mark.parametrize("tables", TABLE_KINDS)
@@ -377,19 +387,22 @@ def test_restart_with_persistence_loses_no_acknowledged_insert(tmp_path: Path, c
         finally:
             idx.close()
 
+    def retried() -> bool:
+        return any("retry" in r.getMessage() and str(srv.port) in r.getMessage() for r in caplog.records)
+
     thread = threading.Thread(target=writer)
     thread.start()
-    time.sleep(0.5)
+    wait_until(lambda: len(acknowledged) >= 50 or bool(errors))  # events, not a pause, set the pace
     before = len(acknowledged)
     srv.kill()  # SIGKILL: only fsynced writes survive
-    time.sleep(0.5)
+    wait_until(lambda: retried() or bool(errors))  # the writer met the outage
     srv.start()
-    time.sleep(0.5)
+    wait_until(lambda: len(acknowledged) >= before + 50 or bool(errors))
     stop.set()
     thread.join(30)
     assert not errors, errors
     assert before > 0 and len(acknowledged) > before  # writes went on after the restart
-    assert any("retry" in r.getMessage() and str(srv.port) in r.getMessage() for r in caplog.records)
+    assert retried()
     with open_index(f"{srv.url}?prefix=restart") as idx:
         assert len(idx) == len(set(acknowledged))
         missing = [key for key in acknowledged if idx.get(key) is None]
@@ -462,12 +475,11 @@ def test_unreachable_redis_raises_index_unavailable_naming_the_host(tmp_path: Pa
     idx = open_index(f"{srv.url}?prefix=outage&retries=3&retry_cap=0.1")
     idx.add(0xBEEF, "a")
     srv.kill()
-    started = time.monotonic()
-    with pytest.raises(IndexUnavailableError, match=f"127.0.0.1:{srv.port}"):
+    # bounded retries, not a hang: the first try and 3 retries (counted, not timed)
+    with pytest.raises(IndexUnavailableError, match=f"127.0.0.1:{srv.port}.* 4 attempts in "):
         idx.check_and_add(0xBEEE, "b")
-    with pytest.raises(IndexUnavailableError):
+    with pytest.raises(IndexUnavailableError, match=" 4 attempts in "):
         idx.add_many([(0xBEED, "c", None)])
-    assert time.monotonic() - started < 10  # bounded retries, not a hang
     assert issubclass(IndexUnavailableError, SimhashIndexError)
     idx.close()
 

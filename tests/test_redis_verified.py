@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import json
 import random
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+import redis
 from crash_support import VERIFIED_CHILD, acknowledged, run_and_kill
-from redis_server import RedisServer
+from redis_server import RedisServer, age_writes
 
 from scrapy_simhash.decision import DEFAULT_RULE
 from scrapy_simhash.fingerprint.minhash import MinHash
@@ -423,10 +423,15 @@ def test_on_redis_cluster_the_stores_keep_their_own_scripts(tmp_path: Path) -> N
             got = index.sketch_many([f"m{i}" for i in range(70)])
             assert sorted(got) == sorted(f"m{i}" for i in range(1, 70, 2))
             assert index.remove("a") and index.sketch("a") is None and "a" not in index
-        with open_index(f"{cluster.url}?cluster=1&prefix=aging&retention=0.5") as index:
+        with open_index(f"{cluster.url}?cluster=1&prefix=aging&retention=3600") as index:
             # no shared script here: expired pages are still not matched, and compact() sweeps their sketches
             index.add(0xC0FFEE, "a", None, sketch=base)
-            time.sleep(0.7)
+            assert [m.key for m in index.query(0xC0FFEE, sketch=near(base, 22))] == ["a"]
+            client = redis.RedisCluster(host="127.0.0.1", port=cluster.nodes[0].port)
+            try:
+                assert age_writes(client, index.simhashes.prefix, 3700) == 1  # past the hour's window
+            finally:
+                client.close()
             assert index.query(0xC0FFEE, sketch=near(base, 22)) == []
             index.add(1, "b", None, sketch=sketch_of(23))
             index.compact()
@@ -438,13 +443,17 @@ def test_on_redis_cluster_the_stores_keep_their_own_scripts(tmp_path: Path) -> N
 def test_with_retention_expired_pages_are_not_matched_and_lose_their_sketches(server: RedisServer) -> None:
     """Retention forgets a page: its sketch must go too. Before, a page past the window was still
     reported (from its sketch's meta) and its sketch stayed in Redis forever."""
-    with open_index(f"{server.url}?prefix=ret-{uuid.uuid4().hex[:12]}&retention=0.6") as index:
+    with open_index(f"{server.url}?prefix=ret-{uuid.uuid4().hex[:12]}&retention=3600") as index:
         assert isinstance(index, VerifiedIndex)
         base = sketch_of(40)
         index.add(0xAAAA, "old", {"n": 1}, sketch=base)
         index.add_many([(i + 1, f"o{i}", None, sketch_of(400 + i)) for i in range(80)])
         assert [m.key for m in index.query(0xAAAA, sketch=near(base, 41))] == ["old"]
-        time.sleep(0.8)
+        client = server.client()
+        try:  # the hour's window passes for these 81 pages, without waiting
+            assert age_writes(client, index.simhashes.prefix, 3700) == 81
+        finally:
+            client.close()
         assert index.query(0xAAAA, sketch=near(base, 41)) == []
         assert index.query_many([0xAAAA], sketches=[near(base, 41)]) == [[]]
         commands = sent(server, lambda: index.check_and_add(0xBBBB, "new", sketch=near(base, 42)))

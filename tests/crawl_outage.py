@@ -11,14 +11,17 @@ tagged it (or passed it untagged). Settings:
 - ``OUTAGE_START_DOWN``: the server is not running when the crawl starts (started after
   ``OUTAGE_RESTART_AFTER`` untagged pages).
 
-Counts, not clocks, decide when; the heartbeat (a LoopingCall every 50 ms) measures the longest gap
-between ticks from the stop until the server is back: a reactor blocked by index retries shows as a long gap.
-Results land in the crawl's stats under ``outage/``.
+Counts, not clocks, decide when, and what is measured is counted, not timed: the heartbeat (a
+LoopingCall every 50 ms) counts its ticks, and each pause of the index client between two retries of
+one call (its "retry N/M" warnings, N >= 2) is counted with whether the reactor ticked during it. A
+reactor blocked by the retrying call would tick in none of them. Results land in the crawl's stats
+under ``outage/``.
 """
 
 from __future__ import annotations
 
-import time
+import logging
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,8 @@ from twisted.internet import task, threads
 TICK = 0.05
 UNTAGGED = ("index_error", "index_unavailable")
 OUTAGE = ("stopping", "down", "restarting")  # from the stop request until the server is back
+RETRYING_CLIENT = "scrapy_simhash.index.redis_client"
+"""The logger whose "retry N/M" warnings mark the pauses of a retrying index call."""
 
 
 class OutageDrill:
@@ -46,8 +51,11 @@ class OutageDrill:
         self.phase = "down" if settings.getbool("OUTAGE_START_DOWN") else "up"
         # up -> stopping -> down -> restarting -> back
         self.tagged = self.untagged = 0
-        self.last_tick: float | None = None
+        self.ticks = 0
+        self._ticks_at_retry: dict[int, int] = {}
+        """Per thread: the tick count when the index client last logged a retry there."""
         self.heartbeat = task.LoopingCall(self._tick)
+        self._retries = _RetryWatch(self)
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
@@ -56,20 +64,28 @@ class OutageDrill:
         return cls(crawler)
 
     def spider_opened(self, spider: Any) -> None:
+        logging.getLogger(RETRYING_CLIENT).addHandler(self._retries)
         self.heartbeat.start(TICK)
 
     def spider_closed(self, spider: Any) -> None:
+        logging.getLogger(RETRYING_CLIENT).removeHandler(self._retries)
         if self.heartbeat.running:
             self.heartbeat.stop()
         self.stats.set_value("outage/phase", self.phase)
 
     def _tick(self) -> None:
-        now = time.monotonic()
-        if self.phase in OUTAGE and self.last_tick is not None:
+        self.ticks += 1
+        if self.phase in OUTAGE:
             self.stats.inc_value("outage/ticks_while_down")
-            gap_ms = round((now - self.last_tick) * 1000)
-            self.stats.max_value("outage/max_tick_gap_ms_while_down", gap_ms)
-        self.last_tick = now
+
+    def retry_logged(self, attempt: int) -> None:
+        """The index client is about to pause before retry ``attempt`` of a call (in the call's thread)."""
+        thread = threading.get_ident()
+        before, self._ticks_at_retry[thread] = self._ticks_at_retry.get(thread), self.ticks
+        if attempt >= 2 and before is not None:  # the pause before this call's previous retry is over
+            self.stats.inc_value("outage/retry_pauses")
+            if self.ticks > before:
+                self.stats.inc_value("outage/retry_pauses_with_ticks")
 
     def process_response(self, request: Any, response: Any, spider: Any = None) -> Any:
         tagged = "simhash" in request.meta
@@ -109,3 +125,15 @@ class OutageDrill:
     def _stop_and_restart(self) -> None:
         self._stop()
         self._restart()
+
+
+class _RetryWatch(logging.Handler):
+    """Tells the drill of each retry the index client logs (``... retry N/M in S s``)."""
+
+    def __init__(self, drill: OutageDrill) -> None:
+        super().__init__(logging.WARNING)
+        self.drill = drill
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "; retry %d/%d" in str(record.msg) and isinstance(record.args, tuple):
+            self.drill.retry_logged(int(record.args[-3]))

@@ -703,9 +703,10 @@ def test_crawl_rides_out_a_redis_outage_without_blocking_the_reactor(tmp_path: P
     assert "index is back" in result.log and "tagging resumes" in result.log
     # one ERROR line for the outage, not one per page
     assert result.log.count("pages pass untagged, next try in") == 1
-    # the reactor kept running while the index retried: many ticks, no gap near the 4.5 s of retries
+    # the reactor kept running while the index retried: it ticked during the client's pauses between
+    # retries of one call (a reactor blocked by the call would tick in none of them)
     assert result.stat("outage/ticks_while_down") >= 5
-    assert result.stat("outage/max_tick_gap_ms_while_down") < 2000
+    assert result.stat("outage/retry_pauses_with_ticks") >= 3  # of ~7 pauses of 0.05-1 s; blocked: 0
 
 
 @pytest.mark.slow  # one Scrapy crawl per mode

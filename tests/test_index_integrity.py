@@ -53,7 +53,7 @@ def _files(path: Path) -> set[str]:
     return {p.name for p in path.iterdir()}
 
 
-# -- item 2: reset takes the lock first --------------------------------------------------------------
+# -- reset takes the lock first --------------------------------------------------------------
 def test_reset_of_an_index_another_process_writes_is_refused_and_loses_nothing(tmp_path: Path) -> None:
     path = tmp_path / "ix"
     writer = subprocess.Popen(
@@ -101,7 +101,7 @@ def test_reset_of_an_unlocked_index_empties_it_under_the_lock(tmp_path: Path) ->
         SimhashIndex(path, read_only=True, reset=True)
 
 
-# -- item 3: a lost database is refused, nothing deleted ---------------------------------------------
+# -- a lost database is refused, nothing deleted ---------------------------------------------
 def _lose_database(path: Path, how: str, tmp_path: Path) -> None:
     db = path / "index.sqlite3"
     if how == "missing":
@@ -139,7 +139,7 @@ def test_new_index_in_an_empty_or_missing_directory_is_created(tmp_path: Path) -
             assert len(index) == 1
 
 
-# -- item 4: damage detected ------------------------------------------------------------------------
+# -- damage detected ------------------------------------------------------------------------
 @pytest.mark.parametrize("field", ["crc32", "bytes", "name"])
 def test_manifest_without_a_file_field_is_rebuilt(tmp_path: Path, field: str) -> None:
     path = tmp_path / "ix"

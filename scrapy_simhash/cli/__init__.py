@@ -41,4 +41,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError) as exc:
         print(f"scrapy-simhash {args.command}: error: {exc}", file=sys.stderr)
         return 2
-

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -337,3 +339,40 @@ def test_members_without_closing_blank_lines_lose_nothing(tmp_path: Path, backen
     items = list(ArchiveReader(backend).read(path))
     assert [r[3] for r in records(items)] == ["http://x/0", "http://x/1", "http://x/2"]
     assert [p.skipped for p in problems(items)] == [False, False]
+
+
+# -- a plain WARC cut inside a record's header ----------------------------------------------------------
+
+SCRIPT = Path(sys.executable).parent / "scrapy-simhash"
+WARCIO_EXAMPLE = "warcio/example.warc"  # six records, uncompressed; the fifth (a revisit) starts at 3370
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_record_header_cut_by_the_end_of_the_file_is_reported(
+    corpus: Path, tmp_path: Path, backend: str
+) -> None:
+    cut = tmp_path / "cut.warc"
+    cut.write_bytes((corpus / "warcs" / WARCIO_EXAMPLE).read_bytes()[:3607])  # inside the header at 3370
+    items = list(ArchiveReader(backend).read(cut))
+    assert [r[0] for r in records(items)] == [0, 488, 1197, 2566, 3370]
+    assert [r[5] for r in records(items)] == [False] * 4 + [True]  # the last one flagged clipped
+    [problem] = problems(items)
+    assert problem.skipped and problem.offset == 3370 and "header" in problem.reason
+
+
+def test_tag_of_a_plain_warc_cut_inside_a_header_exits_1_and_leaves_the_sidecar_open(
+    corpus: Path, tmp_path: Path
+) -> None:
+    cut = tmp_path / "cut.warc"
+    cut.write_bytes((corpus / "warcs" / WARCIO_EXAMPLE).read_bytes()[:3607])
+    run = subprocess.run(
+        [str(SCRIPT), "tag", "--no-progress", "--workers", "1", str(cut)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert f"skipped: {cut} @ 3370: " in run.stderr
+    assert "problems: 1 skipped data" in run.stdout
+    assert (tmp_path / "cut.warc.simhash.warc.gz.open").is_file()
+    assert not (tmp_path / "cut.warc.simhash.warc.gz").exists()

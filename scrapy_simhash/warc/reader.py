@@ -67,6 +67,9 @@ class ArchiveRecord:
     clipped: bool = False
     """The file (or its gzip member) ends before the declared length: the end of the record is lost,
     so the record is not fingerprinted (a partial page would get a misleading fingerprint)."""
+    header_cut: bool = False
+    """A WARC record without ``Content-Length`` (mandatory): its header was cut off, by the end of the
+    file or by damage, so its length and block are unknown. Always ``clipped`` as well."""
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,14 @@ class ArchiveReader:
         path = os.fspath(path)
         for item in self._read(path):
             yield item
-            if isinstance(item, ArchiveRecord) and item.clipped:
+            if isinstance(item, ArchiveRecord) and item.header_cut:
+                yield ReadProblem(
+                    path,
+                    item.offset,
+                    "record header cut off (no Content-Length): the file ends inside it, or it is damaged; "
+                    "the record is not fingerprinted",
+                )
+            elif isinstance(item, ArchiveRecord) and item.clipped:
                 yield ReadProblem(
                     path,
                     item.offset,
@@ -372,6 +382,8 @@ class ArchiveReader:
             # ARC records have no id: warcio's arc2warc invents a random one, which must not be used
             if not (is_arc and rec.rec_type == "warcinfo"):  # the ARC file header: nothing to fingerprint
                 headers = rec.rec_headers
+                cut = not is_arc and headers.get_header("Content-Length") is None
+                clipped = cut or (len(block) <= self.max_block and (rec.length or 0) > len(block))
                 yield ArchiveRecord(
                     file=path,
                     offset=offset,
@@ -381,9 +393,10 @@ class ArchiveReader:
                     date=headers.get_header("WARC-Date") or None,
                     content_type=headers.get_header("Content-Type"),
                     block=block[: self.max_block],
-                    truncated=len(block) > self.max_block or (rec.length or 0) > len(block),
+                    truncated=clipped or len(block) > self.max_block or (rec.length or 0) > len(block),
                     archive_format="arc" if is_arc else "warc",
-                    clipped=len(block) <= self.max_block and (rec.length or 0) > len(block),
+                    clipped=clipped,
+                    header_cut=cut,
                 )
             for where, line in mismatches:
                 if self._starts_member(where) and line.startswith(("WARC/", "\x1f")):
@@ -439,6 +452,8 @@ class ArchiveReader:
             self._resume_at = base + rec.stream_pos + 1  # FastWARC does not tell the length
             self._record_start = base + rec.stream_pos
             declared = rec.content_length or 0
+            cut = headers.get("Content-Length") is None
+            clipped = cut or (len(block) <= self.max_block and declared > len(block))
             record = ArchiveRecord(
                 file=path,
                 offset=base + rec.stream_pos,  # FastWARC counts from where it started reading
@@ -448,8 +463,9 @@ class ArchiveReader:
                 date=headers.get("WARC-Date") or None,
                 content_type=headers.get("Content-Type"),
                 block=block[: self.max_block],
-                truncated=len(block) > self.max_block or declared > len(block),
-                clipped=len(block) <= self.max_block and declared > len(block),
+                truncated=clipped or len(block) > self.max_block or declared > len(block),
+                clipped=clipped,
+                header_cut=cut,
             )
             pending = record, rec.stream_pos + len(header_bytes.getvalue()) + declared
         if pending is not None:

@@ -180,6 +180,9 @@ def _read(position: int, path: str, options: Options, name: str) -> Iterator[tup
             yield _problem_row(position, item if item.file == name else replace(item, file=name))
             continue
         task = _task(item, options.max_body_size)
+        if isinstance(task, ReadProblem):  # a page this installation cannot decode (a missing module)
+            yield _problem_row(position, replace(task, file=name))
+            continue
         if task is None:
             continue
         for result in fingerprint_tasks(

@@ -10,6 +10,8 @@ as they are and the extractor decides (it reports ``binary``).
 from __future__ import annotations
 
 import contextlib
+import importlib
+import io
 import zlib
 from dataclasses import dataclass
 
@@ -45,6 +47,8 @@ class HtmlPage:
     encoding: str | None
     too_large: bool = False
     """The body (once decoded) is over the size cap: ``body`` is empty, the page is ``too_large``."""
+    undecodable: str | None = None
+    """Why the body could not be decoded here (a missing module, named): ``body`` is empty."""
 
 
 def parse_http_response(block: bytes) -> HttpMessage | None:
@@ -152,12 +156,32 @@ def _unbrotli(body: bytes, limit: int) -> bytes:
     return bytes(out)
 
 
+ZSTD_MODULES = ("compression.zstd", "backports.zstd")
+"""The standard library's zstd (Python 3.14+), then its backport, the ``zstd`` extra's dependency."""
+
+
+class DecoderMissing(ImportError):
+    """The body's content coding needs a module that is not installed: the page cannot be read here."""
+
+
 def _unzstd(body: bytes, limit: int) -> bytes:
-    import io
-
-    import zstandard  # type: ignore[import-not-found]
-
-    out = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(body)).read(limit + 1)
+    """The first zstd frame of ``body``, never more than ``limit + 1`` bytes of it (bombs stop there)."""
+    for name in ZSTD_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        out = module.ZstdDecompressor().decompress(body, max_length=limit + 1)
+        break
+    else:
+        try:
+            import zstandard  # type: ignore[import-not-found]  # the older third-party binding
+        except ImportError:
+            raise DecoderMissing(
+                "Content-Encoding zstd, but no zstd module is installed (compression.zstd, backports.zstd "
+                "or zstandard): pip install 'scrapy-simhash[zstd]'"
+            ) from None
+        out = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(body)).read(limit + 1)
     if len(out) > limit:
         raise BodyTooLarge(f"over {limit} bytes once decoded")
     return out
@@ -189,14 +213,15 @@ def decode_content(body: bytes, coding: str | None, limit: int = DEFAULT_MAX_BYT
     """Undo ``Content-Encoding`` (gzip, deflate, br/zstd when installed; several, last applied first).
 
     Decoding is streamed and stops once the output passes ``limit``: it raises :class:`BodyTooLarge`,
-    so a few kilobytes of gzip bomb cost at most ``limit`` bytes of memory. A coding that does not
+    so a few kilobytes of gzip bomb cost at most ``limit`` bytes of memory. A coding whose module is not
+    installed raises :class:`DecoderMissing` (naming what to install). A coding that does not
     fit the bytes (or is unknown) ends decoding there: the bytes are passed on as they are and the
     extractor decides (it reports ``binary``).
     """
     for name in reversed(content_codings(coding)):
         try:
             decoded = _decode_one(body, name, limit)
-        except BodyTooLarge:
+        except (BodyTooLarge, DecoderMissing):
             raise
         except Exception:  # not what the header claims: leave it to the extractor to call it binary
             return body
@@ -225,7 +250,8 @@ def html_page(record: ArchiveRecord, max_body_size: int = DEFAULT_MAX_BYTES) -> 
 
     Responses without an HTTP header block (some non-standard writers) use the
     record's own Content-Type, like resources. A body over ``max_body_size`` (after
-    decoding) gives a page flagged ``too_large``, without its body.
+    decoding) gives a page flagged ``too_large``, without its body; one whose content coding needs a
+    module that is not installed a page with the reason in ``undecodable``, without its body.
     """
     if record.record_type not in FINGERPRINTED_RECORD_TYPES:
         return None
@@ -240,6 +266,8 @@ def html_page(record: ArchiveRecord, max_body_size: int = DEFAULT_MAX_BYTES) -> 
             body = decoded_body(message, max_body_size)
         except BodyTooLarge:
             return HtmlPage(b"", record.target_uri, declared_encoding(content_type), too_large=True)
+        except DecoderMissing as exc:
+            return HtmlPage(b"", record.target_uri, declared_encoding(content_type), undecodable=str(exc))
     else:
         content_type = record.content_type
         if "application/http" in (content_type or ""):

@@ -368,6 +368,13 @@ class Pipeline:
                 stats.records += 1
                 self.progress.update(records=1, offset=item.offset)
                 task = _task(item, self.options.max_body_size)
+                if isinstance(task, ReadProblem):  # a page this installation cannot decode: not lost silently
+                    stats.problems.append(task)
+                    if batch:
+                        yield file, batch
+                        batch = []
+                    yield task
+                    continue
                 if task is not None:
                     if not valid_date(item.date, item.archive_format):
                         bad_dates += 1
@@ -425,12 +432,16 @@ class Pipeline:
             pool.close()
 
 
-def _task(record: ArchiveRecord, max_body_size: int) -> PageTask | None:
+def _task(record: ArchiveRecord, max_body_size: int) -> PageTask | ReadProblem | None:
+    """The page to fingerprint; None for records that carry none; a problem for a page whose body needs
+    a module that is not installed (skipped, so the input is read again once it is)."""
     if record.clipped:
         return None  # its end is lost (reported as skipped): a partial page would get a misleading simhash
     page = html_page(record, max_body_size)
     if page is None:
         return None
+    if page.undecodable:
+        return ReadProblem(record.file, record.offset, f"{page.undecodable}; the page is not fingerprinted")
     reason = "too_large" if page.too_large else None
     return PageTask(
         record.offset, record.record_id, record.target_uri, record.date, page.body, page.encoding, reason

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -273,10 +274,76 @@ def test_damaged_input_is_reported_and_others_indexed(tagged: list[Path], tmp_pa
     bad.write_bytes(tagged[0].read_bytes() + b"garbage, not a record\r\n" * 50)
     status, out, err = run_cli(str(bad), str(tagged[1]))
     assert status == 1
-    assert "bad.warc.gz: not indexed past the failure" in err
+    size = tagged[0].stat().st_size  # the garbage is named as the range it fills
+    assert f"bad.warc.gz @ {size}: " in err and f"bytes {size}-{bad.stat().st_size} not indexed" in err
     assert '"filename": "example.warc.gz"' in out
     good = reference(tagged[0]).replace('"warcfile.warc.gz"', '"bad.warc.gz"')
     assert set(good.splitlines()) <= set(out.splitlines())
+
+
+# -- damaged archives: each damaged range named, the intact records after it indexed ----------------------
+
+DOLMA = "dolma/sample-0000.warc.gz"  # 48 gzip members: warcinfo, then request and response records
+
+
+def gzip_members(data: bytes) -> list[tuple[int, int]]:
+    """(start, end) of each gzip member of an intact per-record gzip file."""
+    out, start = [], 0
+    while start < len(data):
+        decomp = zlib.decompressobj(wbits=31)
+        decomp.decompress(data[start:])
+        end = len(data) - len(decomp.unused_data)
+        out.append((start, end))
+        start = end
+    return out
+
+
+def cdxj_command(*args: str) -> subprocess.CompletedProcess[str]:
+    """``scrapy-simhash cdxj`` as a user runs it: the installed script, in a process of its own."""
+    return subprocess.run([str(BIN / "scrapy-simhash"), "cdxj", *args], capture_output=True, text=True)
+
+
+def test_a_truncated_warc_gz_names_the_cut_and_exits_1(corpus: Path, tmp_path: Path) -> None:
+    data = (corpus / "warcs" / DOLMA).read_bytes()
+    start, end = gzip_members(data)[20]  # a response record
+    cut = tmp_path / "sample.warc.gz"
+    cut.write_bytes(data[: start + (end - start) // 2])
+    (tmp_path / "intact").mkdir()
+    before = tmp_path / "intact" / "sample.warc.gz"  # the same file, ending before the cut member
+    before.write_bytes(data[:start])
+    run = cdxj_command(str(cut))
+    assert run.returncode == 1, run.stderr  # it was 0, with a line for the clipped record and no message
+    assert (
+        f"{cut} @ {start}: " in run.stderr
+        and f"bytes {start}-{len(data[: start + (end - start) // 2])}" in run.stderr
+    )
+    assert run.stdout == reference(before) and run.stdout.count("\n") == 9
+
+
+def test_a_damaged_gzip_member_costs_its_record_and_the_rest_is_indexed(corpus: Path, tmp_path: Path) -> None:
+    data = bytearray((corpus / "warcs" / DOLMA).read_bytes())
+    copy = tmp_path / "intact" / "sample.warc.gz"
+    copy.parent.mkdir()
+    copy.write_bytes(bytes(data))
+    start, end = gzip_members(bytes(data))[10]  # a response record
+    data[start + (end - start) // 2] ^= 0x10
+    damaged = tmp_path / "sample.warc.gz"
+    damaged.write_bytes(bytes(data))
+    run = cdxj_command(str(damaged))
+    assert run.returncode == 1, run.stderr
+    assert f"{damaged} @ {start}: damaged gzip member" in run.stderr and f"bytes {start}-{end}" in run.stderr
+    expected = [line for line in reference(copy).splitlines() if f'"offset": "{start}"' not in line]
+    assert len(expected) == 24  # every response but the damaged one (it used to stop there: 4 lines)
+    assert run.stdout.splitlines() == expected
+
+
+def test_a_plain_warc_cut_inside_a_record_header_is_named(corpus: Path, tmp_path: Path) -> None:
+    cut = tmp_path / "example.warc"
+    cut.write_bytes((corpus / "warcs" / "warcio" / "example.warc").read_bytes()[:3607])  # header at 3370
+    run = cdxj_command(str(cut))
+    assert run.returncode == 1, run.stderr
+    assert f"{cut} @ 3370: record header cut off" in run.stderr and "bytes 3370-3607" in run.stderr
+    assert '"offset": "3370"' not in run.stdout and '"offset": "1197"' in run.stdout
 
 
 def test_compute_gives_the_lines_tag_sidecars_give(tagged: list[Path], tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """``scrapy-simhash cdxj``: pywb-style CDXJ lines with the simhash fields, or those fields added to an index.
 
 Exit status: 0 when every input was indexed and every sidecar read, 1 when the index was written but
-something was passed over (each reported on stderr), 2 on a usage or environment error.
+something was passed over (each reported on stderr: a damaged range with its bytes), 2 on a usage or
+environment error.
 """
 
 from __future__ import annotations

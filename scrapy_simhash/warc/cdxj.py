@@ -6,7 +6,8 @@ JSON of the response records it has a fingerprint for. The fingerprints come fro
 (``metadata`` records a crawl wrote ``WARC-Concurrent-To`` the response) or from the input's sidecar
 (``<input>.simhash.warc.gz`` written by ``tag``: ``WARC-Refers-To`` the record, ``source-offset`` its
 position). :func:`merge_index` adds the same keys to the lines of an existing index instead, leaving
-every other byte alone.
+every other byte alone. cdxj-indexer is given only the intact stretches of each archive
+(:mod:`.spans`): the damage-aware reader ``tag`` uses names each damaged range.
 
 cdxj-indexer is imported only when an index is built (``pip install cdxj-indexer``).
 """
@@ -17,7 +18,7 @@ import json
 import os
 import posixpath
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -27,8 +28,9 @@ from warcio.archiveiterator import ArchiveIterator
 from ..fingerprint import SCHEME, to_base32
 from .pipeline import FileStart, Input, Options, Pipeline, plan_inputs
 from .progress import Progress
-from .reader import ReadProblem
+from .reader import ArchiveReader, ReadProblem
 from .records import SIMHASH, SIMHASH_SCHEME, SOURCE_OFFSET, TEXT_EXTRACTOR, WARC_FIELDS, parse_fields
+from .spans import SpanStream, readable_spans
 
 MINHASH = "minhash"
 MINHASH_SCHEME = "minhash-scheme"
@@ -153,11 +155,14 @@ def read_sidecar(entry: Input, summary: CdxjSummary) -> _Found:
 
 
 def compute_fingerprints(
-    entries: Sequence[Input], options: Options, summary: CdxjSummary
+    entries: Sequence[Input],
+    options: Options,
+    summary: CdxjSummary,
+    known: Collection[ReadProblem] = (),
 ) -> dict[str, _Found]:
     """``--compute``: fingerprint the inputs' HTML records as ``tag`` does (same pipeline, extractor and
-    minimum), in memory, by record id and offset. Read problems are reported; records the pipeline could
-    not read simply get no keys."""
+    minimum), in memory, by record id and offset. Problems are reported, except those in ``known``
+    (already reported by the indexing); records the pipeline could not read simply get no keys."""
     found: dict[str, _Found] = {}
     current = _Found()
     extractor = options.extractor.description
@@ -166,7 +171,7 @@ def compute_fingerprints(
         if isinstance(event, FileStart):
             current = found.setdefault(str(event.input.path), _Found())
         elif isinstance(event, ReadProblem):
-            if event.skipped:
+            if event.skipped and event not in known:
                 summary.problems.append(f"--compute: {event}")
         elif isinstance(event, list):
             for result in event:
@@ -225,12 +230,23 @@ def _indexer_class() -> type:
             self.here = _Found()
             self.record_id: str | None = None
 
-        def process_one(self, input_: Any, output: Any, filename: str) -> None:
+        def process_one(
+            self, input_: Any, output: Any, filename: str, spans: list[tuple[int, int]] | None = None
+        ) -> None:
+            """Index ``input_``, or with ``spans`` only those byte ranges of it (the intact ones)."""
             self.pending = []
             self.here = self.found.get(filename) or _Found()
             self.fallback = self.computed.get(filename) or _Found()
             try:
-                super().process_one(input_, output, filename)
+                if spans is None:
+                    super().process_one(input_, output, filename)
+                for start, end in spans or ():
+                    try:
+                        super().process_one(SpanStream(input_, start, end), output, filename)
+                    except Exception as exc:  # the indexer's own failure: the next stretch is still indexed
+                        self.summary.problems.append(
+                            f"{filename}: not indexed past the failure in bytes {start}-{end}: {exc}"
+                        )
             finally:  # a file that fails half-way keeps the lines read before the failure
                 self._flush()
 
@@ -311,14 +327,20 @@ def index_lines(
             continue
         entries.append(entry)
     found = {str(entry.path): read_sidecar(entry, summary) for entry in entries}
-    computed = compute_fingerprints(entries, compute, summary) if compute is not None else {}
+    # each archive read first as `tag` reads it: its damaged ranges are named and left out
+    reader = ArchiveReader(compute.reader if compute is not None else "auto")
+    readable = {str(entry.path): readable_spans(entry.path, reader) for entry in entries}
+    for item in readable.values():
+        summary.problems.extend(lost.describe() for lost in item.lost)
+    known = {lost.problem for item in readable.values() for lost in item.lost}
+    computed = compute_fingerprints(entries, compute, summary, known) if compute is not None else {}
     collected: list[CdxjLine] = []
     root = None if dir_root is None else str(dir_root)
     indexer = _indexer_class()(emit or collected.append, found, computed, summary, dir_root=root)
     for entry in entries:
         try:
             with open(entry.path, "rb") as fh:
-                indexer.process_one(fh, None, str(entry.path))
+                indexer.process_one(fh, None, str(entry.path), readable[str(entry.path)].spans)
         except Exception as exc:  # one unreadable archive is reported, the others indexed
             summary.problems.append(f"{entry.path}: not indexed past the failure: {exc}")
     indexer.finish()

@@ -415,3 +415,83 @@ def test_an_index_written_before_sketches_is_read_and_its_pages_judged_by_simhas
         _, rows = dedupe(plan_inputs([second]), Options(workers=1), index)
     row = next(r for r in rows if r["uri"] == "http://b/u1-copy")
     assert (row["method"], row["similarity"], row["distance"]) == ("simhash", None, 0)
+
+
+# -- inside a Scrapy project: the crawl's index is not the report's scratch pad -------------------------
+
+
+def _crawled_project(corpus: Path, root: Path) -> tuple[Path, Path, list[str]]:
+    """A project whose SIMHASH_INDEX holds three pages as the crawl stored them (key: the URL; meta: url,
+    date, the response record's id) and the crawl's WARC of those pages."""
+    from scrapy_simhash.warc.writer import WarcFileWriter
+
+    (root / "proj").mkdir(parents=True)
+    (root / "scrapy.cfg").write_text("[settings]\ndefault = proj.settings\n")
+    (root / "proj" / "__init__.py").write_text("")
+    index_dir = root / "crawl-index"
+    (root / "proj" / "settings.py").write_text(f"SIMHASH_INDEX = {str(index_dir)!r}\n")
+    (root / "warcs").mkdir()
+    writer = WarcFileWriter(root / "warcs" / "crawl-00000.warc.gz")
+    index = open_index(index_dir)
+    urls = []
+    pages = sorted((corpus / "pages" / "scrapinghub-aeb").glob("*.html.gz"))[:3]
+    for n, page in enumerate(pages):
+        url, date, body = (
+            f"https://example.org/{n}",
+            f"2026-11-22T09:0{n}:00Z",
+            gzip.decompress(page.read_bytes()),
+        )
+        head = http_head("HTTP/1.1 200 OK", [("Content-Type", "text/html; charset=utf-8")])
+        record = response_record(url, date, head, body)
+        writer.write(record)
+        fp = fingerprint_page(body, url, "utf-8", minhash=True)
+        assert fp.simhash is not None
+        index.check_and_add(
+            fp.simhash, url, {"url": url, "date": date, "record_id": record.record_id}, sketch=fp.minhash
+        )
+        urls.append(url)
+    writer.close()
+    index.close()
+    return root, index_dir, urls
+
+
+def test_scrapy_dedupe_in_a_project_leaves_the_crawls_index_alone(corpus: Path, tmp_path: Path) -> None:
+    project, index_dir, urls = _crawled_project(corpus, tmp_path / "project")
+    scrapy = Path(sys.executable).with_name("scrapy")
+    report = project / "report.jsonl"
+    command = [
+        str(scrapy),
+        "simhash-dedupe",
+        "warcs",
+        "--report",
+        str(report),
+        "--workers",
+        "1",
+        "--no-progress",
+    ]
+    run = subprocess.run(command, capture_output=True, text=True, cwd=project, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert report.read_text() == ""  # three different pages: no cluster (each was its own duplicate)
+    index = open_index(index_dir)
+    try:
+        assert sorted(index.keys()) == urls  # not one FILE#OFFSET row added
+    finally:
+        index.close()
+
+    # asked to (--index), it uses the crawl's index: the crawl's entry of a record is not its duplicate
+    run = subprocess.run(
+        [*command, "--index", str(index_dir)], capture_output=True, text=True, cwd=project, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    assert report.read_text() == ""
+    tagged = subprocess.run(
+        [str(scrapy), "simhash-tag", "warcs", "--workers", "1", "--no-progress"],
+        capture_output=True,
+        text=True,
+        cwd=project,
+        timeout=120,
+    )
+    assert tagged.returncode == 0, tagged.stderr
+    assert "0 near-duplicates" in tagged.stdout
+    fields = [f for _, f in _metadata(project / "warcs" / "crawl-00000.warc.gz.simhash.warc.gz")]
+    assert len(fields) == 3 and not any(f.duplicate for f in fields)

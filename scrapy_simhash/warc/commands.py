@@ -2,8 +2,10 @@
 
 Registered through the ``scrapy.commands`` entry point. Same options, output
 and exit status as ``scrapy-simhash tag`` / ``dedupe`` (both call
-:mod:`.commandline`); inside a project, ``--index`` defaults to the project's
-``SIMHASH_INDEX``, ``--mode`` and ``--similarity`` to its ``SIMHASH_MODE`` and ``SIMHASH_SIMILARITY``.
+:mod:`.commandline`); inside a project, ``simhash-tag``'s ``--index`` defaults to the project's
+``SIMHASH_INDEX`` (``simhash-dedupe`` uses no index unless given one: a report must not add its pages
+to the crawl's index), ``--mode`` and ``--similarity`` to the project's ``SIMHASH_MODE`` and
+``SIMHASH_SIMILARITY``.
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ class _ReprocessCommand(ScrapyCommand):
     def syntax(self) -> str:
         return "[options] INPUT..."
 
+    index_from_settings = False
+    """Whether ``--index`` defaults to the project's ``SIMHASH_INDEX`` (the crawl's index)."""
+
     def _finish(self, opts: argparse.Namespace) -> argparse.Namespace:
-        # SIMHASH_INDEX is the crawl's index: the default for rule runs, not for dedupe --method minhash
-        if not opts.index and self.settings is not None and getattr(opts, "method", None) != "minhash":
+        if not opts.index and self.settings is not None and self.index_from_settings:
             opts.index = self.settings.get("SIMHASH_INDEX") or None
         # the crawl's rule (SIMHASH_MODE, SIMHASH_SIMILARITY) unless the command line chose one
         if self.settings is not None and getattr(opts, "method", None) is None:
@@ -48,6 +52,7 @@ class _ReprocessCommand(ScrapyCommand):
 
 class TagCommand(_ReprocessCommand):
     name = "simhash-tag"
+    index_from_settings = True  # tagging the crawl's archives against the crawl's pages
 
     def short_desc(self) -> str:
         return "Write sidecar WARCs of simhash metadata records for WARC/ARC files"
@@ -65,6 +70,7 @@ class TagCommand(_ReprocessCommand):
 
 class DedupeCommand(_ReprocessCommand):
     name = "simhash-dedupe"
+    # a report: it stores every page it reads in its index, so the crawl's is used only when named (--index)
 
     def short_desc(self) -> str:
         return "Report near-duplicate clusters across WARC/ARC files"

@@ -24,7 +24,7 @@ from ..decision import Rule
 from ..fingerprint import to_base32
 from ..fingerprint.minhash import SCHEME as MINHASH_SCHEME
 from ..fingerprint.minhash import MinHash
-from .outcome import RunSummary, check_and_add, count_result, index_meta, record_key
+from .outcome import RunSummary, check_and_add, count_result, index_meta, record_key, same_record
 from .pipeline import (
     FileEnd,
     Input,
@@ -331,8 +331,8 @@ def _index_components(
         nodes[key] = (index_meta(result), value_of(result))
         rank[key] = (position, 1)
         for match_key, match_meta, match_value in matches(result, key):
-            if match_key == key:
-                continue
+            if match_key == key or same_record(match_meta, result.record_id):
+                continue  # the record itself (stored by an earlier run, or by the crawl under its URL)
             if match_key not in nodes:
                 nodes[match_key] = (match_meta, match_value)
                 rank[match_key] = (position, 0)

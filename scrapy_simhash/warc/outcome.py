@@ -133,14 +133,28 @@ def relative_file(file: str | None, directory: str | os.PathLike[str]) -> str | 
         return file
 
 
+def same_record(meta: dict[str, Any] | None, record_id: str | None) -> bool:
+    """Whether an index entry (its meta) is the crawl's entry for the record ``record_id``.
+
+    A crawl stores each page by URL with the id of the response record it wrote, and no file, so
+    reprocessing the crawl's WARC meets each page again. An entry of a reprocessing run names its
+    file: the same id in another file is a copy of the record (another archive of it), and reported."""
+    meta = meta or {}
+    return bool(record_id) and meta.get("record_id") == record_id and not meta.get("file")
+
+
 def duplicate_from(
-    matches: list[Any], key: str, relative_to: str | os.PathLike[str] | None = None
+    matches: list[Any],
+    key: str,
+    relative_to: str | os.PathLike[str] | None = None,
+    record_id: str | None = None,
 ) -> tuple[Any, Duplicate] | None:
-    """The first match that is not ``key`` itself, as a :class:`Duplicate`; with ``relative_to``
-    (the directory of the sidecar being written) its file is given relative to that directory."""
+    """The first match that is not ``key`` itself (nor, by ``record_id``, the same record stored under
+    another key), as a :class:`Duplicate`; with ``relative_to`` (the directory of the sidecar being
+    written) its file is given relative to that directory."""
     for match in matches:
-        if match.key == key:
-            continue  # this very record, stored by an earlier interrupted run
+        if match.key == key or same_record(match.meta, record_id):
+            continue  # this very record, stored by an earlier interrupted run or by the crawl
         meta = match.meta or {}
         return match, Duplicate(
             record_id=meta.get("record_id"),

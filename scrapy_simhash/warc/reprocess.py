@@ -73,7 +73,10 @@ def tag(inputs: list[Input], options: Options, index: Any = None, stream: TextIO
                     if index is not None:
                         key = record_key(result)
                         found = duplicate_from(
-                            check_and_add(index, result), key, relative_to=current.sidecar.parent
+                            check_and_add(index, result),
+                            key,
+                            relative_to=current.sidecar.parent,
+                            record_id=result.record_id,
                         )
                         if found is not None:
                             duplicate = found[1]

@@ -367,14 +367,6 @@ class SortedWriter:
         self._sorter.flush()
 
 
-def write_index(lines: Iterable[CdxjLine], out: TextIO) -> None:
-    """Write ``lines`` sorted (see :class:`SortedWriter`)."""
-    writer = SortedWriter(out)
-    for line in lines:
-        writer(line)
-    writer.close()
-
-
 # -- adding the keys to an existing index --------------------------------------------------------------
 
 

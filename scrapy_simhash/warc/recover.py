@@ -56,7 +56,6 @@ class Recovery:
 class _Scan:
     good_end: int = 0
     records: int = 0
-    first_head: bytes = b""
     tail: str = "none"
     """After the last good member: ``none``, ``cut`` (a partial member), ``zeros``, ``garbage``."""
 
@@ -115,10 +114,8 @@ def _scan(fh: IO[bytes], owned: Callable[[bytes], bool]) -> _Scan | None:
         if not _whole_record(bytes(head), out_size):
             scan.tail = "garbage"
             return scan
-        if scan.records == 0:
-            if not owned(bytes(head)):
-                return None
-            scan.first_head = bytes(head)
+        if scan.records == 0 and not owned(bytes(head)):
+            return None
         used = len(pending) - len(decomp.unused_data)
         scan.good_end += fed + used
         scan.records += 1

@@ -25,8 +25,6 @@ class FileKind:
     archive_format: Literal["warc", "arc", "unknown"]
     single_stream: bool = False
     empty: bool = False
-    damaged_start: bool = False
-    """The first gzip member is damaged: format and layout were read from the first intact one."""
 
 
 def _format_of(head: bytes) -> Literal["warc", "arc", "unknown"]:
@@ -117,7 +115,7 @@ def sniff(path: str) -> FileKind:
             fh.seek(0)
             first = _first_member_is_single_record(fh)
             if first is None:  # damaged: not "empty"; the reader reports it and resumes after it
-                return _damaged_gzip(fh) or FileKind("gzip", "warc", damaged_start=True)
+                return _damaged_gzip(fh) or FileKind("gzip", "warc")
             single_record, head = first
             return FileKind("gzip", _format_of(head), single_stream=not single_record, empty=not head.strip())
         if magic == LZ4_MAGIC:
@@ -145,4 +143,4 @@ def _damaged_gzip(fh: BinaryIO) -> FileKind | None:
         return None
     head = member.data.read(64)
     member.data.close()
-    return FileKind("gzip", _format_of(head), damaged_start=True)
+    return FileKind("gzip", _format_of(head))

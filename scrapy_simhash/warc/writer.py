@@ -159,10 +159,6 @@ class RollingWarcWriter:
         self.files: list[Path] = []
         self._current: WarcFileWriter | None = None
 
-    @property
-    def current_path(self) -> Path | None:
-        return None if self._current is None else self._current.path
-
     def _open_next(self) -> WarcFileWriter:
         while True:
             name = annex_c_name(self.prefix, self.serial, self.host)

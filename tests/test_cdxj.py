@@ -335,6 +335,9 @@ def test_a_damaged_gzip_member_costs_its_record_and_the_rest_is_indexed(corpus: 
     expected = [line for line in reference(copy).splitlines() if f'"offset": "{start}"' not in line]
     assert len(expected) == 24  # every response but the damaged one (it used to stop there: 4 lines)
     assert run.stdout.splitlines() == expected
+    computed = cdxj_command("--compute", str(damaged))  # read twice, the damage is named once
+    assert computed.returncode == 1 and computed.stderr.count(f"@ {start}:") == 1, computed.stderr
+    assert without_keys(computed.stdout).splitlines() == expected
 
 
 def test_a_plain_warc_cut_inside_a_record_header_is_named(corpus: Path, tmp_path: Path) -> None:

@@ -175,7 +175,7 @@ def _unzstd(body: bytes, limit: int) -> bytes:
         break
     else:
         try:
-            import zstandard  # type: ignore[import-not-found]  # the older third-party binding
+            import zstandard  # the older third-party binding
         except ImportError:
             raise DecoderMissing(
                 "Content-Encoding zstd, but no zstd module is installed (compression.zstd, backports.zstd "

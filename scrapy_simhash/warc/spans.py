@@ -100,7 +100,7 @@ class SpanStream(io.RawIOBase):
     def tell(self) -> int:
         return self._position
 
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+    def readinto(self, buffer) -> int:
         want = min(len(buffer), self._end - self._position)
         if want <= 0:
             return 0

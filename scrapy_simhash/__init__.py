@@ -1,6 +1,6 @@
 """scrapy-simhash: near-duplicate detection for Scrapy crawls and WARC archives.
 
-The fingerprint core is imported eagerly (it needs only ``regex``); the index,
+The fingerprint core is imported eagerly (it needs only the standard library); the index,
 Scrapy and WARC layers are imported on first use, so ``import scrapy_simhash``
 never pulls in Scrapy or numpy by itself.
 """

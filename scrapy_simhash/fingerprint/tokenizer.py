@@ -7,32 +7,81 @@
    Myanmar characters (the Unicode *Script* property, not Script_Extensions)
    become overlapping character bigrams; what lies around them is a token of
    its own if it contains a letter.
+
+Every Unicode property above is that of Unicode 15.0 (``pinned_unicode``), whatever the
+Python or `regex` version: a code point Unicode 15.0 does not assign separates runs and
+is left as it is by NFC and case folding.
 """
 
 from __future__ import annotations
 
-import functools
-import unicodedata
+import re
+from dataclasses import dataclass
 
-import regex
+from .pinned_unicode import (
+    CLASS_LETTER,
+    CLASS_RUN,
+    CLASS_UNSPACED,
+    UNICODE_VERSION,
+    char_class,
+    class_ranges,
+    class_table,
+    normalize,
+)
 
-_RUN = regex.compile(r"[\p{L}\p{M}\p{Nd}\p{Pc}]+")
-_LETTER = regex.compile(r"\p{L}")
-_UNSPACED_SCRIPTS = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}"
-_UNSPACED = regex.compile(f"[{_UNSPACED_SCRIPTS}]+")
+__all__ = [
+    "CLASS_LETTER",
+    "CLASS_RUN",
+    "CLASS_UNSPACED",
+    "UNICODE_VERSION",
+    "class_table",
+    "normalize",
+    "shingles",
+    "tokens",
+]
 
 
-def normalize(text: str) -> str:
-    """NFC, then casefold: the order the scheme fixes."""
-    return unicodedata.normalize("NFC", text).casefold()
+@dataclass(frozen=True)
+class _Patterns:
+    run: re.Pattern[str]
+    letter: re.Pattern[str]
+    unspaced: re.Pattern[str]
 
 
-def _split_unspaced(run: str, out: list[str]) -> None:
+def _patterns(astral: bool) -> _Patterns:
+    """The three character-class patterns of the pinned tables.
+
+    ``re`` looks a code point of the Basic Multilingual Plane up in one table, but tests
+    every range above it one after the other; so the patterns for a text without such code
+    points leave them out, and the others test them only for a code point above U+FFFF.
+    """
+
+    def pattern(flag: int, repeat: str) -> re.Pattern[str]:
+        ranges = class_ranges(flag)
+        bmp = char_class((first, min(last, 0xFFFF)) for first, last in ranges if first <= 0xFFFF)
+        if not astral:
+            return re.compile(f"[{bmp}]{repeat}")
+        above = char_class((max(first, 0x10000), last) for first, last in ranges if last > 0xFFFF)
+        return re.compile(f"(?:[{bmp}]|(?=[\\U00010000-\\U0010ffff])[{above}]){repeat}")
+
+    return _Patterns(pattern(CLASS_RUN, "+"), pattern(CLASS_LETTER, ""), pattern(CLASS_UNSPACED, "+"))
+
+
+_BMP = _patterns(astral=False)
+_ALL = _patterns(astral=True)
+
+
+def _has_astral(text: str) -> bool:
+    """Whether ``text`` has a code point above U+FFFF (each takes two UTF-16 units)."""
+    return len(text.encode("utf-16-le", "surrogatepass")) != 2 * len(text)
+
+
+def _split_unspaced(run: str, out: list[str], patterns: _Patterns) -> None:
     """Append the tokens of a run that contains unspaced-script characters."""
     start = 0
-    for stretch in _UNSPACED.finditer(run):
+    for stretch in patterns.unspaced.finditer(run):
         before = run[start : stretch.start()]
-        if before and _LETTER.search(before):
+        if before and patterns.letter.search(before):
             out.append(before)
         chars = stretch.group()
         if len(chars) == 1:
@@ -41,22 +90,25 @@ def _split_unspaced(run: str, out: list[str]) -> None:
             out.extend(chars[i : i + 2] for i in range(len(chars) - 1))
         start = stretch.end()
     rest = run[start:]
-    if rest and _LETTER.search(rest):
+    if rest and patterns.letter.search(rest):
         out.append(rest)
 
 
 def tokens(text: str) -> list[str]:
     """The tokens of ``text`` in text order, repeats included."""
     text = normalize(text)
-    runs = _RUN.findall(text)
-    # isalpha() settles the common case (a plain word) without a regex call.
-    words = [run for run in runs if run.isalpha() or _LETTER.search(run)]
-    if not _UNSPACED.search(text):
+    patterns = _ALL if _has_astral(text) else _BMP
+    runs = patterns.run.findall(text)
+    # An ASCII run of letters settles the common case without a regex call (str.isalpha
+    # alone would ask this Python's Unicode version, not the pinned one).
+    letter = patterns.letter.search
+    words = [run for run in runs if (run.isascii() and run.isalpha()) or letter(run)]
+    if not patterns.unspaced.search(text):
         return words
     out: list[str] = []
     for word in words:
-        if _UNSPACED.search(word):
-            _split_unspaced(word, out)
+        if patterns.unspaced.search(word):
+            _split_unspaced(word, out, patterns)
         else:
             out.append(word)
     return out
@@ -75,24 +127,3 @@ def shingles(token_list: list[str], n: int) -> list[str]:
     if len(token_list) < n:
         return [" ".join(token_list)] if token_list else []
     return [" ".join(token_list[i : i + n]) for i in range(len(token_list) - n + 1)]
-
-
-# Character classes for the native tokeniser, one byte per code point, built
-# from the same `regex` patterns as above so both paths agree by construction.
-CLASS_RUN, CLASS_LETTER, CLASS_UNSPACED = 1, 2, 4
-
-
-@functools.cache
-def class_table() -> bytes:
-    """The 0x110000-byte table of CLASS_* flags (about 0.2 s to build, once per process)."""
-    table = bytearray(0x110000)
-    everything = "".join(map(chr, range(0x110000)))
-    for match in _RUN.finditer(everything):
-        table[match.start() : match.end()] = b"\x01" * (match.end() - match.start())
-    letters = CLASS_RUN | CLASS_LETTER
-    for match in regex.finditer(r"\p{L}+", everything):
-        table[match.start() : match.end()] = bytes([letters]) * (match.end() - match.start())
-    add_unspaced = bytes(value | CLASS_UNSPACED for value in range(256))
-    for match in _UNSPACED.finditer(everything):
-        table[match.start() : match.end()] = table[match.start() : match.end()].translate(add_unspaced)
-    return bytes(table)

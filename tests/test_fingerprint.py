@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -23,6 +25,29 @@ def test_native_extension_is_built():
     # The package build compiles the extension; on this project's CI a missing
     # extension is a packaging bug, not an acceptable fallback.
     assert "native" in IMPLEMENTATIONS, "the C extension did not build or import"
+
+
+def test_c_extensions_list_the_headers_they_include():
+    """A header edit must rebuild every extension that includes it (pyproject's ``depends``)."""
+    tomllib = pytest.importorskip("tomllib")
+    root = Path(__file__).resolve().parent.parent
+    extensions = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"][
+        "ext-modules"
+    ]
+    for extension in extensions:
+        for source in extension["sources"]:
+            folder = Path(source).parent
+            included = re.findall(r'^#include "([^"]+)"', (root / source).read_text(), flags=re.MULTILINE)
+            assert {str(folder / name) for name in included} <= set(extension.get("depends", [])), source
+
+
+def test_the_c_tokeniser_is_written_once():
+    """_native.c and _minhash.c share _tokenize.h rather than each keeping a copy."""
+    folder = Path(fp.__file__).parent
+    for source in ("_native.c", "_minhash.c"):
+        text = (folder / source).read_text()
+        assert '#include "_tokenize.h"' in text
+        assert "tokenize_run(" not in text and "utf8_put(" not in text, source
 
 
 def test_vectors_scheme(vectors):

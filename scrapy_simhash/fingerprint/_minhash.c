@@ -4,27 +4,21 @@
  * pass over the text.  The pure-Python reference is _minhash_purepy.py; tests hold both
  * to the same bits.
  *
- * The tokeniser is the one of _native.c (simhash-doc/1 tokens, driven by the
- * same class table built from the `regex` module), copied rather than shared
- * so that _native.c stays exactly as it is.  Tokens are written one after the
- * other into one UTF-8 buffer, separated by one space, so that every shingle
- * (n consecutive tokens joined by a space) is a contiguous slice of it.
+ * The tokeniser is the one of _native.c (simhash-doc/1 tokens, _tokenize.h,
+ * driven by the same Unicode 15.0 class table).  Tokens are written one after
+ * the other into one UTF-8 buffer, separated by one space, so that every
+ * shingle (n consecutive tokens joined by a space) is a contiguous slice of it.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "_lookup3.h" /* jenkins64(): lookup3 hashlittle2, shared with the other extension */
-
-#define CLS_RUN 1
-#define CLS_LETTER 2
-#define CLS_UNSPACED 4
+#include "_lookup3.h"  /* jenkins64(): lookup3 hashlittle2, shared with the other extension */
+#include "_tokenize.h" /* tokenize_text(): the simhash-doc/1 tokeniser, shared with the other extension */
 
 typedef struct {
-    int kind;
-    const void *data;
-    const uint8_t *table;
+    text_view_t view;
     char *buf;       /* tokens' UTF-8, each followed by one space */
     size_t buf_len;
     size_t *starts;  /* per token: offset of its first byte in buf */
@@ -32,105 +26,40 @@ typedef struct {
     Py_ssize_t count, cap;
 } tokens_t;
 
-static inline uint8_t cls_at(const tokens_t *tk, Py_ssize_t i)
+/* The token sink: text[start:end) and one space appended to buf.  buf was sized for
+ * the worst case up front (every code point 4 bytes plus a space after each, see tokenize). */
+static int append_token(void *sink, Py_ssize_t start, Py_ssize_t end)
 {
-    return tk->table[PyUnicode_READ(tk->kind, tk->data, i)];
-}
-
-static size_t utf8_put(char *out, Py_UCS4 ch)
-{
-    if (ch < 0x80) {
-        out[0] = (char)ch;
-        return 1;
-    }
-    if (ch < 0x800) {
-        out[0] = (char)(0xC0 | (ch >> 6));
-        out[1] = (char)(0x80 | (ch & 0x3F));
-        return 2;
-    }
-    if (ch < 0x10000) {
-        out[0] = (char)(0xE0 | (ch >> 12));
-        out[1] = (char)(0x80 | ((ch >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (ch & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (ch >> 18));
-    out[1] = (char)(0x80 | ((ch >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((ch >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (ch & 0x3F));
-    return 4;
-}
-
-/* Emit text[start:end) as one token.  Surrogates are separators in the class
- * table, so a token never holds one.  buf was sized for the worst case up front
- * (every code point 4 bytes plus a space after each, see py_sketch_into). */
-static int emit(tokens_t *tk, Py_ssize_t start, Py_ssize_t end)
-{
+    tokens_t *tk = (tokens_t *)sink;
     if (tk->count == tk->cap) {
         Py_ssize_t cap = tk->cap * 2;
         size_t *s = PyMem_Realloc(tk->starts, (size_t)cap * sizeof(size_t));
         if (s == NULL)
-            return -1;
+            goto no_memory;
         tk->starts = s;
         size_t *e = PyMem_Realloc(tk->ends, (size_t)cap * sizeof(size_t));
         if (e == NULL)
-            return -1;
+            goto no_memory;
         tk->ends = e;
         tk->cap = cap;
     }
     tk->starts[tk->count] = tk->buf_len;
-    for (Py_ssize_t i = start; i < end; i++)
-        tk->buf_len += utf8_put(tk->buf + tk->buf_len, PyUnicode_READ(tk->kind, tk->data, i));
+    tk->buf_len += utf8_slice(&tk->view, start, end, tk->buf + tk->buf_len);
     tk->ends[tk->count] = tk->buf_len;
     tk->buf[tk->buf_len++] = ' ';
     tk->count++;
     return 0;
-}
-
-static int emit_if_letter(tokens_t *tk, Py_ssize_t start, Py_ssize_t end)
-{
-    for (Py_ssize_t i = start; i < end; i++)
-        if (cls_at(tk, i) & CLS_LETTER)
-            return emit(tk, start, end);
-    return 0;
-}
-
-static int tokenize_run(tokens_t *tk, Py_ssize_t start, Py_ssize_t end, int unspaced)
-{
-    if (!unspaced)
-        return emit(tk, start, end);
-    Py_ssize_t i = start, part = start;
-    while (i < end) {
-        if (!(cls_at(tk, i) & CLS_UNSPACED)) {
-            i++;
-            continue;
-        }
-        Py_ssize_t s = i;
-        while (i < end && (cls_at(tk, i) & CLS_UNSPACED))
-            i++;
-        if (emit_if_letter(tk, part, s) < 0)
-            return -1;
-        if (i - s == 1) {
-            if (emit(tk, s, i) < 0)
-                return -1;
-        } else {
-            for (Py_ssize_t b = s; b + 1 < i; b++)
-                if (emit(tk, b, b + 2) < 0)
-                    return -1;
-        }
-        part = i;
-    }
-    return emit_if_letter(tk, part, end);
+no_memory:
+    PyErr_NoMemory();
+    return -1;
 }
 
 /* Tokenise text into tk (which the caller frees with tokens_free, also on failure). */
 static int tokenize(PyObject *text, const uint8_t *table, tokens_t *tk)
 {
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     memset(tk, 0, sizeof(*tk));
-    tk->kind = PyUnicode_KIND(text);
-    tk->data = PyUnicode_DATA(text);
-    tk->table = table;
+    text_view_init(&tk->view, text, table);
     /* A bigram stretch of m characters gives m - 1 tokens of 2 characters: at most
      * 2n code points in tokens, each at most 4 bytes, plus one space per token. */
     tk->buf = PyMem_Malloc((size_t)n * 8 + (size_t)n * 2 + 16);
@@ -141,25 +70,7 @@ static int tokenize(PyObject *text, const uint8_t *table, tokens_t *tk)
         PyErr_NoMemory();
         return -1;
     }
-    while (i < n) {
-        uint8_t c = cls_at(tk, i);
-        if (!(c & CLS_RUN)) {
-            i++;
-            continue;
-        }
-        Py_ssize_t start = i;
-        int letter = 0, unspaced = 0;
-        while (i < n && ((c = cls_at(tk, i)) & CLS_RUN)) {
-            letter |= c & CLS_LETTER;
-            unspaced |= c & CLS_UNSPACED;
-            i++;
-        }
-        if (letter && tokenize_run(tk, start, i, unspaced) < 0) {
-            PyErr_NoMemory();
-            return -1;
-        }
-    }
-    return 0;
+    return tokenize_text(&tk->view, n, append_token, tk);
 }
 
 static void tokens_free(tokens_t *tk)
@@ -184,15 +95,6 @@ static inline Py_ssize_t shingle_count(const tokens_t *tk, Py_ssize_t n)
     return tk->count < n ? 1 : tk->count - n + 1;
 }
 
-static int check_table(Py_buffer *table)
-{
-    if (table->len != 0x110000) {
-        PyErr_SetString(PyExc_ValueError, "class table must have 0x110000 entries");
-        return -1;
-    }
-    return 0;
-}
-
 /* shingle_hashes(normalized, table, n) -> list of int, in text order. */
 static PyObject *py_shingle_hashes(PyObject *self, PyObject *args)
 {
@@ -203,7 +105,7 @@ static PyObject *py_shingle_hashes(PyObject *self, PyObject *args)
 
     if (!PyArg_ParseTuple(args, "Uy*n", &text, &table, &n))
         return NULL;
-    if (check_table(&table) < 0 || n < 1) {
+    if (check_class_table(&table) < 0 || n < 1) {
         if (n < 1 && !PyErr_Occurred())
             PyErr_SetString(PyExc_ValueError, "shingle size must be at least 1");
         PyBuffer_Release(&table);
@@ -292,7 +194,7 @@ static PyObject *py_sketch_into(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "Uy*nw*", &text, &table, &n, &out))
         return NULL;
     k = out.len / 4;
-    if (check_table(&table) < 0)
+    if (check_class_table(&table) < 0)
         goto done;
     if (n < 1) {
         PyErr_SetString(PyExc_ValueError, "shingle size must be at least 1");

@@ -1,8 +1,7 @@
 /*
  * Native hot path of simhash-doc/1: lookup3 hashlittle2 over each feature's
- * UTF-8 bytes and the 64 signed counters.  Tokenisation stays in Python (the
- * `regex` module) so that both paths share one definition of a token; only the
- * per-feature arithmetic, which dominates the cost, lives here.
+ * UTF-8 bytes and the 64 signed counters, and simhash_text(), which tokenises
+ * too (the tokeniser of _tokenize.h, shared with _minhash.c).
  *
  * lookup3 is Bob Jenkins' public-domain code (lookup3.c, May 2006), reduced to
  * the byte-at-a-time little-endian reading of hashlittle2, which gives the same
@@ -13,7 +12,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "_lookup3.h" /* jenkins64(): lookup3 hashlittle2, shared with the other extension */
+#include "_lookup3.h"  /* jenkins64(): lookup3 hashlittle2, shared with the other extension */
+#include "_tokenize.h" /* tokenize_text(): the simhash-doc/1 tokeniser, shared with the other extension */
 
 static PyObject *py_jenkins64(PyObject *self, PyObject *arg)
 {
@@ -123,20 +123,11 @@ fail:
     return NULL;
 }
 
-/* ---- Tokeniser: simhash_text(normalized_text, class_table) -> (simhash, token_count) ----
+/* ---- simhash_text(normalized_text, class_table) -> (simhash, token_count) ----
  *
- * The class table (built once by tokens.py from the `regex` module, so both paths
- * share one Unicode database) has one byte per code point:
- *   CLS_RUN      letter, mark, decimal digit or connector punctuation (part of a run)
- *   CLS_LETTER   category L
- *   CLS_UNSPACED script Han, Hiragana, Katakana, Thai, Lao, Khmer or Myanmar
  * Distinct tokens are kept in an exact hash set (hash, then bytes), so the result
  * equals the pure-Python path even if two tokens' 64-bit hashes collide.
  */
-#define CLS_RUN 1
-#define CLS_LETTER 2
-#define CLS_UNSPACED 4
-
 typedef struct {
     uint64_t hash;
     size_t offset; /* into arena */
@@ -233,90 +224,20 @@ static int set_add(token_set_t *set, const char *bytes, size_t length)
     return 0;
 }
 
-static size_t utf8_put(char *out, Py_UCS4 ch)
-{
-    if (ch < 0x80) {
-        out[0] = (char)ch;
-        return 1;
-    }
-    if (ch < 0x800) {
-        out[0] = (char)(0xC0 | (ch >> 6));
-        out[1] = (char)(0x80 | (ch & 0x3F));
-        return 2;
-    }
-    if (ch < 0x10000) {
-        out[0] = (char)(0xE0 | (ch >> 12));
-        out[1] = (char)(0x80 | ((ch >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (ch & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (ch >> 18));
-    out[1] = (char)(0x80 | ((ch >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((ch >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (ch & 0x3F));
-    return 4;
-}
-
 typedef struct {
-    int kind;
-    const void *data;
-    const uint8_t *table;
+    text_view_t view;
     char *buffer; /* scratch for one token's UTF-8, 4 bytes per code point */
     token_set_t set;
     Py_ssize_t tokens;
 } tokenizer_t;
 
-static inline uint8_t cls_at(const tokenizer_t *tk, Py_ssize_t i)
+/* The token sink: text[start:end) into the set of distinct tokens. */
+static int add_token(void *sink, Py_ssize_t start, Py_ssize_t end)
 {
-    return tk->table[PyUnicode_READ(tk->kind, tk->data, i)];
-}
-
-/* Emit text[start:end) as one token. Surrogates are separators in the class
- * table (category Cs), so a token never holds one and always encodes. */
-static int emit(tokenizer_t *tk, Py_ssize_t start, Py_ssize_t end)
-{
-    size_t n = 0;
-    for (Py_ssize_t i = start; i < end; i++)
-        n += utf8_put(tk->buffer + n, PyUnicode_READ(tk->kind, tk->data, i));
+    tokenizer_t *tk = (tokenizer_t *)sink;
+    size_t n = utf8_slice(&tk->view, start, end, tk->buffer);
     tk->tokens++;
     return set_add(&tk->set, tk->buffer, n);
-}
-
-/* A part of a run outside unspaced stretches is a token if it holds a letter. */
-static int emit_if_letter(tokenizer_t *tk, Py_ssize_t start, Py_ssize_t end)
-{
-    for (Py_ssize_t i = start; i < end; i++)
-        if (cls_at(tk, i) & CLS_LETTER)
-            return emit(tk, start, end);
-    return 0;
-}
-
-static int tokenize_run(tokenizer_t *tk, Py_ssize_t start, Py_ssize_t end, int unspaced)
-{
-    if (!unspaced)
-        return emit(tk, start, end);
-    Py_ssize_t i = start, part = start;
-    while (i < end) {
-        if (!(cls_at(tk, i) & CLS_UNSPACED)) {
-            i++;
-            continue;
-        }
-        Py_ssize_t s = i;
-        while (i < end && (cls_at(tk, i) & CLS_UNSPACED))
-            i++;
-        if (emit_if_letter(tk, part, s) < 0)
-            return -1;
-        if (i - s == 1) {
-            if (emit(tk, s, i) < 0)
-                return -1;
-        } else {
-            for (Py_ssize_t b = s; b + 1 < i; b++)
-                if (emit(tk, b, b + 2) < 0)
-                    return -1;
-        }
-        part = i;
-    }
-    return emit_if_letter(tk, part, end);
 }
 
 static PyObject *py_simhash_text(PyObject *self, PyObject *args)
@@ -324,26 +245,23 @@ static PyObject *py_simhash_text(PyObject *self, PyObject *args)
     PyObject *text;
     Py_buffer table;
     tokenizer_t tk;
-    Py_ssize_t n, i = 0, longest = 0;
+    Py_ssize_t n, longest = 0;
     uint64_t result = 0;
-    int failed = 0;
+    int failed;
 
     if (!PyArg_ParseTuple(args, "Uy*", &text, &table))
         return NULL;
-    if (table.len != 0x110000) {
+    if (check_class_table(&table) < 0) {
         PyBuffer_Release(&table);
-        PyErr_SetString(PyExc_ValueError, "class table must have 0x110000 entries");
         return NULL;
     }
     n = PyUnicode_GET_LENGTH(text);
-    tk.kind = PyUnicode_KIND(text);
-    tk.data = PyUnicode_DATA(text);
-    tk.table = (const uint8_t *)table.buf;
+    text_view_init(&tk.view, text, (const uint8_t *)table.buf);
     tk.tokens = 0;
 
     /* The scratch buffer holds the longest run. */
     for (Py_ssize_t j = 0, run = 0; j < n; j++) {
-        run = (cls_at(&tk, j) & CLS_RUN) ? run + 1 : 0;
+        run = (cls_at(&tk.view, j) & CLS_RUN) ? run + 1 : 0;
         if (run > longest)
             longest = run;
     }
@@ -354,22 +272,7 @@ static PyObject *py_simhash_text(PyObject *self, PyObject *args)
         return PyErr_NoMemory();
     }
 
-    while (i < n && !failed) {
-        uint8_t c = cls_at(&tk, i);
-        if (!(c & CLS_RUN)) {
-            i++;
-            continue;
-        }
-        Py_ssize_t start = i;
-        int letter = 0, unspaced = 0;
-        while (i < n && ((c = cls_at(&tk, i)) & CLS_RUN)) {
-            letter |= c & CLS_LETTER;
-            unspaced |= c & CLS_UNSPACED;
-            i++;
-        }
-        if (letter && tokenize_run(&tk, start, i, unspaced) < 0)
-            failed = 1;
-    }
+    failed = tokenize_text(&tk.view, n, add_token, &tk) < 0;
     if (!failed) {
         for (int b = 0; b < 64; b++)
             if (2 * tk.set.ones[b] > (int64_t)tk.set.count)

@@ -21,6 +21,7 @@ import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from . import _unicode_data
@@ -76,6 +77,43 @@ def char_class(ranges: Iterable[tuple[int, int]]) -> str:
     return "".join(
         f"\\U{first:08x}" if first == last else f"\\U{first:08x}-\\U{last:08x}" for first, last in ranges
     )
+
+
+def has_astral(text: str) -> bool:
+    """Whether ``text`` has a code point above U+FFFF (each takes two UTF-16 units)."""
+    return len(text.encode("utf-16-le", "surrogatepass")) != 2 * len(text)
+
+
+@dataclass(frozen=True)
+class ClassPatterns:
+    """``re`` patterns of one set of code points, made for speed.
+
+    ``re`` looks a code point of the Basic Multilingual Plane up in one table but tests
+    every range above U+FFFF one after the other, for every code point that is not in the
+    table. ``bmp`` leaves those ranges out: it is exact on a text without code points above
+    U+FFFF (see :func:`has_astral`). ``full`` tests them only for a code point above U+FFFF.
+    A pattern is None when it can match nothing.
+    """
+
+    bmp: re.Pattern[str] | None
+    full: re.Pattern[str] | None
+
+    @classmethod
+    def of(cls, ranges: Iterable[tuple[int, int]], repeat: str = "") -> ClassPatterns:
+        ranges = list(ranges)
+        bmp = char_class((first, min(last, 0xFFFF)) for first, last in ranges if first <= 0xFFFF)
+        above = char_class((max(first, 0x10000), last) for first, last in ranges if last > 0xFFFF)
+        parts = [f"[{bmp}]"] if bmp else []
+        if above:
+            parts.append(f"(?=[\\U00010000-\\U0010ffff])[{above}]")
+        return cls(
+            re.compile(f"[{bmp}]{repeat}") if bmp else None,
+            re.compile(f"(?:{'|'.join(parts)}){repeat}") if parts else None,
+        )
+
+    def pick(self, text: str) -> re.Pattern[str] | None:
+        """The pattern that is exact on ``text``."""
+        return self.full if has_astral(text) else self.bmp
 
 
 class Normalizer:
@@ -171,37 +209,94 @@ def pinned_normalizer() -> Normalizer:
     return Normalizer(vars(_unicode_data))
 
 
+@dataclass(frozen=True)
+class _Finder:
+    """Tells whether a text holds one of a set of code points, as cheaply as the set allows."""
+
+    bmp_chars: str
+    """The set's code points up to U+FFFF when they are few: ``in`` finds each one fast."""
+    bmp: re.Pattern[str] | None
+    """When they are many: one table lookup per code point of the text."""
+    full: re.Pattern[str] | None
+    """The whole set, for a text with code points above U+FFFF."""
+
+    @classmethod
+    def of(cls, bmp: list[tuple[int, int]], astral: list[tuple[int, int]]) -> _Finder:
+        patterns = ClassPatterns.of([*bmp, *astral])
+        chars = "".join(chr(cp) for first, last in bmp for cp in range(first, last + 1))
+        few = len(chars) <= 16
+        return cls(chars if few else "", None if few else patterns.bmp, patterns.full)
+
+    def found_in(self, text: str) -> bool:
+        if has_astral(text):
+            return self.full is not None and self.full.search(text) is not None
+        if self.bmp is not None:
+            return self.bmp.search(text) is not None
+        return any(ch in text for ch in self.bmp_chars)
+
+
+def _split_at_bmp(ranges: Iterable[tuple[int, int]]) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    bmp, astral = [], []
+    for first, last in ranges:
+        if first <= 0xFFFF:
+            bmp.append((first, min(last, 0xFFFF)))
+        if last > 0xFFFF:
+            astral.append((max(first, 0x10000), last))
+    return bmp, astral
+
+
+def _known_here(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The code points of ``ranges`` that this interpreter's `unicodedata` assigns, as ranges."""
+    out: list[tuple[int, int]] = []
+    for first, last in ranges:
+        for cp in range(first, last + 1):
+            if unicodedata.category(chr(cp)) != "Cn":
+                if out and out[-1][1] == cp - 1:
+                    out[-1] = (out[-1][0], cp)
+                else:
+                    out.append((cp, cp))
+    return out
+
+
 @functools.cache
-def _disagreeing() -> re.Pattern[str] | None:
+def _disagreeing() -> _Finder | None:
     """Code points on which this interpreter's NFC or casefold may differ from the pinned ones.
 
     None when the interpreter has the pinned version. With an older one: those the pinned
     version assigned since (the interpreter knows nothing of them). With a newer one: those
-    the pinned version leaves unassigned (the interpreter may know them; pinned, they stay as
-    they are). The text around them needs no care: both versions agree on the code points
-    they both assign.
+    the pinned version leaves unassigned and the interpreter assigns (pinned, they stay as
+    they are); above U+FFFF, all that the pinned version leaves unassigned (looking each up
+    would cost more than the rare texts with them). The text around them needs no care:
+    both versions agree on the code points they both assign.
     """
     python, pinned = _version(unicodedata.unidata_version), _version(UNICODE_VERSION)
     if python == pinned:
         return None
     if python > pinned:
-        ranges = _pairs(_unicode_data.UNASSIGNED)
-    elif python < _version(_unicode_data.OLDEST_PYTHON_UNICODE):
-        return re.compile(r"[\s\S]")  # older than the tables reach: normalize everything from the tables
-    else:
-        ranges = [
-            pair
-            for age, flat in _unicode_data.ASSIGNED_SINCE.items()
-            if _version(age) > python
-            for pair in _pairs(flat)
-        ]
-    return re.compile(f"[{char_class(ranges)}]")
+        bmp, astral = _split_at_bmp(_pairs(_unicode_data.UNASSIGNED))
+        return _Finder.of(_known_here(bmp), astral)
+    if python < _version(_unicode_data.OLDEST_PYTHON_UNICODE):
+        return _Finder.of([(0, 0xFFFF)], [(0x10000, 0x10FFFF)])  # older than the tables reach: all of it
+    bmp, astral = _split_at_bmp(
+        pair
+        for age, flat in _unicode_data.ASSIGNED_SINCE.items()
+        if _version(age) > python
+        for pair in _pairs(flat)
+    )
+    return _Finder.of(bmp, astral)
+
+
+def needs_tables(text: str) -> bool:
+    """Whether :func:`normalize` must use the pinned tables for ``text`` (this interpreter could differ)."""
+    if text.isascii():
+        return False  # every Unicode version assigns ASCII alike
+    disagreeing = _disagreeing()
+    return disagreeing is not None and disagreeing.found_in(text)
 
 
 def normalize(text: str) -> str:
     """NFC, then full case folding, both as Unicode 15.0 defines them, on any Python."""
-    disagreeing = _disagreeing()
-    if disagreeing is None or disagreeing.search(text) is None:
+    if not needs_tables(text):
         return unicodedata.normalize("NFC", text).casefold()
     normalizer = pinned_normalizer()
     return normalizer.casefold(normalizer.nfc(text))

@@ -23,9 +23,10 @@ from .pinned_unicode import (
     CLASS_RUN,
     CLASS_UNSPACED,
     UNICODE_VERSION,
-    char_class,
+    ClassPatterns,
     class_ranges,
     class_table,
+    has_astral,
     normalize,
 )
 
@@ -48,32 +49,20 @@ class _Patterns:
     unspaced: re.Pattern[str]
 
 
-def _patterns(astral: bool) -> _Patterns:
-    """The three character-class patterns of the pinned tables.
-
-    ``re`` looks a code point of the Basic Multilingual Plane up in one table, but tests
-    every range above it one after the other; so the patterns for a text without such code
-    points leave them out, and the others test them only for a code point above U+FFFF.
-    """
+def _patterns(full: bool) -> _Patterns:
+    """Run, letter and unspaced-stretch patterns: exact on any text (``full``) or on BMP-only text."""
 
     def pattern(flag: int, repeat: str) -> re.Pattern[str]:
-        ranges = class_ranges(flag)
-        bmp = char_class((first, min(last, 0xFFFF)) for first, last in ranges if first <= 0xFFFF)
-        if not astral:
-            return re.compile(f"[{bmp}]{repeat}")
-        above = char_class((max(first, 0x10000), last) for first, last in ranges if last > 0xFFFF)
-        return re.compile(f"(?:[{bmp}]|(?=[\\U00010000-\\U0010ffff])[{above}]){repeat}")
+        patterns = ClassPatterns.of(class_ranges(flag), repeat)
+        found = patterns.full if full else patterns.bmp
+        assert found is not None  # every class has code points in the BMP
+        return found
 
     return _Patterns(pattern(CLASS_RUN, "+"), pattern(CLASS_LETTER, ""), pattern(CLASS_UNSPACED, "+"))
 
 
-_BMP = _patterns(astral=False)
-_ALL = _patterns(astral=True)
-
-
-def _has_astral(text: str) -> bool:
-    """Whether ``text`` has a code point above U+FFFF (each takes two UTF-16 units)."""
-    return len(text.encode("utf-16-le", "surrogatepass")) != 2 * len(text)
+_BMP = _patterns(full=False)
+_ALL = _patterns(full=True)
 
 
 def _split_unspaced(run: str, out: list[str], patterns: _Patterns) -> None:
@@ -97,7 +86,7 @@ def _split_unspaced(run: str, out: list[str], patterns: _Patterns) -> None:
 def tokens(text: str) -> list[str]:
     """The tokens of ``text`` in text order, repeats included."""
     text = normalize(text)
-    patterns = _ALL if _has_astral(text) else _BMP
+    patterns = _ALL if has_astral(text) else _BMP
     runs = patterns.run.findall(text)
     # An ASCII run of letters settles the common case without a regex call (str.isalpha
     # alone would ask this Python's Unicode version, not the pinned one).

@@ -136,6 +136,8 @@ _ALPHABET = st.sampled_from(
         "\ua7cb",
         "\U0003d000",
         "\U0001fae9",
+        "\U0001f600",
+        "\U0001d400",
         "\ud800",
         " ",
         "-",

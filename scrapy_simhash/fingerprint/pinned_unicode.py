@@ -17,6 +17,7 @@ pinned version, shipped as the generated module ``_unicode_data``:
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 import unicodedata
@@ -82,6 +83,14 @@ def char_class(ranges: Iterable[tuple[int, int]]) -> str:
 def has_astral(text: str) -> bool:
     """Whether ``text`` has a code point above U+FFFF (each takes two UTF-16 units)."""
     return len(text.encode("utf-16-le", "surrogatepass")) != 2 * len(text)
+
+
+ASTRAL = re.compile("[\\U00010000-\\U0010ffff]")
+
+
+def astral_chars(text: str) -> set[str]:
+    """The distinct code points above U+FFFF in ``text``."""
+    return set(ASTRAL.findall(text)) if has_astral(text) else set()
 
 
 @dataclass(frozen=True)
@@ -217,22 +226,33 @@ class _Finder:
     """The set's code points up to U+FFFF when they are few: ``in`` finds each one fast."""
     bmp: re.Pattern[str] | None
     """When they are many: one table lookup per code point of the text."""
-    full: re.Pattern[str] | None
-    """The whole set, for a text with code points above U+FFFF."""
+    astral_starts: tuple[int, ...]
+    """First code point of each of the set's ranges above U+FFFF (a text's such code points are bisected)."""
+    astral_ends: tuple[int, ...]
 
     @classmethod
     def of(cls, bmp: list[tuple[int, int]], astral: list[tuple[int, int]]) -> _Finder:
-        patterns = ClassPatterns.of([*bmp, *astral])
         chars = "".join(chr(cp) for first, last in bmp for cp in range(first, last + 1))
         few = len(chars) <= 16
-        return cls(chars if few else "", None if few else patterns.bmp, patterns.full)
+        pattern = ClassPatterns.of(bmp).bmp
+        return cls(
+            chars if few else "",
+            None if few else pattern,
+            tuple(first for first, _ in astral),
+            tuple(last for _, last in astral),
+        )
 
     def found_in(self, text: str) -> bool:
-        if has_astral(text):
-            return self.full is not None and self.full.search(text) is not None
         if self.bmp is not None:
-            return self.bmp.search(text) is not None
-        return any(ch in text for ch in self.bmp_chars)
+            if self.bmp.search(text) is not None:
+                return True
+        elif any(ch in text for ch in self.bmp_chars):
+            return True
+        for ch in astral_chars(text):
+            i = bisect.bisect_right(self.astral_starts, ord(ch)) - 1
+            if i >= 0 and ord(ch) <= self.astral_ends[i]:
+                return True
+        return False
 
 
 def _split_at_bmp(ranges: Iterable[tuple[int, int]]) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:

@@ -19,14 +19,15 @@ import re
 from dataclasses import dataclass
 
 from .pinned_unicode import (
+    ASTRAL,
     CLASS_LETTER,
     CLASS_RUN,
     CLASS_UNSPACED,
     UNICODE_VERSION,
     ClassPatterns,
+    astral_chars,
     class_ranges,
     class_table,
-    has_astral,
     normalize,
 )
 
@@ -86,7 +87,14 @@ def _split_unspaced(run: str, out: list[str], patterns: _Patterns) -> None:
 def tokens(text: str) -> list[str]:
     """The tokens of ``text`` in text order, repeats included."""
     text = normalize(text)
-    patterns = _ALL if has_astral(text) else _BMP
+    patterns = _BMP
+    astral = astral_chars(text)
+    if astral:
+        table = class_table()
+        if any(table[ord(ch)] for ch in astral):
+            patterns = _ALL
+        else:  # separators all (emoji, most often): spaces for the patterns, and tokens stay the same
+            text = ASTRAL.sub(" ", text)
     runs = patterns.run.findall(text)
     # An ASCII run of letters settles the common case without a regex call (str.isalpha
     # alone would ask this Python's Unicode version, not the pinned one).

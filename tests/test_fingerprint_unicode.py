@@ -225,3 +225,20 @@ def test_committed_tables_are_what_the_generator_writes() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+_FEW = ([(0x0ECE, 0x0ECE), (0x0CF3, 0x0CF3)], [(0x1E08F, 0x1E08F), (0x10570, 0x105BC)])
+_MANY = ([(0x0300, 0x036F), (0x2C2F, 0x2C2F), (0xA7CB, 0xA7CB)], [(0x10D50, 0x10D65), (0x3D000, 0x3FFFF)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=_ALPHABET, max_size=40), st.sampled_from([_FEW, _MANY]))
+def test_c_and_python_find_the_same_code_points(text: str, ranges: tuple) -> None:
+    """The check for code points this Python could normalize differently: C, Python and brute force agree."""
+    bmp, astral = ranges
+    finder = pinned_unicode._Finder.of(bmp, astral)
+    expected = any(first <= ord(ch) <= last for ch in text for first, last in [*bmp, *astral])
+    assert finder.found_in_python(text) == expected
+    assert finder.found_in(text) == expected
+    if "native" in IMPLEMENTATIONS:
+        assert pinned_unicode._any_flagged is not None

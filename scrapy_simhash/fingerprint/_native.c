@@ -286,6 +286,29 @@ static PyObject *py_simhash_text(PyObject *self, PyObject *args)
     return Py_BuildValue("(Kn)", (unsigned long long)result, tk.tokens);
 }
 
+/* any_flagged(text, table) -> bool: whether the table's byte of some code point of text is not 0.
+ * pinned_unicode.needs_tables() asks it with the table of the code points this interpreter
+ * could normalise differently from Unicode 15.0: one lookup per code point. */
+static PyObject *py_any_flagged(PyObject *self, PyObject *args)
+{
+    PyObject *text;
+    Py_buffer table;
+    text_view_t view;
+    int found = 0;
+
+    if (!PyArg_ParseTuple(args, "Uy*", &text, &table))
+        return NULL;
+    if (check_class_table(&table) < 0) {
+        PyBuffer_Release(&table);
+        return NULL;
+    }
+    text_view_init(&view, text, (const uint8_t *)table.buf);
+    for (Py_ssize_t i = 0, n = PyUnicode_GET_LENGTH(text); i < n && !found; i++)
+        found = cls_at(&view, i) != 0;
+    PyBuffer_Release(&table);
+    return PyBool_FromLong(found);
+}
+
 static PyMethodDef methods[] = {
     {"jenkins64", py_jenkins64, METH_O,
      "jenkins64(data) -> int: lookup3 hashlittle2(data, 0, 0) as c | b << 32."},
@@ -293,6 +316,8 @@ static PyMethodDef methods[] = {
      "simhash_features(features) -> int: simhash of str features, weight 1 each."},
     {"simhash_weighted", py_simhash_weighted, METH_O,
      "simhash_weighted(pairs) -> int: simhash of (str, weight) pairs."},
+    {"any_flagged", py_any_flagged, METH_VARARGS,
+     "any_flagged(text, table) -> bool: whether table[code point] != 0 for a code point of text."},
     {"simhash_text", py_simhash_text, METH_VARARGS,
      "simhash_text(normalized, table) -> (simhash, token count) of a NFC-casefolded text."},
     {NULL, NULL, 0, NULL},

@@ -27,6 +27,11 @@ from typing import Any
 
 from . import _unicode_data
 
+try:
+    from ._native import any_flagged as _any_flagged
+except ImportError:  # not built: the pure-Python lookups below give the same answers
+    _any_flagged = None
+
 UNICODE_VERSION: str = _unicode_data.UNICODE_VERSION
 """The Unicode version of every property the tokenizer uses."""
 
@@ -229,20 +234,32 @@ class _Finder:
     astral_starts: tuple[int, ...]
     """First code point of each of the set's ranges above U+FFFF (a text's such code points are bisected)."""
     astral_ends: tuple[int, ...]
+    table: bytes
+    """One byte per code point, 1 for the set's: for the C extension's any_flagged."""
 
     @classmethod
     def of(cls, bmp: list[tuple[int, int]], astral: list[tuple[int, int]]) -> _Finder:
+        astral = sorted(astral)  # bisected
         chars = "".join(chr(cp) for first, last in bmp for cp in range(first, last + 1))
         few = len(chars) <= 16
-        pattern = ClassPatterns.of(bmp).bmp
+        table = bytearray(0x110000)
+        for first, last in [*bmp, *astral]:
+            table[first : last + 1] = b"\x01" * (last + 1 - first)
         return cls(
             chars if few else "",
-            None if few else pattern,
+            None if few else ClassPatterns.of(bmp).bmp,
             tuple(first for first, _ in astral),
             tuple(last for _, last in astral),
+            bytes(table),
         )
 
     def found_in(self, text: str) -> bool:
+        if _any_flagged is not None:
+            return _any_flagged(text, self.table)
+        return self.found_in_python(text)
+
+    def found_in_python(self, text: str) -> bool:
+        """:meth:`found_in` without the C extension."""
         if self.bmp is not None:
             if self.bmp.search(text) is not None:
                 return True

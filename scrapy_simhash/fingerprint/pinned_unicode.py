@@ -125,10 +125,6 @@ class ClassPatterns:
             re.compile(f"(?:{'|'.join(parts)}){repeat}") if parts else None,
         )
 
-    def pick(self, text: str) -> re.Pattern[str] | None:
-        """The pattern that is exact on ``text``."""
-        return self.full if has_astral(text) else self.bmp
-
 
 class Normalizer:
     """NFC and full case folding computed from tables (``_unicode_data``'s names), not `unicodedata`.

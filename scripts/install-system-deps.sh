@@ -4,13 +4,15 @@
 # local Spark; pyspark 3.5 runs on Java 8/11/17, pyspark 4 on Java 17/21: Debian
 # bookworm's default-jre-headless is Java 17) and Chromium (tests/test_report_browser.py renders the
 # HTML report and calibration page in headless Chromium over the DevTools protocol). Installs only what
-# is missing.
+# is missing. unicode-data: the Unicode Character Database the tokenizer's tables are generated from
+# (scripts/generate_unicode_data.py; tests/test_fingerprint_unicode.py checks the committed tables against it).
 set -euo pipefail
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v cc >/dev/null 2>&1 || missing+=(gcc)
 command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+[ -f /usr/share/unicode/DerivedAge.txt ] || missing+=(unicode-data)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if ! command -v apt-get >/dev/null 2>&1; then
   echo "install-system-deps: please install: ${missing[*]} (no apt-get here)" >&2

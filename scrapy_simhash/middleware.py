@@ -34,24 +34,31 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
-from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.misc import load_object
 
+from .crawl_config import crawl_settings, refuse_to_start
 from .crawl_index import default_location, open_crawl_index
 from .extract import declared_encoding
 from .fingerprint import SCHEME, hamming, to_base32, to_hex
-from .index import IndexLostError, IndexUnavailableError, Match, NearDuplicateIndex, SimhashIndexError
+from .index import (
+    IndexLostError,
+    IndexUnavailableError,
+    Match,
+    NearDuplicateIndex,
+    SimhashIndexError,
+    is_server_uri,
+)
 from .index_guard import IndexGuard, IndexSkipped
 from .page import PageFingerprint
 from .pool import FingerprintPool
-from .settings import SimhashSettings
+from .settings import SimhashConfigError, SimhashSettings
 from .signals import fingerprint_computed
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from twisted.internet.defer import Deferred
     from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
@@ -124,24 +131,59 @@ class SimhashMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        config = SimhashSettings.from_settings(crawler.settings)
+        config = crawl_settings(crawler)
         if not config.enabled:
             raise NotConfigured("SIMHASH_ENABLED is off")
         middleware = cls(crawler, config)
         crawler.signals.connect(middleware.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
+        spider = getattr(crawler, "spider", None)
+        if spider is not None:
+            middleware.location = config.index or default_location(spider.name)
+            if not is_server_uri(middleware.location):
+                middleware._open_before_start()
         return middleware
 
-    def spider_opened(self, spider: Spider) -> Deferred[int]:
-        self.location = self.config.index or default_location(spider.name)
-        # Index calls run on the guard's thread (a Redis that is down retries for seconds), opening too.
+    def _open_before_start(self) -> None:
+        """An index on this machine opens before the crawl starts: one that cannot honour the settings
+        refuses the crawl (non-zero exit status). A server index opens with the spider instead, off the
+        reactor thread: a server that is down retries for seconds."""
+        try:
+            sizes = self._open()
+        except SimhashConfigError as exc:
+            self.pool.close()
+            refuse_to_start(exc)
+        except SimhashIndexError as exc:
+            self._open_failed(exc)
+        else:
+            self._opened(sizes)
         self.guard = IndexGuard("page", self.config.index_retry_after)
-        opened = self.guard.run(self._open)
-        opened.addCallbacks(self._opened, self._open_failed)
-        return opened
+
+    async def spider_opened(self, spider: Spider | None = None) -> None:
+        if self.guard is None:  # not opened yet: a server index
+            name = (spider or self.crawler.spider).name
+            self.location = self.location or self.config.index or default_location(name)
+            # Index calls run on the guard's thread (a Redis that is down retries for seconds), opening too.
+            self.guard = IndexGuard("page", self.config.index_retry_after)
+            try:
+                sizes = await maybe_deferred_to_future(self.guard.run(self._open))
+            except SimhashConfigError as exc:  # found only now that the server answers: stop at once
+                self._open_error = exc
+                self.stats.inc_value("simhash/error/config")
+                logger.error("simhash: %s. Stopping the crawl.", exc)
+                self._stop("simhash_config_error")
+                return
+            except SimhashIndexError as exc:
+                self._open_failed(exc)
+            else:
+                self._opened(sizes)
+        if self._open_error is not None and self.config.on_index_error == "stop":
+            self._stop()
 
     def _open(self) -> tuple[int, int]:
-        """On the index thread: open the index; its size, and how many of its pages have no sketch."""
+        """Open the index (on the index thread, or before the crawl starts); its size, and how many of
+        its pages have no sketch."""
+        assert self.location is not None
         index = open_crawl_index(
             self.location,
             self.config.distance,
@@ -185,18 +227,15 @@ class SimhashMiddleware:
             )
         return f"mode=simhash (k={self.config.distance})"
 
-    def _open_failed(self, failure: Any) -> Any:
-        exc = failure.value
-        if not isinstance(exc, SimhashIndexError):
-            return failure
+    def _open_failed(self, exc: SimhashIndexError) -> None:
+        """Counted and logged; the crawl goes on with pages untagged (SIMHASH_ON_INDEX_ERROR=stop: it
+        stops once the spider is open)."""
         self._open_error = exc
         self.stats.inc_value("simhash/error/index_open")
         if self.config.on_index_error == "stop":
             logger.error("simhash: cannot open the index, stopping the crawl: %s", exc)
-            self._stop()
         else:
             logger.error("simhash: cannot open the index, pages pass untagged: %s", exc)
-        return None
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
         self.pool.close()
@@ -388,10 +427,15 @@ class SimhashMiddleware:
             },
         }
 
-    def _stop(self) -> None:
+    def _stop(self, reason: str = "simhash_index_error") -> None:
         engine = self.crawler.engine
-        if engine is not None and self.crawler.spider is not None:
-            engine.close_spider(self.crawler.spider, "simhash_index_error")
+        if engine is None or self.crawler.spider is None:
+            return
+        close_async = getattr(engine, "close_spider_async", None)  # Scrapy >= 2.14 (close_spider: deprecated)
+        if close_async is not None:
+            deferred_from_coro(close_async(reason=reason))
+        else:
+            engine.close_spider(self.crawler.spider, reason)
 
     def _index_failed(self, request: Request, response: Response, exc: Exception) -> Response:
         reason = "index_lost" if isinstance(exc, IndexLostError) else "index_error"

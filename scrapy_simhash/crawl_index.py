@@ -28,11 +28,18 @@ logger = logging.getLogger(__name__)
 def default_location(spider_name: str, suffix: str = "") -> str:
     """Per-spider directory under Scrapy's data path (``.scrapy/simhash/<spider>``).
 
-    A second run of the same spider reopens it and sees the first run's pages.
+    A second run of the same spider reopens it and sees the first run's pages. Outside a Scrapy
+    project (a script run where no ``scrapy.cfg`` can be found, which makes Scrapy's data path
+    fail), it is ``.scrapy/simhash/<spider>`` under the working directory.
     """
+    from scrapy.exceptions import NotConfigured
     from scrapy.utils.project import data_path
 
-    return data_path(f"simhash/{spider_name}{suffix}", createdir=False)
+    name = f"simhash/{spider_name}{suffix}"
+    try:
+        return data_path(name, createdir=False)
+    except NotConfigured:  # SCRAPY_SETTINGS_MODULE is set, but there is no scrapy.cfg to find
+        return str(Path.cwd() / ".scrapy" / name)
 
 
 def derived_location(location: str, suffix: str) -> str:

@@ -200,8 +200,9 @@ class SimhashMiddleware:
     def _opened(self, sizes: tuple[int, int]) -> None:
         size, without_sketch = sizes
         logger.info(
-            "simhash: index %s (%d fingerprints), %s, action=%s, %d worker(s)",
+            "simhash: index %s%s (%d fingerprints), %s, action=%s, %d worker(s)",
             self.location,
+            "" if self.config.index else " (SIMHASH_INDEX is not set: the spider's own)",
             size,
             self._rule_text(),
             self.config.action,

@@ -164,6 +164,21 @@ def test_second_run_sees_the_first_and_reset_forgets(site, tmp_path):
     assert third.stat("simhash/near_duplicate") == NEAR_DUPLICATES
 
 
+def test_a_crawl_without_simhash_index_outside_a_project_keeps_its_index_in_the_working_directory(
+    site, tmp_path
+):
+    """A script (CrawlerProcess) run in a folder without scrapy.cfg: Scrapy's data path is not there,
+    the index goes to .scrapy/simhash/<spider> under the working directory, and the log says so."""
+    run = tmp_path / "run"
+    assert not (run / "scrapy.cfg").exists()
+    result = run_crawl(site + "/", run, {"SIMHASH_WORKERS": 1, "LOG_LEVEL": "INFO"})
+    assert result.stat("simhash/near_duplicate") == NEAR_DUPLICATES
+    location = run / ".scrapy" / "simhash" / "site"
+    assert location.is_dir()
+    assert f"simhash: index {location} (SIMHASH_INDEX is not set: the spider's own)" in result.log
+    assert pages_with_sketch(location) == ARTICLE_PAGES + 1
+
+
 def _built_with_distance_3(path):
     open_index(path, k=3).close()
 

@@ -179,6 +179,15 @@ def test_a_crawl_without_simhash_index_outside_a_project_keeps_its_index_in_the_
     assert pages_with_sketch(location) == ARTICLE_PAGES + 1
 
 
+def test_a_plain_crawl_logs_no_warning(site, tmp_path):
+    """No SIMHASH_REPORT is no reason for a warning, and no handler of ours is deprecated."""
+    result = run_crawl(site + "/", tmp_path / "run", _settings(tmp_path))
+    assert result.stat("simhash/near_duplicate") == NEAR_DUPLICATES
+    assert "ScrapyDeprecationWarning" not in result.log
+    assert "SimhashReportExtension" not in result.log
+    assert result.stat("log_count/WARNING") == 0, result.log
+
+
 def _built_with_distance_3(path):
     open_index(path, k=3).close()
 

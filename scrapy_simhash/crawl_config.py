@@ -1,4 +1,4 @@
-"""The crawl's ``SIMHASH_*`` configuration, or a clear refusal to start.
+"""The crawl's ``SIMHASH_*`` configuration, or a clear refusal to start; stopping a crawl.
 
 Why: a setting the crawl cannot honour (a bad value, an index built with another
 ``SIMHASH_DISTANCE``) must stop the crawl before its first page, with a non-zero exit status, or
@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, NoReturn
+
+from scrapy.utils.defer import deferred_from_coro
 
 from .settings import SimhashConfigError, SimhashSettings
 
@@ -37,6 +39,23 @@ def refuse_to_start(error: SimhashConfigError) -> NoReturn:
     logger.error("simhash: %s. The crawl does not start.", error)
     _not_logged_again(error)
     raise error
+
+
+def stop_crawl(crawler: Crawler, reason: str) -> None:
+    """Close the crawler's spider with ``reason``, on any supported Scrapy (``close_spider`` is
+    deprecated from 2.14; 2.13 never ends a crawl closed before its engine started, so it waits)."""
+    engine, spider = getattr(crawler, "engine", None), getattr(crawler, "spider", None)
+    if engine is None or spider is None:
+        return
+    close_async = getattr(engine, "close_spider_async", None)
+    if close_async is not None:
+        deferred_from_coro(close_async(reason=reason))
+    elif not engine.running:
+        from twisted.internet import reactor
+
+        reactor.callLater(0, stop_crawl, crawler, reason)
+    else:
+        engine.close_spider(spider, reason)
 
 
 def _not_logged_again(error: BaseException) -> None:

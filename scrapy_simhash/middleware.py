@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
-from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import load_object
 
-from .crawl_config import crawl_settings, refuse_to_start
+from .crawl_config import crawl_settings, refuse_to_start, stop_crawl
 from .crawl_index import default_location, open_crawl_index
 from .extract import declared_encoding
 from .fingerprint import SCHEME, hamming, to_base32, to_hex
@@ -171,14 +171,14 @@ class SimhashMiddleware:
                 self._open_error = exc
                 self.stats.inc_value("simhash/error/config")
                 logger.error("simhash: %s. Stopping the crawl.", exc)
-                self._stop("simhash_config_error")
+                stop_crawl(self.crawler, "simhash_config_error")
                 return
             except SimhashIndexError as exc:
                 self._open_failed(exc)
             else:
                 self._opened(sizes)
         if self._open_error is not None and self.config.on_index_error == "stop":
-            self._stop()
+            stop_crawl(self.crawler, "simhash_index_error")
 
     def _open(self) -> tuple[int, int]:
         """Open the index (on the index thread, or before the crawl starts); its size, and how many of
@@ -428,22 +428,12 @@ class SimhashMiddleware:
             },
         }
 
-    def _stop(self, reason: str = "simhash_index_error") -> None:
-        engine = self.crawler.engine
-        if engine is None or self.crawler.spider is None:
-            return
-        close_async = getattr(engine, "close_spider_async", None)  # Scrapy >= 2.14 (close_spider: deprecated)
-        if close_async is not None:
-            deferred_from_coro(close_async(reason=reason))
-        else:
-            engine.close_spider(self.crawler.spider, reason)
-
     def _index_failed(self, request: Request, response: Response, exc: Exception) -> Response:
         reason = "index_lost" if isinstance(exc, IndexLostError) else "index_error"
         self.stats.inc_value("simhash/error/index_lost" if reason == "index_lost" else "simhash/error/index")
         if self.config.on_index_error == "stop":
             logger.error("simhash: index error, stopping the crawl (SIMHASH_ON_INDEX_ERROR=stop): %s", exc)
-            self._stop()
+            stop_crawl(self.crawler, "simhash_index_error")
         elif not isinstance(exc, (IndexUnavailableError, IndexLostError)):  # those: the guard logs once
             logger.error("simhash: index error, page passed on untagged: %s: %s", response.url, exc)
         request.meta["simhash_skipped"] = reason

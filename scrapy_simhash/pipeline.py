@@ -25,7 +25,7 @@ from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.pipelines import ItemPipelineManager
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 
-from .crawl_config import crawl_settings, refuse_to_start
+from .crawl_config import crawl_settings, refuse_to_start, stop_crawl
 from .crawl_index import default_location, derived_location, open_crawl_index
 from .fingerprint import simhash_with_count, to_base32
 from .fingerprint.minhash import simhash_and_minhash
@@ -94,7 +94,7 @@ class SimhashPipeline:
         """Open a server item index, on the guard's thread (see index_guard); a coroutine where Scrapy
         awaits one (2.14+), a Deferred before."""
         if self._stop_when_open:
-            self._stop("simhash_index_error")
+            stop_crawl(self.crawler, "simhash_index_error")
         if not self.config.item_field or self.guard is not None:
             return None
         opening = self._open_with_spider((spider or self.crawler.spider).name)
@@ -108,11 +108,11 @@ class SimhashPipeline:
         except SimhashConfigError as exc:  # found only now that the server answers: stop at once
             self.stats.inc_value("simhash/error/config")
             logger.error("simhash: %s. Stopping the crawl.", exc)
-            self._stop("simhash_config_error")
+            stop_crawl(self.crawler, "simhash_config_error")
         except SimhashIndexError as exc:
             self._open_failed(exc, location)
             if self.config.on_index_error == "stop":
-                self._stop("simhash_index_error")
+                stop_crawl(self.crawler, "simhash_index_error")
 
     def _open(self, location: str) -> None:
         self.index = open_crawl_index(
@@ -132,16 +132,6 @@ class SimhashPipeline:
             self._stop_when_open = True
         else:
             logger.error("simhash: cannot open the item index %s, items pass untagged: %s", location, exc)
-
-    def _stop(self, reason: str) -> None:
-        engine, spider = self.crawler.engine, self.crawler.spider
-        if engine is None or spider is None:
-            return
-        close_async = getattr(engine, "close_spider_async", None)  # Scrapy >= 2.14 (close_spider: deprecated)
-        if close_async is not None:
-            deferred_from_coro(close_async(reason=reason))
-        else:
-            engine.close_spider(spider, reason)
 
     def spider_closed(self, spider: Spider) -> None:
         if self.guard is not None:

@@ -16,6 +16,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 
+from .crawl_config import crawl_settings
 from .crawl_index import default_location
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from .report import Written
+    from .settings import SimhashSettings
 
 logger = logging.getLogger(__name__)
 
@@ -32,20 +34,21 @@ logger = logging.getLogger(__name__)
 class SimhashReportExtension:
     """Writes ``SIMHASH_REPORT`` from the crawl's index on ``spider_closed``."""
 
-    def __init__(self, crawler: Crawler, path: str) -> None:
+    def __init__(self, crawler: Crawler, path: str, config: SimhashSettings) -> None:
         self.crawler = crawler
         self.path = path
-        self.index = crawler.settings.get("SIMHASH_INDEX") or None
-        self.k = crawler.settings.getint("SIMHASH_DISTANCE", 3)
+        self.index = config.index
+        self.k = config.distance
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         path = crawler.settings.get("SIMHASH_REPORT")
         if not path:
             raise NotConfigured  # without a message: Scrapy then disables it without a warning
-        if not crawler.settings.getbool("SIMHASH_ENABLED", True):
+        config = crawl_settings(crawler)  # a wrong value refuses the crawl here, in one line
+        if not config.enabled:
             raise NotConfigured("SIMHASH_ENABLED is off")
-        extension = cls(crawler, str(path))
+        extension = cls(crawler, str(path), config)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         return extension
 

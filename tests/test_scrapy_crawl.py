@@ -250,15 +250,17 @@ def test_an_index_that_cannot_honour_the_settings_refuses_the_crawl(
 
 
 @pytest.mark.parametrize(
-    ("name", "value", "said"),
+    ("settings", "said"),
     [
-        ("SIMHASH_DISTANCE", "abc", "SIMHASH_DISTANCE must be a number; got 'abc'"),
-        ("SIMHASH_ACTION", "delete", "SIMHASH_ACTION must be one of tag, drop; got 'delete'"),
-        ("SIMHASH_RESET", "maybe", "Supported values for boolean settings"),
+        ({"SIMHASH_DISTANCE": "abc"}, "SIMHASH_DISTANCE must be a number; got 'abc'"),
+        ({"SIMHASH_ACTION": "delete"}, "SIMHASH_ACTION must be one of tag, drop; got 'delete'"),
+        ({"SIMHASH_RESET": "maybe"}, "Supported values for boolean settings"),
+        # the report extension is built before the middleware: it reads the settings the same way
+        ({"SIMHASH_DISTANCE": "abc", "SIMHASH_REPORT": "r.html"}, "SIMHASH_DISTANCE must be a number"),
     ],
 )
-def test_a_bad_setting_value_fails_the_crawl_with_one_clear_line(site, tmp_path, name, value, said):
-    done = scrapy_crawl(site + "/", tmp_path, {"SIMHASH_INDEX": tmp_path / "index", name: value})
+def test_a_bad_setting_value_fails_the_crawl_with_one_clear_line(site, tmp_path, settings, said):
+    done = scrapy_crawl(site + "/", tmp_path, {"SIMHASH_INDEX": tmp_path / "index", **settings})
     assert done.returncode != 0
     lines = [line for line in done.stderr.splitlines() if said in line]
     assert lines and "ERROR: simhash: " in lines[0], done.stderr[-3000:]

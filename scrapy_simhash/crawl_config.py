@@ -19,6 +19,7 @@ from scrapy.utils.defer import deferred_from_coro
 from .settings import SimhashConfigError, SimhashSettings
 
 if TYPE_CHECKING:
+    from scrapy import Spider
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
@@ -41,6 +42,13 @@ def refuse_to_start(error: SimhashConfigError) -> NoReturn:
     raise error
 
 
+def spider_name(spider: Spider | None, crawler: Crawler) -> str:
+    """The name of the crawl's spider: handlers get ``spider=None`` from Scrapy 2.14 on."""
+    spider = spider or crawler.spider
+    assert spider is not None, "the spider is created before any component"
+    return spider.name
+
+
 def stop_crawl(crawler: Crawler, reason: str) -> None:
     """Close the crawler's spider with ``reason``, on any supported Scrapy (``close_spider`` is
     deprecated from 2.14; 2.13 never ends a crawl closed before its engine started, so it waits)."""
@@ -53,7 +61,8 @@ def stop_crawl(crawler: Crawler, reason: str) -> None:
     elif not engine.running:
         from twisted.internet import reactor
 
-        reactor.callLater(0, stop_crawl, crawler, reason)
+        clock: Any = reactor  # the installed reactor (typed as the module that holds it)
+        clock.callLater(0, stop_crawl, crawler, reason)
     else:
         engine.close_spider(spider, reason)
 

@@ -37,7 +37,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import load_object
 
-from .crawl_config import crawl_settings, refuse_to_start, stop_crawl
+from .crawl_config import crawl_settings, refuse_to_start, spider_name, stop_crawl
 from .crawl_index import default_location, open_crawl_index
 from .extract import declared_encoding
 from .fingerprint import SCHEME, hamming, to_base32, to_hex
@@ -161,7 +161,7 @@ class SimhashMiddleware:
 
     async def spider_opened(self, spider: Spider | None = None) -> None:
         if self.guard is None:  # not opened yet: a server index
-            name = (spider or self.crawler.spider).name
+            name = spider_name(spider, self.crawler)
             self.location = self.location or self.config.index or default_location(name)
             # Index calls run on the guard's thread (a Redis that is down retries for seconds), opening too.
             self.guard = IndexGuard("page", self.config.index_retry_after)

@@ -25,7 +25,7 @@ from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.pipelines import ItemPipelineManager
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 
-from .crawl_config import crawl_settings, refuse_to_start, stop_crawl
+from .crawl_config import crawl_settings, refuse_to_start, spider_name, stop_crawl
 from .crawl_index import default_location, derived_location, open_crawl_index
 from .fingerprint import simhash_with_count, to_base32
 from .fingerprint.minhash import simhash_and_minhash
@@ -97,7 +97,7 @@ class SimhashPipeline:
             stop_crawl(self.crawler, "simhash_index_error")
         if not self.config.item_field or self.guard is not None:
             return None
-        opening = self._open_with_spider((spider or self.crawler.spider).name)
+        opening = self._open_with_spider(spider_name(spider, self.crawler))
         return opening if _AWAITS_COROUTINES else deferred_from_coro(opening)
 
     async def _open_with_spider(self, spider_name: str) -> None:

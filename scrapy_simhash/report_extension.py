@@ -16,14 +16,13 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 
-from .crawl_config import crawl_settings
+from .crawl_config import crawl_settings, spider_name
 from .crawl_index import default_location
 
 if TYPE_CHECKING:
-    from typing import Self
-
     from scrapy import Spider
     from scrapy.crawler import Crawler
+    from typing_extensions import Self
 
     from .report import Written
     from .settings import SimhashSettings
@@ -59,7 +58,7 @@ class SimhashReportExtension:
         from twisted.internet.task import deferLater
         from twisted.internet.threads import deferToThread
 
-        location = self.index or default_location((spider or self.crawler.spider).name)
+        location = self.index or default_location(spider_name(spider, self.crawler))
         stats = dict(self.crawler.stats.get_stats()) if self.crawler.stats else {}
         await maybe_deferred_to_future(deferLater(reactor, 0, lambda: None))
         self._written(await maybe_deferred_to_future(deferToThread(self._write, location, stats)))

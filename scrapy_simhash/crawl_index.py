@@ -3,6 +3,12 @@
 Shared by the downloader middleware (pages) and the item pipeline (item
 texts), which keep separate indexes so that an item never matches the page it
 came from.
+
+An index that cannot honour the crawl's settings (another ``SIMHASH_DISTANCE`` or
+``SIMHASH_SIMILARITY`` than it was built with, a MinHash index) is a
+:class:`~.settings.SimhashConfigError` saying which setting to change: retrying would not help,
+so the crawl must not start. Every other failure (locked, damaged, unreachable) is a
+:class:`SimhashIndexError`, which the crawl counts and survives.
 """
 
 from __future__ import annotations
@@ -13,7 +19,8 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from .defaults import MODE
-from .index import NearDuplicateIndex, SimhashIndexError, is_server_uri, open_index
+from .index import LayoutError, NearDuplicateIndex, SimhashIndexError, is_server_uri, open_index, stored_kind
+from .settings import SimhashConfigError
 
 logger = logging.getLogger(__name__)
 
@@ -21,11 +28,18 @@ logger = logging.getLogger(__name__)
 def default_location(spider_name: str, suffix: str = "") -> str:
     """Per-spider directory under Scrapy's data path (``.scrapy/simhash/<spider>``).
 
-    A second run of the same spider reopens it and sees the first run's pages.
+    A second run of the same spider reopens it and sees the first run's pages. Outside a Scrapy
+    project (a script run where no ``scrapy.cfg`` can be found, which makes Scrapy's data path
+    fail), it is ``.scrapy/simhash/<spider>`` under the working directory.
     """
+    from scrapy.exceptions import NotConfigured
     from scrapy.utils.project import data_path
 
-    return data_path(f"simhash/{spider_name}{suffix}", createdir=False)
+    name = f"simhash/{spider_name}{suffix}"
+    try:
+        return data_path(name, createdir=False)
+    except NotConfigured:  # SCRAPY_SETTINGS_MODULE is set, but there is no scrapy.cfg to find
+        return str(Path.cwd() / ".scrapy" / name)
 
 
 def derived_location(location: str, suffix: str) -> str:
@@ -58,16 +72,67 @@ def open_crawl_index(
     cut, at about 3.5 ms per page on an SSD, in the crawl's reactor thread.
 
     The reset of an embedded index happens under its write lock: an index another
-    process is writing raises :class:`IndexLockedError` and loses nothing. Every failure
-    is a :class:`SimhashIndexError` carrying the real reason, so that the crawl reports
-    and counts it (an unexpected exception would escape the spider_opened handler).
+    process is writing raises :class:`IndexLockedError` and loses nothing. An index that cannot
+    honour ``k``, ``similarity`` or ``reset`` raises :class:`~.settings.SimhashConfigError`, in the
+    settings' terms; every other failure is a :class:`SimhashIndexError` carrying the real reason,
+    so that the crawl reports and counts it.
     """
+    if stored_kind(location) == "minhash":
+        raise SimhashConfigError(
+            f"SIMHASH_INDEX = {location!r} holds a MinHash index (written by `scrapy-simhash dedupe "
+            "--method minhash --index`), which a crawl cannot use: point SIMHASH_INDEX at another "
+            "directory (or leave it unset for the spider's own)"
+        )
     try:
         return _open(location, k, reset, sync, {"mode": mode, "similarity": similarity})
+    except ValueError as exc:  # LayoutError, IndexSettingsError: the index cannot do what is asked
+        raise SimhashConfigError(_explain(exc, location, k, similarity)) from exc
     except SimhashIndexError:
         raise
     except Exception as exc:
         raise SimhashIndexError(f"cannot open the index at {location}: {type(exc).__name__}: {exc}") from exc
+
+
+_REBUILD = (
+    "or build a new index: point SIMHASH_INDEX at a new location, or crawl once with "
+    "SIMHASH_RESET = True (which forgets the pages stored so far)"
+)
+
+
+def _explain(exc: ValueError, location: str, k: int, similarity: float | None) -> str:
+    """Why the index at ``location`` refused the crawl's settings, and what to set instead."""
+    built = _built_with(location)
+    if isinstance(exc, LayoutError) and built is not None and built[0] < k:
+        return (
+            f"the index at {location} was built with SIMHASH_DISTANCE = {built[0]} and cannot answer "
+            f"SIMHASH_DISTANCE = {k} exactly: set SIMHASH_DISTANCE back to {built[0]} (or lower), {_REBUILD}"
+        )
+    stored_similarity = None if built is None else built[1]
+    if stored_similarity is not None and similarity is not None and stored_similarity != similarity:
+        return (
+            f"the index at {location} was built with SIMHASH_SIMILARITY = {stored_similarity:g}, not "
+            f"{similarity:g}: set SIMHASH_SIMILARITY back to {stored_similarity:g}, {_REBUILD}"
+        )
+    return (
+        f"the index at {location} cannot be used with this crawl's settings (SIMHASH_DISTANCE = {k}, "
+        f"SIMHASH_SIMILARITY = {similarity if similarity is None else format(similarity, 'g')}): {exc}"
+    )
+
+
+def _built_with(location: str) -> tuple[int, float | None] | None:
+    """The distance and similarity the embedded index at ``location`` was built with (similarity None:
+    it keeps no sketches); None when that cannot be read (a server index, or no index there)."""
+    if is_server_uri(location):
+        return None
+    from .index.embedded import SimhashIndex
+    from .index.sketch_column import column_params
+
+    try:
+        with SimhashIndex(location, read_only=True, verify=False) as index:
+            params = column_params(index)
+            return index.k, None if params is None else float(params["threshold"])
+    except Exception:  # only the message is at stake: it falls back to the index's own words
+        return None
 
 
 def _open(location: str, k: int, reset: bool, sync: str, rule: dict[str, Any]) -> NearDuplicateIndex:

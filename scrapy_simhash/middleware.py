@@ -37,21 +37,28 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import load_object
 
+from .crawl_config import crawl_settings, refuse_to_start, spider_name, stop_crawl
 from .crawl_index import default_location, open_crawl_index
 from .extract import declared_encoding
 from .fingerprint import SCHEME, hamming, to_base32, to_hex
-from .index import IndexLostError, IndexUnavailableError, Match, NearDuplicateIndex, SimhashIndexError
+from .index import (
+    IndexLostError,
+    IndexUnavailableError,
+    Match,
+    NearDuplicateIndex,
+    SimhashIndexError,
+    is_server_uri,
+)
 from .index_guard import IndexGuard, IndexSkipped
 from .page import PageFingerprint
 from .pool import FingerprintPool
-from .settings import SimhashSettings
+from .settings import SimhashConfigError, SimhashSettings
 from .signals import fingerprint_computed
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from twisted.internet.defer import Deferred
     from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
@@ -124,24 +131,59 @@ class SimhashMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        config = SimhashSettings.from_settings(crawler.settings)
+        config = crawl_settings(crawler)
         if not config.enabled:
             raise NotConfigured("SIMHASH_ENABLED is off")
         middleware = cls(crawler, config)
         crawler.signals.connect(middleware.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
+        spider = getattr(crawler, "spider", None)
+        if spider is not None:
+            middleware.location = config.index or default_location(spider.name)
+            if not is_server_uri(middleware.location):
+                middleware._open_before_start()
         return middleware
 
-    def spider_opened(self, spider: Spider) -> Deferred[int]:
-        self.location = self.config.index or default_location(spider.name)
-        # Index calls run on the guard's thread (a Redis that is down retries for seconds), opening too.
+    def _open_before_start(self) -> None:
+        """An index on this machine opens before the crawl starts: one that cannot honour the settings
+        refuses the crawl (non-zero exit status). A server index opens with the spider instead, off the
+        reactor thread: a server that is down retries for seconds."""
+        try:
+            sizes = self._open()
+        except SimhashConfigError as exc:
+            self.pool.close()
+            refuse_to_start(exc)
+        except SimhashIndexError as exc:
+            self._open_failed(exc)
+        else:
+            self._opened(sizes)
         self.guard = IndexGuard("page", self.config.index_retry_after)
-        opened = self.guard.run(self._open)
-        opened.addCallbacks(self._opened, self._open_failed)
-        return opened
+
+    async def spider_opened(self, spider: Spider | None = None) -> None:
+        if self.guard is None:  # not opened yet: a server index
+            name = spider_name(spider, self.crawler)
+            self.location = self.location or self.config.index or default_location(name)
+            # Index calls run on the guard's thread (a Redis that is down retries for seconds), opening too.
+            self.guard = IndexGuard("page", self.config.index_retry_after)
+            try:
+                sizes = await maybe_deferred_to_future(self.guard.run(self._open))
+            except SimhashConfigError as exc:  # found only now that the server answers: stop at once
+                self._open_error = exc
+                self.stats.inc_value("simhash/error/config")
+                logger.error("simhash: %s. Stopping the crawl.", exc)
+                stop_crawl(self.crawler, "simhash_config_error")
+                return
+            except SimhashIndexError as exc:
+                self._open_failed(exc)
+            else:
+                self._opened(sizes)
+        if self._open_error is not None and self.config.on_index_error == "stop":
+            stop_crawl(self.crawler, "simhash_index_error")
 
     def _open(self) -> tuple[int, int]:
-        """On the index thread: open the index; its size, and how many of its pages have no sketch."""
+        """Open the index (on the index thread, or before the crawl starts); its size, and how many of
+        its pages have no sketch."""
+        assert self.location is not None
         index = open_crawl_index(
             self.location,
             self.config.distance,
@@ -158,8 +200,9 @@ class SimhashMiddleware:
     def _opened(self, sizes: tuple[int, int]) -> None:
         size, without_sketch = sizes
         logger.info(
-            "simhash: index %s (%d fingerprints), %s, action=%s, %d worker(s)",
+            "simhash: index %s%s (%d fingerprints), %s, action=%s, %d worker(s)",
             self.location,
+            "" if self.config.index else " (SIMHASH_INDEX is not set: the spider's own)",
             size,
             self._rule_text(),
             self.config.action,
@@ -185,18 +228,15 @@ class SimhashMiddleware:
             )
         return f"mode=simhash (k={self.config.distance})"
 
-    def _open_failed(self, failure: Any) -> Any:
-        exc = failure.value
-        if not isinstance(exc, SimhashIndexError):
-            return failure
+    def _open_failed(self, exc: SimhashIndexError) -> None:
+        """Counted and logged; the crawl goes on with pages untagged (SIMHASH_ON_INDEX_ERROR=stop: it
+        stops once the spider is open)."""
         self._open_error = exc
         self.stats.inc_value("simhash/error/index_open")
         if self.config.on_index_error == "stop":
             logger.error("simhash: cannot open the index, stopping the crawl: %s", exc)
-            self._stop()
         else:
             logger.error("simhash: cannot open the index, pages pass untagged: %s", exc)
-        return None
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
         self.pool.close()
@@ -388,17 +428,12 @@ class SimhashMiddleware:
             },
         }
 
-    def _stop(self) -> None:
-        engine = self.crawler.engine
-        if engine is not None and self.crawler.spider is not None:
-            engine.close_spider(self.crawler.spider, "simhash_index_error")
-
     def _index_failed(self, request: Request, response: Response, exc: Exception) -> Response:
         reason = "index_lost" if isinstance(exc, IndexLostError) else "index_error"
         self.stats.inc_value("simhash/error/index_lost" if reason == "index_lost" else "simhash/error/index")
         if self.config.on_index_error == "stop":
             logger.error("simhash: index error, stopping the crawl (SIMHASH_ON_INDEX_ERROR=stop): %s", exc)
-            self._stop()
+            stop_crawl(self.crawler, "simhash_index_error")
         elif not isinstance(exc, (IndexUnavailableError, IndexLostError)):  # those: the guard logs once
             logger.error("simhash: index error, page passed on untagged: %s: %s", response.url, exc)
         request.meta["simhash_skipped"] = reason

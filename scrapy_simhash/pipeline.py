@@ -22,26 +22,30 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter
 from scrapy import signals
 from scrapy.exceptions import DropItem, NotConfigured
-from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.pipelines import ItemPipelineManager
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 
+from .crawl_config import crawl_settings, refuse_to_start, spider_name, stop_crawl
 from .crawl_index import default_location, derived_location, open_crawl_index
 from .fingerprint import simhash_with_count, to_base32
 from .fingerprint.minhash import simhash_and_minhash
-from .index import IndexLostError, IndexUnavailableError, NearDuplicateIndex, SimhashIndexError
+from .index import IndexLostError, IndexUnavailableError, NearDuplicateIndex, SimhashIndexError, is_server_uri
 from .index_guard import IndexGuard, IndexSkipped
 from .middleware import duplicate_of, verdict_text
-from .settings import SimhashSettings
+from .settings import SimhashConfigError, SimhashSettings
 from .spidermiddleware import stamp
 
 if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
-    from twisted.internet.defer import Deferred
     from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
 
 ITEM_INDEX_SUFFIX = "-items"
+
+_AWAITS_COROUTINES = hasattr(ItemPipelineManager, "open_spider_async")
+"""Scrapy 2.14+ awaits a pipeline's coroutine open_spider (and deprecates a returned Deferred)."""
 
 
 class SimhashPipeline:
@@ -53,28 +57,62 @@ class SimhashPipeline:
         self.config = config
         self.key_field = crawler.settings.get("SIMHASH_ITEM_KEY_FIELD", "url")
         self.index: NearDuplicateIndex | None = None
+        self.location: str | None = None
         self.guard: IndexGuard | None = None
+        self._stop_when_open = False  # the item index failed before the crawl, SIMHASH_ON_INDEX_ERROR=stop
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        config = SimhashSettings.from_settings(crawler.settings)
+        config = crawl_settings(crawler)
         if not config.enabled:
             raise NotConfigured("SIMHASH_ENABLED is off")
         pipeline = cls(crawler, config)
         crawler.signals.connect(pipeline.spider_closed, signal=signals.spider_closed)
+        spider = getattr(crawler, "spider", None)
+        if config.item_field and spider is not None:
+            pipeline.location = pipeline._location(spider.name)
+            if not is_server_uri(pipeline.location):
+                pipeline._open_before_start()
         return pipeline
 
-    def open_spider(self, spider: Spider | None = None) -> Deferred[None] | None:
-        if not self.config.item_field:
-            return None
-        name = (spider or self.crawler.spider).name
-        base = self.config.index or default_location(name)
-        location = derived_location(base, ITEM_INDEX_SUFFIX)
-        # Index calls run on the guard's thread, off the reactor (see index_guard), opening too.
+    def _location(self, spider_name: str) -> str:
+        return derived_location(self.config.index or default_location(spider_name), ITEM_INDEX_SUFFIX)
+
+    def _open_before_start(self) -> None:
+        """Like the middleware's: an item index on this machine that cannot honour the settings refuses
+        the crawl; a server index opens with the spider, off the reactor thread."""
+        assert self.location is not None
+        try:
+            self._open(self.location)
+        except SimhashConfigError as exc:
+            refuse_to_start(exc)
+        except SimhashIndexError as exc:
+            self._open_failed(exc, self.location)
         self.guard = IndexGuard("item", self.config.index_retry_after)
-        opened = self.guard.run(lambda: self._open(location))
-        opened.addErrback(self._open_failed, location)
-        return opened
+
+    def open_spider(self, spider: Spider | None = None) -> Any:
+        """Open a server item index, on the guard's thread (see index_guard); a coroutine where Scrapy
+        awaits one (2.14+), a Deferred before."""
+        if self._stop_when_open:
+            stop_crawl(self.crawler, "simhash_index_error")
+        if not self.config.item_field or self.guard is not None:
+            return None
+        opening = self._open_with_spider(spider_name(spider, self.crawler))
+        return opening if _AWAITS_COROUTINES else deferred_from_coro(opening)
+
+    async def _open_with_spider(self, spider_name: str) -> None:
+        location = self.location = self.location or self._location(spider_name)
+        self.guard = IndexGuard("item", self.config.index_retry_after)
+        try:
+            await maybe_deferred_to_future(self.guard.run(lambda: self._open(location)))
+        except SimhashConfigError as exc:  # found only now that the server answers: stop at once
+            self.stats.inc_value("simhash/error/config")
+            logger.error("simhash: %s. Stopping the crawl.", exc)
+            stop_crawl(self.crawler, "simhash_config_error")
+        except SimhashIndexError as exc:
+            self._open_failed(exc, location)
+            if self.config.on_index_error == "stop":
+                stop_crawl(self.crawler, "simhash_index_error")
 
     def _open(self, location: str) -> None:
         self.index = open_crawl_index(
@@ -86,17 +124,12 @@ class SimhashPipeline:
             similarity=self.config.similarity,
         )
 
-    def _open_failed(self, failure: Any, location: str) -> None:
+    def _open_failed(self, exc: SimhashIndexError, location: str) -> None:
         """Like the middleware: an item index that cannot be opened is counted, never a crash of the crawl."""
-        exc = failure.value
-        if not isinstance(exc, SimhashIndexError):
-            failure.raiseException()
         self.stats.inc_value("simhash/error/item_index_open")
         if self.config.on_index_error == "stop":
             logger.error("simhash: cannot open the item index %s, stopping the crawl: %s", location, exc)
-            engine, spider = self.crawler.engine, self.crawler.spider
-            if engine is not None and spider is not None:
-                engine.close_spider(spider, "simhash_index_error")
+            self._stop_when_open = True
         else:
             logger.error("simhash: cannot open the item index %s, items pass untagged: %s", location, exc)
 

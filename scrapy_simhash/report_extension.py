@@ -1,6 +1,7 @@
 """``SIMHASH_REPORT = "path.html"``: the crawl writes the HTML report of its index when the spider closes.
 
-A small Scrapy extension (the add-on installs it); without the setting it is not configured. The
+A small Scrapy extension (the add-on installs it); without the setting it is quietly not configured
+(no report was asked for: nothing to warn about). The
 report is read from the index as stored (read-only: the middleware may still hold it open), with the
 crawl's stats for the pages skipped by reason. A report that cannot be written is logged and counted
 (``simhash/error/report``); it never fails the crawl.
@@ -13,17 +14,18 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import maybe_deferred_to_future
 
+from .crawl_config import crawl_settings, spider_name
 from .crawl_index import default_location
 
 if TYPE_CHECKING:
-    from typing import Self
-
     from scrapy import Spider
     from scrapy.crawler import Crawler
-    from twisted.internet.defer import Deferred
+    from typing_extensions import Self
 
     from .report import Written
+    from .settings import SimhashSettings
 
 logger = logging.getLogger(__name__)
 
@@ -31,34 +33,35 @@ logger = logging.getLogger(__name__)
 class SimhashReportExtension:
     """Writes ``SIMHASH_REPORT`` from the crawl's index on ``spider_closed``."""
 
-    def __init__(self, crawler: Crawler, path: str) -> None:
+    def __init__(self, crawler: Crawler, path: str, config: SimhashSettings) -> None:
         self.crawler = crawler
         self.path = path
-        self.index = crawler.settings.get("SIMHASH_INDEX") or None
-        self.k = crawler.settings.getint("SIMHASH_DISTANCE", 3)
+        self.index = config.index
+        self.k = config.distance
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         path = crawler.settings.get("SIMHASH_REPORT")
-        if not path or not crawler.settings.getbool("SIMHASH_ENABLED", True):
-            raise NotConfigured("SIMHASH_REPORT is not set")
-        extension = cls(crawler, str(path))
+        if not path:
+            raise NotConfigured  # without a message: Scrapy then disables it without a warning
+        config = crawl_settings(crawler)  # a wrong value refuses the crawl here, in one line
+        if not config.enabled:
+            raise NotConfigured("SIMHASH_ENABLED is off")
+        extension = cls(crawler, str(path), config)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         return extension
 
-    def spider_closed(self, spider: Spider, reason: str) -> Deferred[None]:
+    async def spider_closed(self, spider: Spider | None = None) -> None:
         """Write once every other ``spider_closed`` handler has run (the middleware has then closed
         the index, its last write committed), in a thread: the reactor is not blocked meanwhile."""
         from twisted.internet import reactor
         from twisted.internet.task import deferLater
         from twisted.internet.threads import deferToThread
 
-        location = self.index or default_location(spider.name)
+        location = self.index or default_location(spider_name(spider, self.crawler))
         stats = dict(self.crawler.stats.get_stats()) if self.crawler.stats else {}
-        later = deferLater(reactor, 0, lambda: None)
-        later.addCallback(lambda _: deferToThread(self._write, location, stats))
-        later.addCallback(self._written)
-        return later
+        await maybe_deferred_to_future(deferLater(reactor, 0, lambda: None))
+        self._written(await maybe_deferred_to_future(deferToThread(self._write, location, stats)))
 
     def _write(self, location: str, stats: dict[str, Any]) -> Written | Exception:
         from .report import write_report

@@ -48,10 +48,15 @@ DEFAULTS: dict[str, object] = {
 _ACTIONS = ("tag", "drop")
 
 
+class SimhashConfigError(ValueError):
+    """A ``SIMHASH_*`` setting is wrong, or the crawl's index cannot honour it. Retrying cannot help:
+    the crawl refuses to start, with this message (which names the setting to change)."""
+
+
 def _choice(settings: BaseSettings, name: str, choices: tuple[str, ...]) -> str:
     value = str(settings.get(name, DEFAULTS[name])).lower()
     if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+        raise SimhashConfigError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
     return value
 
 
@@ -60,12 +65,12 @@ def _number(settings: BaseSettings, name: str, low: float, high: float | None = 
     try:
         value = float(raw)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number; got {raw!r}") from None
+        raise SimhashConfigError(f"{name} must be a number; got {raw!r}") from None
     if value != value:  # NaN passes every comparison below
-        raise ValueError(f"{name} must be a number; got {raw!r}")
+        raise SimhashConfigError(f"{name} must be a number; got {raw!r}")
     if value < low or (high is not None and value > high):
         bound = f"between {low:g} and {high:g}" if high is not None else f"at least {low:g}"
-        raise ValueError(f"{name} must be {bound}; got {raw!r}")
+        raise SimhashConfigError(f"{name} must be {bound}; got {raw!r}")
     return value
 
 
@@ -74,7 +79,7 @@ def _similarity(settings: BaseSettings) -> float:
     value = _number(settings, "SIMHASH_SIMILARITY", 0, 1)
     if value == 0:
         raw = settings.get("SIMHASH_SIMILARITY")
-        raise ValueError(f"SIMHASH_SIMILARITY must be above 0 and at most 1; got {raw!r}")
+        raise SimhashConfigError(f"SIMHASH_SIMILARITY must be above 0 and at most 1; got {raw!r}")
     return value
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ sys.path.insert(0, str(EXAMPLE))
 
 import demo_site  # noqa: E402  (lives in the example project)
 
-__all__ = ["CrawlResult", "demo_site", "run_crawl"]
+__all__ = ["CrawlResult", "demo_site", "run_crawl", "scrapy_crawl"]
 
 
 @dataclass
@@ -56,3 +57,16 @@ def run_crawl(
         raise AssertionError(f"crawl failed ({done.returncode}):\n{done.stderr[-4000:]}")
     items = [json.loads(line) for line in items_path.read_text().splitlines()] if items_path.exists() else []
     return CrawlResult(json.loads(stats_path.read_text()), items, done.stderr)
+
+
+def scrapy_crawl(
+    start_url: str, tmp: Path, settings: dict[str, Any], timeout: int = 180
+) -> subprocess.CompletedProcess[str]:
+    """``scrapy crawl site`` as a user runs it: in a copy of the demo project, with the environment
+    the tests run in and nothing added; the finished process (exit status, stderr) comes back."""
+    project = tmp / "project"
+    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns(".scrapy", "__pycache__"))
+    command = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"start_url={start_url}"]
+    for name, value in settings.items():
+        command += ["-s", f"{name}={value}"]
+    return subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=timeout)

@@ -329,6 +329,24 @@ def test_a_simhash_index_is_not_taken_for_a_minhash_one(planted: dict, tmp_path:
     assert _cli(planted["inputs"][1:], "--index", index, "--report", str(tmp_path / "s2.jsonl")) == 0
 
 
+def test_a_minhash_index_without_method_minhash_says_to_add_it(planted: dict, tmp_path: Path) -> None:
+    """The command's user is told the option to add, not the library call that would open it."""
+    index = tmp_path / "ix"
+    assert _cli(planted["inputs"][:1], "--method", "minhash", "--index", str(index), "--report", "-") == 0
+    command = Path(sys.executable).with_name("scrapy-simhash")
+    inputs = [str(path) for path in planted["inputs"][1:]]
+    refused = subprocess.run(
+        [str(command), "dedupe", *inputs, "--index", str(index), "--workers", "1", "--no-progress"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert refused.returncode == 2
+    assert "holds a MinHash index (written with --method minhash): add --method minhash" in refused.stderr
+    assert "open_index" not in refused.stderr and "kind=" not in refused.stderr
+
+
 # -- simhash runs: unchanged, and they pay nothing for sketches ----------------------------------------
 
 

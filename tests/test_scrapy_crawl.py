@@ -6,7 +6,8 @@ import re
 import uuid
 
 import pytest
-from crawl_support import demo_site, run_crawl
+import scrapy.crawler
+from crawl_support import demo_site, run_crawl, scrapy_crawl
 
 from scrapy_simhash import from_base32, hamming
 from scrapy_simhash.index import open_index
@@ -163,6 +164,112 @@ def test_second_run_sees_the_first_and_reset_forgets(site, tmp_path):
     assert third.stat("simhash/near_duplicate") == NEAR_DUPLICATES
 
 
+def test_a_crawl_without_simhash_index_outside_a_project_keeps_its_index_in_the_working_directory(
+    site, tmp_path
+):
+    """A script (CrawlerProcess) run in a folder without scrapy.cfg: Scrapy's data path is not there,
+    the index goes to .scrapy/simhash/<spider> under the working directory, and the log says so."""
+    run = tmp_path / "run"
+    assert not (run / "scrapy.cfg").exists()
+    result = run_crawl(site + "/", run, {"SIMHASH_WORKERS": 1, "LOG_LEVEL": "INFO"})
+    assert result.stat("simhash/near_duplicate") == NEAR_DUPLICATES
+    location = run / ".scrapy" / "simhash" / "site"
+    assert location.is_dir()
+    assert f"simhash: index {location} (SIMHASH_INDEX is not set: the spider's own)" in result.log
+    assert pages_with_sketch(location) == ARTICLE_PAGES + 1
+
+
+def test_a_plain_crawl_logs_no_warning(site, tmp_path):
+    """No SIMHASH_REPORT is no reason for a warning, and no handler of ours is deprecated."""
+    result = run_crawl(site + "/", tmp_path / "run", _settings(tmp_path))
+    assert result.stat("simhash/near_duplicate") == NEAR_DUPLICATES
+    assert "ScrapyDeprecationWarning" not in result.log
+    assert "SimhashReportExtension" not in result.log
+    assert result.stat("log_count/WARNING") == 0, result.log
+
+
+def _built_with_distance_3(path):
+    open_index(path, k=3).close()
+
+
+def _built_with_similarity_0_5(path):
+    open_index(path, k=3, similarity=0.5).close()
+
+
+def _a_minhash_index(path):
+    open_index(path, kind="minhash").close()
+
+
+ITEMS_ONLY = {
+    "DOWNLOADER_MIDDLEWARES": '{"scrapy_simhash.middleware.SimhashMiddleware": null}',
+    "SIMHASH_ITEM_FIELD": "text",
+}
+
+
+@pytest.mark.parametrize(
+    ("build", "built", "settings", "said"),
+    [
+        (
+            _built_with_distance_3,
+            "index",
+            {"SIMHASH_DISTANCE": 5},
+            "was built with SIMHASH_DISTANCE = 3 and cannot answer SIMHASH_DISTANCE = 5 exactly: "
+            "set SIMHASH_DISTANCE back to 3",
+        ),
+        (
+            _built_with_similarity_0_5,
+            "index",
+            {"SIMHASH_SIMILARITY": 0.7},
+            "was built with SIMHASH_SIMILARITY = 0.5, not 0.7: set SIMHASH_SIMILARITY back to 0.5",
+        ),
+        (_a_minhash_index, "index", {}, "holds a MinHash index"),
+        (  # the item pipeline's own index
+            _built_with_distance_3,
+            "index-items",
+            {**ITEMS_ONLY, "SIMHASH_DISTANCE": 4},
+            "index-items was built with SIMHASH_DISTANCE = 3 and cannot answer SIMHASH_DISTANCE = 4",
+        ),
+    ],
+)
+def test_an_index_that_cannot_honour_the_settings_refuses_the_crawl(
+    site, tmp_path, build, built, settings, said
+):
+    """A configuration error, not an outage: the crawl fails at start (exit status, one clear line
+    naming the setting), crawls nothing, retries nothing and leaves the index as it was."""
+    index = tmp_path / "index"
+    build(tmp_path / built)
+    done = scrapy_crawl(site + "/", tmp_path, {"SIMHASH_INDEX": index, "SIMHASH_WORKERS": 1, **settings})
+    assert done.returncode != 0
+    assert said in done.stderr
+    assert "The crawl does not start." in done.stderr
+    assert "index_unavailable" not in done.stderr and "pages pass untagged" not in done.stderr
+    assert "Spider opened" not in done.stderr
+    if hasattr(scrapy.crawler, "AsyncCrawlerProcess"):  # the crawl runs as an asyncio task: no traceback
+        assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    build(tmp_path / built)  # still the index it was: it opens with its own settings
+
+
+@pytest.mark.parametrize(
+    ("settings", "said"),
+    [
+        ({"SIMHASH_DISTANCE": "abc"}, "SIMHASH_DISTANCE must be a number; got 'abc'"),
+        ({"SIMHASH_ACTION": "delete"}, "SIMHASH_ACTION must be one of tag, drop; got 'delete'"),
+        ({"SIMHASH_RESET": "maybe"}, "Supported values for boolean settings"),
+        # the report extension is built before the middleware: it reads the settings the same way
+        ({"SIMHASH_DISTANCE": "abc", "SIMHASH_REPORT": "r.html"}, "SIMHASH_DISTANCE must be a number"),
+    ],
+)
+def test_a_bad_setting_value_fails_the_crawl_with_one_clear_line(site, tmp_path, settings, said):
+    done = scrapy_crawl(site + "/", tmp_path, {"SIMHASH_INDEX": tmp_path / "index", **settings})
+    assert done.returncode != 0
+    lines = [line for line in done.stderr.splitlines() if said in line]
+    assert lines and "ERROR: simhash: " in lines[0], done.stderr[-3000:]
+    assert "Spider opened" not in done.stderr
+    if hasattr(scrapy.crawler, "AsyncCrawlerProcess"):  # the crawl runs as an asyncio task: no traceback
+        assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    # (Scrapy 2.13 runs it in a Deferred, and Twisted logs the failure again with its traceback)
+
+
 def test_dont_simhash_and_disabled(site, tmp_path):
     off = run_crawl(site + "/", tmp_path / "off", _settings(tmp_path, SIMHASH_ENABLED=False))
     assert not any(k.startswith("simhash/") for k in off.stats)
@@ -298,3 +405,26 @@ def test_verified_crawl_on_redis_catches_the_edits_and_reset_forgets_the_sketche
         assert again.stat("simhash/unique") == ARTICLE_PAGES + 1 - NEAR_DUPLICATES
     finally:
         server.stop()
+
+
+@pytest.mark.slow  # a redis-server and a Scrapy crawl, ~5 s
+def test_a_redis_namespace_created_with_another_distance_stops_the_crawl_at_once(site, tmp_path):
+    """A server index is opened when the spider opens (off the reactor); its configuration error stops
+    the crawl there, before any page, instead of passing every page untagged."""
+    from redis_server import RedisServer
+
+    server = RedisServer(tmp_path / "redis").start()
+    try:
+        uri = f"{server.url}?prefix=crawl-{uuid.uuid4().hex[:8]}"
+        open_index(uri, k=3).close()
+        result = run_crawl(
+            site + "/", tmp_path / "run", _settings(tmp_path, SIMHASH_INDEX=uri, SIMHASH_DISTANCE=5)
+        )
+    finally:
+        server.stop()
+    assert result.stats["finish_reason"] == "simhash_config_error"
+    assert result.stat("simhash/error/config") == 1
+    assert "simhash/computed" not in result.stats and "simhash/error/index_unavailable" not in result.stats
+    assert f"simhash: the index at {uri} cannot be used with this crawl's settings (SIMHASH_DISTANCE = 5" in (
+        result.log
+    )

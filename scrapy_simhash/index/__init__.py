@@ -40,6 +40,23 @@ def is_server_uri(location: str | Path) -> bool:
     return str(location).startswith(SERVER_SCHEMES)
 
 
+def stored_kind(location: str | Path) -> str | None:
+    """``"simhash"`` or ``"minhash"``: the kind of index the directory ``location`` holds, so that a
+    caller can say which option opens it. None: nothing there yet, or a server URI (its kind is known
+    only once connected)."""
+    if is_server_uri(location):
+        return None
+    from .embedded import DATABASE as SIMHASH_DATABASE
+    from .minhash_store import DATABASE as MINHASH_DATABASE
+
+    directory = Path(str(location).removeprefix("file://"))
+    if (directory / MINHASH_DATABASE).exists():
+        return "minhash"
+    if (directory / SIMHASH_DATABASE).exists():
+        return "simhash"
+    return None
+
+
 @overload
 def open_index(
     location: str | Path, k: int = 3, *, kind: Literal["simhash"] | None = None, **options: Any
@@ -102,9 +119,9 @@ def _open_store(location: str | Path, k: int, kind: str | None, options: dict[st
         return RedisIndex.from_uri(text, k=k, **options)
     if text.startswith("file://"):
         text = text[len("file://") :]
-    from .minhash_store import DATABASE, IndexSettingsError
+    from .minhash_store import IndexSettingsError
 
-    if (Path(text) / DATABASE).exists():
+    if stored_kind(text) == "minhash":
         raise IndexSettingsError(
             f"{text} holds a MinHash index: open it with open_index(..., kind='minhash')"
         )
@@ -225,4 +242,5 @@ __all__ = [
     "minhash_clusters",
     "minhash_pairs",
     "open_index",
+    "stored_kind",
 ]

@@ -255,6 +255,7 @@ def _open_index(args: argparse.Namespace) -> Any:
 
     try:
         mode = run_mode(args)
+        _check_kind(args, mode)
         if mode == "minhash":  # a new one gets the threshold, 0.8 by default
             return open_index(args.index, kind="minhash", threshold=args.threshold)
         return open_index(
@@ -262,6 +263,24 @@ def _open_index(args: argparse.Namespace) -> Any:
         )
     except SimhashIndexError as exc:  # locked, corrupt, unreachable: a usage/environment error (status 2)
         raise ValueError(f"cannot open the index {args.index}: {exc}") from exc
+
+
+def _check_kind(args: argparse.Namespace, mode: str) -> None:
+    """ValueError (status 2) when ``--index`` is a directory of the other kind, in the command's options."""
+    from ..index import stored_kind
+
+    kind = stored_kind(args.index)
+    if kind == "minhash" and mode != "minhash":
+        if hasattr(args, "method"):
+            fix = "add --method minhash to use it, or give --index another directory"
+        else:
+            fix = "only dedupe --method minhash uses one: give --index another directory"
+        raise ValueError(f"{args.index} holds a MinHash index (written with --method minhash): {fix}")
+    if kind == "simhash" and mode == "minhash":
+        raise ValueError(
+            f"{args.index} holds a simhash index, which --method minhash cannot use: leave out "
+            "--method minhash to use it, or give --index another directory"
+        )
 
 
 def run_with_index(args: argparse.Namespace, function: Callable[[Any], T]) -> T:

@@ -156,6 +156,7 @@ class SimhashPipeline:
         return item
 
     async def _fingerprint_item(self, item: Any, adapter: ItemAdapter) -> None:
+        assert self.config.item_field is not None  # (items are fingerprinted only when it is set)
         text = str(adapter[self.config.item_field])
         sketch = None
         if self.config.verified:

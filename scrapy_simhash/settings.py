@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from . import defaults
 
@@ -131,7 +131,9 @@ class SimhashSettings:
         else:
             workers = int(_number(settings, "SIMHASH_WORKERS", 0))
         max_body = int(_number(settings, "SIMHASH_MAX_BODY_SIZE", 1))
-        content_types = settings.getlist("SIMHASH_CONTENT_TYPES", DEFAULTS["SIMHASH_CONTENT_TYPES"])
+        content_types = settings.getlist(
+            "SIMHASH_CONTENT_TYPES", cast("list[str]", DEFAULTS["SIMHASH_CONTENT_TYPES"])
+        )
         fallback = _choice(settings, "SIMHASH_EXTRACTOR_FALLBACK", ("none", "visible"))
         return cls(
             enabled=settings.getbool("SIMHASH_ENABLED", True),

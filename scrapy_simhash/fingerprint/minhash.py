@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import importlib
 import re
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -21,14 +23,18 @@ from . import _minhash_purepy as _ref
 from . import backend
 from .tokenizer import class_table, normalize
 
-try:
-    from . import _minhash as _native
-except ImportError:  # not built (no compiler) or built for another interpreter
-    _native = None
-try:
-    from . import _native as _simhash_native
-except ImportError:
-    _simhash_native = None
+
+def _optional(name: str) -> Any:
+    """One of the optional C extensions, or None where it was not built (no compiler) or was built
+    for another interpreter."""
+    try:
+        return importlib.import_module(name, __package__)
+    except ImportError:
+        return None
+
+
+_native = _optional("._minhash")
+_simhash_native = _optional("._native")
 
 SCHEME = "minhash-doc/1"
 """Label of the scheme; stored and written sketches carry it."""

@@ -207,7 +207,7 @@ def _indexer_class() -> type:
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise OSError(MISSING_INDEXER) from exc
 
-    class SimhashCDXJIndexer(CDXJIndexer):  # type: ignore[misc, valid-type]
+    class SimhashCDXJIndexer(CDXJIndexer):
         """cdxj-indexer's own indexer; records are held per file until its fingerprints are known
         (a crawl writes the metadata record after the response), then handed on with the keys."""
 
@@ -226,7 +226,7 @@ def _indexer_class() -> type:
             self.fallback = _Found()
             self.summary = summary
             self.pending: list[tuple[CdxjLine, str | None]] = []
-            self.carry: list[tuple[CdxjLine, str]] = []
+            self.carry: list[tuple[CdxjLine, str | None]] = []
             self.here = _Found()
             self.record_id: str | None = None
 
@@ -384,13 +384,13 @@ def merge_index(
     exact: dict[tuple[str, str], Fields] = {}
     by_base: dict[tuple[str, str], Fields | None] = {}
     for line in lines:
-        keys = {k: line.fields[k] for k in CDXJ_KEYS if k in line.fields}
-        if not keys:
+        ours = {k: line.fields[k] for k in CDXJ_KEYS if k in line.fields}
+        if not ours:
             continue
         name, offset = str(line.fields.get("filename")), str(line.fields.get("offset"))
-        exact[(name, offset)] = keys
+        exact[(name, offset)] = ours
         base = (posixpath.basename(name), offset)
-        by_base[base] = None if base in by_base else keys  # two files of one name: ambiguous
+        by_base[base] = None if base in by_base else ours  # two files of one name: ambiguous
     used: set[tuple[str, str]] = set()
     for raw in existing:
         body = raw.rstrip("\r\n")

@@ -42,7 +42,7 @@ class _ReprocessCommand(ScrapyCommand):
                 opts.similarity = self.settings.getfloat("SIMHASH_SIMILARITY") or None
         return opts
 
-    def _run(self, function, opts: argparse.Namespace) -> None:  # type: ignore[no-untyped-def]
+    def _run(self, function, opts: argparse.Namespace) -> None:
         try:
             self.exitcode = int(function(self._finish(opts)) or 0)
         except (ValueError, OSError) as exc:

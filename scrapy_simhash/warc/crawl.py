@@ -112,7 +112,7 @@ def is_crawl_file(first_record: bytes) -> bool:
 
 
 def _header_pairs(headers: Any, skip: frozenset[bytes] = frozenset()) -> list[tuple[bytes, bytes]]:
-    pairs = []
+    pairs: list[tuple[bytes, bytes]] = []
     for name, values in headers.items():
         if name.lower() in skip:
             continue

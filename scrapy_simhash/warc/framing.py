@@ -58,8 +58,8 @@ class Recorder(io.RawIOBase):
 
     WINDOW = 1 << 18
 
-    def __init__(self, inner: BinaryIO) -> None:
-        self._inner = inner
+    def __init__(self, inner: BinaryIO | io.RawIOBase) -> None:
+        self._inner: Any = inner
         self._window = bytearray()
         self.total = 0
 
@@ -69,7 +69,7 @@ class Recorder(io.RawIOBase):
     def tell(self) -> int:
         return self._inner.tell()
 
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+    def readinto(self, buffer) -> int:
         n = self._inner.readinto(buffer)
         if n:
             self._window += memoryview(buffer)[:n]
@@ -110,7 +110,7 @@ class OffsetStream(io.RawIOBase):
             return self._fh.seek(self._base + offset) - self._base
         return self._fh.seek(offset, whence) - self._base
 
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+    def readinto(self, buffer) -> int:
         data = self._fh.read(len(buffer))
         buffer[: len(data)] = data
         return len(data)

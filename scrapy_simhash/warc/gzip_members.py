@@ -189,7 +189,7 @@ class MemberStream(io.RawIOBase):
     def tell(self) -> int:
         return self._position
 
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+    def readinto(self, buffer) -> int:
         while not self._ended:
             if self._current is None:
                 item = next(self._members, None)
@@ -309,7 +309,7 @@ class SingleStream(io.RawIOBase):
             self._decomp = zlib.decompressobj(wbits=31)
             chunk = rest
 
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+    def readinto(self, buffer) -> int:
         self._fill()
         n = min(len(buffer), len(self._pending))
         buffer[:n] = self._pending[:n]

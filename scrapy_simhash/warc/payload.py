@@ -137,7 +137,7 @@ def _inflate(body: bytes, wbits: int, limit: int) -> bytes:
 
 
 def _unbrotli(body: bytes, limit: int) -> bytes:
-    import brotli  # type: ignore[import-not-found]
+    import brotli
 
     decomp = brotli.Decompressor()
     out = bytearray()

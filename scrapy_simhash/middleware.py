@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
-from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.misc import load_object
 
 from .crawl_index import default_location, open_crawl_index
@@ -51,7 +51,6 @@ if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from twisted.internet.defer import Deferred
     from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
@@ -130,15 +129,39 @@ class SimhashMiddleware:
         middleware = cls(crawler, config)
         crawler.signals.connect(middleware.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
+        if config.on_index_error == "stop" and crawler.spider is not None:
+            middleware._open_before_start(crawler.spider)
         return middleware
 
-    def spider_opened(self, spider: Spider) -> Deferred[int]:
+    def _open_before_start(self, spider: Spider) -> None:
+        """``SIMHASH_ON_INDEX_ERROR = "stop"``: open the index before the crawl starts, so that an index
+        that cannot be opened fails the start (``scrapy crawl`` exits with status 1) rather than
+        opening a spider that closes at once and exits 0. Blocks for at most the index's opening (a
+        crawl's Redis gives up within about a second), before any page is fetched."""
         self.location = self.config.index or default_location(spider.name)
-        # Index calls run on the guard's thread (a Redis that is down retries for seconds), opening too.
+        try:
+            sizes = self._open()
+        except SimhashIndexError as exc:
+            self._open_error = exc
+            self.stats.inc_value("simhash/error/index_open")
+            logger.error(
+                "simhash: cannot open the index, the crawl does not start (SIMHASH_ON_INDEX_ERROR=stop): %s",
+                exc,
+            )
+            self.pool.close()
+            self._log_summary("could not be opened")
+            raise
+        self._opened(sizes)
+
+    async def spider_opened(self, spider: Spider) -> None:
+        # Index calls run on the guard's thread (a Redis that is down retries for a while), opening too.
         self.guard = IndexGuard("page", self.config.index_retry_after)
+        if self.index is not None:  # opened before the start (SIMHASH_ON_INDEX_ERROR = "stop")
+            return
+        self.location = self.config.index or default_location(spider.name)
         opened = self.guard.run(self._open)
         opened.addCallbacks(self._opened, self._open_failed)
-        return opened
+        await maybe_deferred_to_future(opened)
 
     def _open(self) -> tuple[int, int]:
         """On the index thread: open the index; its size, and how many of its pages have no sketch."""
@@ -202,24 +225,30 @@ class SimhashMiddleware:
         self.pool.close()
         if self.guard is not None:
             self.guard.close()  # waits for the index call in flight, if any
-        if self.index is None:
+        if self.index is None:  # never opened (the errors say why): the summary still counts the pages
+            self._log_summary("could not be opened")
             return
         size = self._index_size()
         self.index.close()
         self.index = None
+        self._log_summary(f"holds {size} fingerprints")
+
+    def _log_summary(self, index_state: str) -> None:
+        """The one INFO line that sums up the crawl for scrapy-simhash, whatever became of the index."""
         get = self.stats.get_value
+        stats = self.stats.get_stats()
         logger.info(
             "simhash: %d pages fingerprinted, %d unique, %d near-duplicates (%d dropped, %d decided by "
-            "simhash alone), %d skipped, %d errors; index %s holds %s fingerprints",
+            "simhash alone), %d skipped, %d errors; index %s %s",
             get("simhash/computed", 0),
             get("simhash/unique", 0),
             get("simhash/near_duplicate", 0),
             get("simhash/dropped", 0),
             get("simhash/decided_by_simhash", 0),
-            sum(v for k, v in self.stats.get_stats().items() if k.startswith("simhash/skipped/")),
-            sum(v for k, v in self.stats.get_stats().items() if k.startswith("simhash/error/")),
+            sum(v for k, v in stats.items() if k.startswith("simhash/skipped/")),
+            sum(v for k, v in stats.items() if k.startswith("simhash/error/")),
             self.location,
-            size,
+            index_state,
         )
 
     def _index_size(self) -> int | str:
@@ -390,7 +419,12 @@ class SimhashMiddleware:
 
     def _stop(self) -> None:
         engine = self.crawler.engine
-        if engine is not None and self.crawler.spider is not None:
+        if engine is None or self.crawler.spider is None:
+            return
+        close_async = getattr(engine, "close_spider_async", None)  # Scrapy 2.14+; close_spider warns there
+        if close_async is not None:
+            deferred_from_coro(close_async(reason="simhash_index_error"))
+        else:
             engine.close_spider(self.crawler.spider, "simhash_index_error")
 
     def _index_failed(self, request: Request, response: Response, exc: Exception) -> Response:

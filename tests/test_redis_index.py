@@ -684,25 +684,7 @@ def test_example_spider_as_two_processes_finds_what_one_process_finds(
         alone.clear()
 
 
-@pytest.mark.slow  # two Scrapy crawls, ~8 s
-@pytest.mark.parametrize("on_error", ["continue", "stop"])
-def test_crawl_with_redis_unreachable_follows_on_index_error(tmp_path: Path, on_error: str) -> None:
-    from crawl_support import demo_site, run_crawl
-
-    uri = f"redis://127.0.0.1:{free_port()}/0?prefix=down&retries=1&retry_cap=0.05"
-    with demo_site.serve(demo_site.build_site(4)) as base:
-        result = run_crawl(
-            base + "/",
-            tmp_path / "run",
-            {"SIMHASH_INDEX": uri, "SIMHASH_ON_INDEX_ERROR": on_error, "SIMHASH_WORKERS": 1},
-        )
-    assert result.stat("simhash/error/index_open") == 1
-    assert "is unavailable" in result.log and uri.split("?")[0] in result.log
-    if on_error == "stop":
-        assert result.stats["finish_reason"] == "simhash_index_error"
-    else:
-        assert result.stats["finish_reason"] == "finished"
-        assert len(result.items) > 5 and not any(item.get("near_duplicate_of") for item in result.items)
+# Redis unreachable when the crawl starts: tests/test_scrapy_crawl.py runs `scrapy crawl` for each policy.
 
 
 # -- the command line -----------------------------------------------------------------------------

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 import uuid
 
 import pytest
-from crawl_support import demo_site, run_crawl
+from crawl_support import EXAMPLE, demo_site, run_crawl
 
 from scrapy_simhash import from_base32, hamming
 from scrapy_simhash.index import open_index
@@ -298,3 +301,52 @@ def test_verified_crawl_on_redis_catches_the_edits_and_reset_forgets_the_sketche
         assert again.stat("simhash/unique") == ARTICLE_PAGES + 1 - NEAR_DUPLICATES
     finally:
         server.stop()
+
+
+def scrapy_crawl(start_url: str, tmp_path, settings: dict) -> tuple[subprocess.CompletedProcess, list]:
+    """``scrapy crawl site`` in the example project, as a user runs it: its exit status, log and items."""
+    items = tmp_path / "items.jsonl"
+    command = [
+        sys.executable,
+        "-m",
+        "scrapy",
+        "crawl",
+        "site",
+        "-a",
+        f"start_url={start_url}",
+        "-O",
+        str(items),
+    ]
+    for name, value in settings.items():
+        command += ["-s", f"{name}={value}"]
+    done = subprocess.run(command, cwd=EXAMPLE, capture_output=True, text=True, timeout=180)
+    found = [json.loads(line) for line in items.read_text().splitlines()] if items.exists() else []
+    return done, found
+
+
+SUMMARY = re.compile(r"simhash: (\d+) pages fingerprinted, .*, (\d+) skipped, (\d+) errors; index (.*)")
+
+
+@pytest.mark.parametrize("on_error", ["continue", "stop"])
+def test_redis_unreachable_at_start_prints_the_summary_and_stop_fails_the_crawl(site, tmp_path, on_error):
+    """Redis is not there when the crawl starts: ``continue`` crawls every page untagged and exits 0;
+    ``stop`` does not start the crawl and exits non-zero. Both count the error and print the summary."""
+    from redis_server import free_port
+
+    uri = f"redis://127.0.0.1:{free_port()}/0?prefix=down"
+    settings = {"SIMHASH_INDEX": uri, "SIMHASH_ON_INDEX_ERROR": on_error, "SIMHASH_WORKERS": 1}
+    done, items = scrapy_crawl(site + "/", tmp_path, settings)
+    summary = SUMMARY.search(done.stderr)
+    assert summary is not None, done.stderr[-3000:]
+    assert int(summary.group(3)) >= 1  # the index error is counted
+    assert summary.group(4).startswith(f"{uri.split('?')[0]}") and "could not be opened" in summary.group(4)
+    assert "is unavailable" in done.stderr
+    if on_error == "stop":
+        assert done.returncode != 0
+        assert items == [] and int(summary.group(1)) == 0
+        assert "the crawl does not start (SIMHASH_ON_INDEX_ERROR=stop)" in done.stderr
+    else:
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert len(items) > ARTICLE_PAGES and not any(item.get("near_duplicate_of") for item in items)
+        assert int(summary.group(1)) >= ARTICLE_PAGES  # fingerprinted, then passed untagged
+        assert "'simhash/error/index_open': 1" in done.stderr

@@ -29,13 +29,13 @@ DROPPED_STAT = "simhash/skipped/too_large_decompressed"
 class SizeCountingHttpCompressionMiddleware(HttpCompressionMiddleware):
     """Decompresses as Scrapy's middleware does; counts and logs the responses dropped for size."""
 
-    def process_response(  # type: ignore[override]
+    def process_response(
         self, request: Request, response: Response, spider: Spider | None = None
     ) -> Request | Response:
         try:
             if spider is None:  # Scrapy 2.14+: no spider argument
                 return super().process_response(request, response)
-            return super().process_response(request, response, spider)  # type: ignore[call-arg]
+            return super().process_response(request, response, spider)
         except IgnoreRequest as dropped:  # the only reason it drops a response: the size limit
             if self.stats is not None:
                 self.stats.inc_value(DROPPED_STAT)

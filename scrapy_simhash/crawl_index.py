@@ -24,6 +24,13 @@ from .settings import SimhashConfigError
 
 logger = logging.getLogger(__name__)
 
+CRAWL_REDIS_OPTIONS = {"timeout": "1", "retry_budget": "1"}
+"""How long a crawl's Redis call may fail before it gives up: about a second (socket and connect
+timeouts of 1 s, retries only within a 1 s budget), where a batch job retries for about 12 s. A crawl
+does not need the client to ride out an outage: its circuit breaker (:mod:`.index_guard`) passes
+pages untagged at once and tries again later, so every second the client spends retrying is a
+second in which no page reaches the spider. Options the URI names itself win."""
+
 
 def default_location(spider_name: str, suffix: str = "") -> str:
     """Per-spider directory under Scrapy's data path (``.scrapy/simhash/<spider>``).
@@ -135,9 +142,18 @@ def _built_with(location: str) -> tuple[int, float | None] | None:
         return None
 
 
+def with_crawl_options(uri: str) -> str:
+    """``uri`` with :data:`CRAWL_REDIS_OPTIONS` added for the options it does not name."""
+    parts = urlsplit(uri)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    named = {name for name, _ in query}
+    query += [(name, value) for name, value in CRAWL_REDIS_OPTIONS.items() if name not in named]
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
 def _open(location: str, k: int, reset: bool, sync: str, rule: dict[str, Any]) -> NearDuplicateIndex:
     if is_server_uri(location):
-        index = open_index(location, k=k, **rule)
+        index = open_index(with_crawl_options(location), k=k, **rule)
         if reset:
             _clear(index, location)
         return index

@@ -1,9 +1,10 @@
 """Index calls of a crawl: off the reactor thread, behind a circuit breaker.
 
-Why: a Redis index retries with back-off (about 12 s by default) while its server is down. Run on
-the Twisted reactor thread, every such call froze the whole crawl: no downloads, no timers, no other
-page. Here each call runs on one dedicated worker thread (one: calls keep their order, and an index
-client is never used by two threads at once), and the reactor only waits for its Deferred.
+Why: a Redis index retries with back-off while its server is down (in a crawl for about a second,
+see :mod:`.crawl_index`; longer when the URI asks for it). Run on the Twisted reactor thread, every
+such call froze the whole crawl: no downloads, no timers, no other page. Here each call runs on
+one dedicated worker thread (one: calls keep their order, and an index client is never used by two
+threads at once), and the reactor only waits for its Deferred.
 
 The breaker: after an :class:`IndexUnavailableError`, for ``retry_after`` seconds pages pass untagged
 at once, without asking the index (calls already queued behind the failed one are skipped too).

@@ -140,21 +140,36 @@ class SimhashMiddleware:
         spider = getattr(crawler, "spider", None)
         if spider is not None:
             middleware.location = config.index or default_location(spider.name)
-            if not is_server_uri(middleware.location):
+            if not is_server_uri(middleware.location) or config.on_index_error == "stop":
                 middleware._open_before_start()
         return middleware
 
     def _open_before_start(self) -> None:
         """An index on this machine opens before the crawl starts: one that cannot honour the settings
         refuses the crawl (non-zero exit status). A server index opens with the spider instead, off the
-        reactor thread: a server that is down retries for seconds."""
+        reactor thread (a server that is down retries for a second), except with
+        ``SIMHASH_ON_INDEX_ERROR = "stop"``: then an index that cannot be opened fails the start
+        (``scrapy crawl`` exits with status 1) rather than opening a spider that closes at once and
+        exits 0; that blocks for at most the index's opening (a crawl's Redis gives up within about a
+        second), before any page is fetched."""
         try:
             sizes = self._open()
         except SimhashConfigError as exc:
             self.pool.close()
             refuse_to_start(exc)
         except SimhashIndexError as exc:
-            self._open_failed(exc)
+            if self.config.on_index_error != "stop":
+                self._open_failed(exc)
+            else:
+                self._open_error = exc
+                self.stats.inc_value("simhash/error/index_open")
+                logger.error(
+                    "simhash: cannot open the index, the crawl does not start (SIMHASH_ON_INDEX_ERROR=stop): %s",
+                    exc,
+                )
+                self.pool.close()
+                self._log_summary("could not be opened")
+                raise
         else:
             self._opened(sizes)
         self.guard = IndexGuard("page", self.config.index_retry_after)
@@ -163,7 +178,7 @@ class SimhashMiddleware:
         if self.guard is None:  # not opened yet: a server index
             name = spider_name(spider, self.crawler)
             self.location = self.location or self.config.index or default_location(name)
-            # Index calls run on the guard's thread (a Redis that is down retries for seconds), opening too.
+            # Index calls run on the guard's thread (a Redis that is down retries for a second), opening too.
             self.guard = IndexGuard("page", self.config.index_retry_after)
             try:
                 sizes = await maybe_deferred_to_future(self.guard.run(self._open))
@@ -242,24 +257,30 @@ class SimhashMiddleware:
         self.pool.close()
         if self.guard is not None:
             self.guard.close()  # waits for the index call in flight, if any
-        if self.index is None:
+        if self.index is None:  # never opened (the errors say why): the summary still counts the pages
+            self._log_summary("could not be opened")
             return
         size = self._index_size()
         self.index.close()
         self.index = None
+        self._log_summary(f"holds {size} fingerprints")
+
+    def _log_summary(self, index_state: str) -> None:
+        """The one INFO line that sums up the crawl for scrapy-simhash, whatever became of the index."""
         get = self.stats.get_value
+        stats = self.stats.get_stats()
         logger.info(
             "simhash: %d pages fingerprinted, %d unique, %d near-duplicates (%d dropped, %d decided by "
-            "simhash alone), %d skipped, %d errors; index %s holds %s fingerprints",
+            "simhash alone), %d skipped, %d errors; index %s %s",
             get("simhash/computed", 0),
             get("simhash/unique", 0),
             get("simhash/near_duplicate", 0),
             get("simhash/dropped", 0),
             get("simhash/decided_by_simhash", 0),
-            sum(v for k, v in self.stats.get_stats().items() if k.startswith("simhash/skipped/")),
-            sum(v for k, v in self.stats.get_stats().items() if k.startswith("simhash/error/")),
+            sum(v for k, v in stats.items() if k.startswith("simhash/skipped/")),
+            sum(v for k, v in stats.items() if k.startswith("simhash/error/")),
             self.location,
-            size,
+            index_state,
         )
 
     def _index_size(self) -> int | str:

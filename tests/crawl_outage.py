@@ -14,14 +14,17 @@ tagged it (or passed it untagged). Settings:
 Counts, not clocks, decide when, and what is measured is counted, not timed: the heartbeat (a
 LoopingCall every 50 ms) counts its ticks, and each pause of the index client between two retries of
 one call (its "retry N/M" warnings, N >= 2) is counted with whether the reactor ticked during it. A
-reactor blocked by the retrying call would tick in none of them. Results land in the crawl's stats
-under ``outage/``.
+reactor blocked by the retrying call would tick in none of them. The one clock:
+``outage/max_page_gap_ms_while_down`` is the longest wait between two responses handed on towards the
+spider from the stop until the server is back: pages held back behind an index call that retries show
+as a long gap. Results land in the crawl's stats under ``outage/``.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +57,7 @@ class OutageDrill:
         self.ticks = 0
         self._ticks_at_retry: dict[int, int] = {}
         """Per thread: the tick count when the index client last logged a retry there."""
+        self.last_page: float | None = None
         self.heartbeat = task.LoopingCall(self._tick)
         self._retries = _RetryWatch(self)
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
@@ -88,6 +92,10 @@ class OutageDrill:
                 self.stats.inc_value("outage/retry_pauses_with_ticks")
 
     def process_response(self, request: Any, response: Any, spider: Any = None) -> Any:
+        now = time.monotonic()
+        if self.phase in OUTAGE and self.last_page is not None:
+            self.stats.max_value("outage/max_page_gap_ms_while_down", round((now - self.last_page) * 1000))
+        self.last_page = now
         tagged = "simhash" in request.meta
         if self.phase == "up" and tagged:
             self.tagged += 1

@@ -60,13 +60,16 @@ def run_crawl(
 
 
 def scrapy_crawl(
-    start_url: str, tmp: Path, settings: dict[str, Any], timeout: int = 180
+    start_url: str, tmp: Path, settings: dict[str, Any], timeout: int = 180, output: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``scrapy crawl site`` as a user runs it: in a copy of the demo project, with the environment
-    the tests run in and nothing added; the finished process (exit status, stderr) comes back."""
+    the tests run in and nothing added; the finished process (exit status, stderr) comes back.
+    ``output``: where ``-O`` writes the items (JSON lines)."""
     project = tmp / "project"
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns(".scrapy", "__pycache__"))
     command = [sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"start_url={start_url}"]
+    if output is not None:
+        command += ["-O", f"{output}:jsonlines"]
     for name, value in settings.items():
         command += ["-s", f"{name}={value}"]
     return subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=timeout)

@@ -136,3 +136,37 @@ def test_wrongly_declared_encoding_falls_back_to_detection():
     decoded = decode_html(body, encoding="utf-8")
     assert "\ufffd" not in decoded
     assert "pâtisseries" in decoded
+
+
+ARTICLE = (
+    "<html><head>{meta}</head><body><article>"
+    + "".join(
+        f"<p>Paragraph {n} of an article about the café on the river, long enough to be the main text of "
+        "the page and to give the fingerprint its thirty tokens and more.</p>"
+        for n in range(6)
+    )
+    + "</article></body></html>"
+)
+
+
+@pytest.mark.parametrize("charset", ["rot13", "base64", "zlib", "idna", "punycode", "no-such-charset"])
+def test_a_declared_codec_that_is_no_charset_is_ignored_like_an_unknown_one(charset):
+    """w3lib accepts any Python codec name as a charset; bytes-to-bytes codecs and the IDNA ones made
+    decoding fail (``extractor_error``), while an unknown name was ignored. Both are ignored now, in
+    the HTTP header and in the page's own <meta> and XML declarations."""
+    from scrapy_simhash.extract import declared_encoding
+    from scrapy_simhash.page import fingerprint_page
+
+    plain = ARTICLE.format(meta="").encode()
+    expected = fingerprint_page(plain)
+    assert expected.simhash is not None
+    assert declared_encoding(f"text/html; charset={charset}") is None
+    declared_in_page = [
+        ARTICLE.format(meta=f'<meta charset="{charset}">').encode(),
+        f'<?xml version="1.0" encoding="{charset}"?>'.encode() + plain,
+    ]
+    assert fingerprint_page(plain, encoding=charset) == expected
+    for body in declared_in_page:
+        page = fingerprint_page(body)
+        assert page.reason is None and page.simhash == expected.simhash
+    assert "café" in decode_html(plain, charset)

@@ -6,6 +6,7 @@ import contextlib
 import json
 import multiprocessing
 import random
+import re
 import subprocess
 import sys
 import threading
@@ -484,6 +485,78 @@ def test_unreachable_redis_raises_index_unavailable_naming_the_host(tmp_path: Pa
     idx.close()
 
 
+class _FakeClock:
+    """time.monotonic and time.sleep for redis_client: sleeping advances the clock, nothing waits."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.mark.parametrize(
+    ("budget", "attempts"),
+    [(None, 11), (1.0, 5), (0.0, 1)],  # pauses 0.05, 0.1, 0.2, 0.4 = 0.75 s; the next (0.8 s) would pass 1 s
+)
+def test_retry_budget_bounds_a_failing_call_by_time_as_retries_bound_it_by_count(
+    monkeypatch: pytest.MonkeyPatch, budget: float | None, attempts: int
+) -> None:
+    from scrapy_simhash.index import redis_client
+
+    clock = _FakeClock()
+    monkeypatch.setattr(redis_client, "time", clock)
+    script = redis_client.ScriptClient(
+        redis.Redis(), [], location="redis://nowhere", namespace="x", retry_budget=budget
+    )
+    tries = []
+
+    def refused() -> None:
+        tries.append(clock.now)
+        raise redis.ConnectionError("connection refused")
+
+    with pytest.raises(IndexUnavailableError, match=f"{attempts} attempts? in"):
+        script.call(refused, "testing")
+    assert len(tries) == attempts
+    assert clock.now <= (budget if budget is not None else 12)
+
+
+def test_retry_budget_must_be_seconds(server: RedisServer) -> None:
+    with pytest.raises(ValueError, match="retry_budget"):
+        open_index(f"{server.url}?prefix=budget&retry_budget=-1")
+
+
+def test_a_crawl_gives_its_redis_calls_about_a_second(server: RedisServer) -> None:
+    """The crawl's client: 1 s socket and connect timeouts, retries within 1 s, for the simhash store
+    and the sketch store; what the URI names itself wins."""
+    from scrapy_simhash.crawl_index import open_crawl_index
+
+    def connection(store: Any) -> tuple[float, float, float | None]:
+        script = store._redis
+        kwargs = script.client.connection_pool.connection_kwargs
+        return kwargs["socket_timeout"], kwargs["socket_connect_timeout"], script.retry_budget
+
+    prefix = f"crawl-{uuid.uuid4().hex[:8]}"
+    index = open_crawl_index(f"{server.url}?prefix={prefix}", 3)
+    try:
+        assert connection(index.simhashes) == connection(index.sketches) == (1.0, 1.0, 1.0)
+    finally:
+        index.clear()
+        index.close()
+    index = open_crawl_index(f"{server.url}?prefix={prefix}&timeout=4&retry_budget=7", 3)
+    try:
+        assert connection(index.simhashes) == connection(index.sketches) == (4.0, 2.0, 7.0)
+    finally:
+        index.clear()
+        index.close()
+    with open_index(f"{server.url}?prefix={prefix}") as batch:  # outside a crawl: the long default
+        assert connection(batch) == (5.0, 2.0, None) and batch._redis.retries == 10
+        batch.clear()
+
+
 def test_opening_without_a_server_raises_index_unavailable() -> None:
     port = free_port()
     with pytest.raises(IndexUnavailableError, match=f"127.0.0.1:{port}.*opening the index"):
@@ -611,25 +684,7 @@ def test_example_spider_as_two_processes_finds_what_one_process_finds(
         alone.clear()
 
 
-@pytest.mark.slow  # two Scrapy crawls, ~8 s
-@pytest.mark.parametrize("on_error", ["continue", "stop"])
-def test_crawl_with_redis_unreachable_follows_on_index_error(tmp_path: Path, on_error: str) -> None:
-    from crawl_support import demo_site, run_crawl
-
-    uri = f"redis://127.0.0.1:{free_port()}/0?prefix=down&retries=1&retry_cap=0.05"
-    with demo_site.serve(demo_site.build_site(4)) as base:
-        result = run_crawl(
-            base + "/",
-            tmp_path / "run",
-            {"SIMHASH_INDEX": uri, "SIMHASH_ON_INDEX_ERROR": on_error, "SIMHASH_WORKERS": 1},
-        )
-    assert result.stat("simhash/error/index_open") == 1
-    assert "is unavailable" in result.log and uri.split("?")[0] in result.log
-    if on_error == "stop":
-        assert result.stats["finish_reason"] == "simhash_index_error"
-    else:
-        assert result.stats["finish_reason"] == "finished"
-        assert len(result.items) > 5 and not any(item.get("near_duplicate_of") for item in result.items)
+# Redis unreachable when the crawl starts: tests/test_scrapy_crawl.py runs `scrapy crawl` for each policy.
 
 
 # -- the command line -----------------------------------------------------------------------------
@@ -670,7 +725,8 @@ def test_crawl_rides_out_a_redis_outage_without_blocking_the_reactor(tmp_path: P
     from crawl_support import demo_site, run_crawl
 
     srv = RedisServer(tmp_path / "redis").start()
-    retries = "retries=8&retry_cap=1"  # ~4.5 s of back-off per failed call: the reactor must not wait it
+    # ~4.5 s of back-off per failed call (the URI lifts the crawl's 1 s budget): the reactor must not wait it
+    retries = "retries=8&retry_cap=1&retry_budget=10"
     uri = f"{srv.url}?prefix=outage-crawl&{retries}"
     settings = {
         "SIMHASH_INDEX": uri,
@@ -707,6 +763,44 @@ def test_crawl_rides_out_a_redis_outage_without_blocking_the_reactor(tmp_path: P
     # retries of one call (a reactor blocked by the call would tick in none of them)
     assert result.stat("outage/ticks_while_down") >= 5
     assert result.stat("outage/retry_pauses_with_ticks") >= 3  # of ~7 pauses of 0.05-1 s; blocked: 0
+
+
+@pytest.mark.slow  # one Scrapy crawl of ~100 pages, with Redis stopped in the middle
+def test_a_redis_outage_holds_pages_back_about_a_second_then_they_pass_untagged(tmp_path: Path) -> None:
+    """With the URI's defaults, the first call that finds Redis down gives up within its retry budget
+    (about a second; before, 10 retries took 11 s), and pages then pass untagged at once."""
+    from crawl_support import demo_site, run_crawl
+
+    srv = RedisServer(tmp_path / "redis").start()
+    settings = {
+        "SIMHASH_INDEX": f"{srv.url}?prefix=outage-gap",  # no retry options: the crawl's own
+        "SIMHASH_WORKERS": 1,
+        "DOWNLOAD_DELAY": 0.05,
+        "DOWNLOADER_MIDDLEWARES": {"crawl_outage.OutageDrill": 100},
+        "OUTAGE_REDIS_DIR": str(srv.directory),
+        "OUTAGE_REDIS_PORT": srv.port,
+        "OUTAGE_STOP_AFTER": 10,
+        "OUTAGE_RESTART_AFTER": 20,
+        "LOG_LEVEL": "INFO",
+    }
+    try:
+        with demo_site.serve(demo_site.build_site(40)) as base:
+            result = run_crawl(base + "/", tmp_path / "run", settings)
+    finally:
+        client = srv.client()
+        with contextlib.suppress(redis.ConnectionError):
+            client.shutdown(nosave=True)  # the server the crawl restarted
+        client.close()
+        srv.stop()
+    assert result.stats["finish_reason"] == "finished"
+    assert result.stat("outage/untagged_while_down") >= 20
+    assert result.stat("outage/tagged_after_restart") >= 1
+    # the first failure: at most ~1 s of retries (5 attempts), not 11 attempts over 11 s
+    failure = re.search(r"is unavailable \(.*?\): (\d+) attempts? in ([\d.]+) s failed", result.log)
+    assert failure is not None, result.log[-3000:]
+    assert int(failure.group(1)) <= 5 and float(failure.group(2)) < 2
+    # no page waited long for it (generous against a noisy machine: before, the gap was ~11 s)
+    assert result.stat("outage/max_page_gap_ms_while_down") < 5000
 
 
 @pytest.mark.slow  # one Scrapy crawl per mode

@@ -41,6 +41,35 @@ def test_addon_installs_components_and_defaults():
     assert "scrapy_simhash.warc.crawl.WarcWriterExtension" not in settings.getdict("EXTENSIONS")
 
 
+SCRAPY_COMPRESSION = "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware"
+COUNTING_COMPRESSION = "scrapy_simhash.compression.SizeCountingHttpCompressionMiddleware"
+MIB = 1024 * 1024
+
+
+def test_addon_bounds_download_size_and_counts_what_decompression_drops():
+    settings = _addon_settings()
+    assert settings.getint("DOWNLOAD_MAXSIZE") == 16 * MIB  # Scrapy's own: 1 GiB
+    middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
+    assert middlewares[SCRAPY_COMPRESSION] is None
+    assert (
+        middlewares[COUNTING_COMPRESSION]
+        == settings.getdict("DOWNLOADER_MIDDLEWARES_BASE")[SCRAPY_COMPRESSION]
+    )
+    # fingerprinting larger bodies: the bound follows
+    assert _addon_settings(SIMHASH_MAX_BODY_SIZE=20 * MIB).getint("DOWNLOAD_MAXSIZE") == 40 * MIB
+
+
+def test_project_download_size_and_compression_middleware_win_over_the_addon():
+    """The opt-outs: a DOWNLOAD_MAXSIZE of the project's own, and a compression middleware it configures."""
+    assert _addon_settings(DOWNLOAD_MAXSIZE=64 * MIB).getint("DOWNLOAD_MAXSIZE") == 64 * MIB
+    from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
+
+    for configured in (SCRAPY_COMPRESSION, HttpCompressionMiddleware):
+        settings = _addon_settings(DOWNLOADER_MIDDLEWARES={configured: 580})
+        middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
+        assert middlewares[configured] == 580 and COUNTING_COMPRESSION not in middlewares
+
+
 def test_project_settings_win_over_addon_defaults():
     settings = _addon_settings(SIMHASH_ACTION="drop", SIMHASH_DISTANCE=5, SIMHASH_WARC_ENABLED=True)
     assert settings["SIMHASH_ACTION"] == "drop"

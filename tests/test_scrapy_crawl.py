@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
+import zlib
 
 import pytest
 import scrapy.crawler
@@ -337,6 +339,63 @@ def test_bad_responses_are_counted_and_the_crawl_goes_on(bad_site, tmp_path):
     assert result.stats["finish_reason"] == "finished"
 
 
+def gzip_bomb(decoded_size: int) -> bytes:
+    """An HTML page of ``decoded_size`` bytes (nearly all spaces), gzipped to about 1/1000 of that."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: the gzip format
+    chunk = b" " * (1024 * 1024)
+    parts = [packer.compress(b"<html><body><p>")]
+    parts += [packer.compress(chunk) for _ in range(decoded_size // len(chunk))]
+    return b"".join([*parts, packer.compress(b"</p></body></html>"), packer.flush()])
+
+
+ARTICLE_TEXT = "".join(
+    f"<p>Paragraph {n} of an article about the café by the river, long enough to be the main text of "
+    "the page and to give its fingerprint more than thirty tokens.</p>"
+    for n in range(6)
+)
+HOSTILE_PAGES = {
+    # 64 MiB once decompressed: under Scrapy's 1 GiB DOWNLOAD_MAXSIZE, over the add-on's 16 MiB
+    "/bomb.html": demo_site.Page(gzip_bomb(64 * 1024 * 1024), headers={"Content-Encoding": "gzip"}),
+    "/rot13.html": demo_site.Page(
+        f"<html><body><article>{ARTICLE_TEXT}</article></body></html>".encode(), "text/html; charset=rot13"
+    ),
+    "/meta-base64.html": demo_site.Page(
+        f'<html><head><meta charset="base64"></head><body><article>{ARTICLE_TEXT.replace("café", "bistro")}'
+        "</article></body></html>".encode(),
+        "text/html",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def hostile_site():
+    pages = demo_site.build_site(4)
+    links = "".join(f'<a href="{path}">{path}</a>' for path in HOSTILE_PAGES)
+    pages["/"] = pages["/"].replace(b"</ul>", links.encode() + b"</ul>")
+    with demo_site.serve({**pages, **HOSTILE_PAGES}) as base:
+        yield base
+
+
+def test_a_gzip_bomb_is_dropped_and_counted_and_codec_charsets_are_ignored(hostile_site, tmp_path):
+    """The add-on bounds DOWNLOAD_MAXSIZE: the bomb is dropped after 16 MiB of decompression (counted),
+    not decoded whole; pages declaring a codec as their charset are fingerprinted; the crawl goes on."""
+    # Scrapy's own meta-refresh middleware fails on a codec charset before the add-on sees the page
+    settings = _settings(tmp_path, METAREFRESH_ENABLED=False)
+    result = run_crawl(hostile_site + "/", tmp_path / "run", settings)
+    assert result.stats["finish_reason"] == "finished"
+    assert result.stat("simhash/skipped/too_large_decompressed") == 1
+    pages = result.by_path(hostile_site)
+    assert "/bomb.html" not in pages
+    assert "dropped (simhash/skipped/too_large_decompressed)" in result.log
+    with open_index(tmp_path / "index", read_only=True) as index:  # (the spider cannot decode them:
+        # Scrapy's TextResponse fails on such a charset, so their fingerprints are looked for here)
+        assert all(index.get(hostile_site + path) for path in ("/rot13.html", "/meta-base64.html"))
+    assert "simhash/error/extractor_error" not in result.stats
+    good = demo_site.expected_clusters(4)
+    assert all(pages[path].get("simhash") for cluster in good for path in cluster)
+    assert re.search(r"simhash: \d+ pages fingerprinted, .*, [1-9]\d* skipped", result.log)
+
+
 def test_item_pipeline_drops_items_stamped_from_pages(site, tmp_path):
     result = run_crawl(site + "/", tmp_path / "run", _settings(tmp_path, SIMHASH_ITEM_ACTION="drop"))
     assert result.stat("simhash/item/dropped") == NEAR_DUPLICATES
@@ -428,3 +487,33 @@ def test_a_redis_namespace_created_with_another_distance_stops_the_crawl_at_once
     assert f"simhash: the index at {uri} cannot be used with this crawl's settings (SIMHASH_DISTANCE = 5" in (
         result.log
     )
+
+
+SUMMARY = re.compile(r"simhash: (\d+) pages fingerprinted, .*, (\d+) skipped, (\d+) errors; index (.*)")
+
+
+@pytest.mark.parametrize("on_error", ["continue", "stop"])
+def test_redis_unreachable_at_start_prints_the_summary_and_stop_fails_the_crawl(site, tmp_path, on_error):
+    """Redis is not there when the crawl starts: ``continue`` crawls every page untagged and exits 0;
+    ``stop`` does not start the crawl and exits non-zero. Both count the error and print the summary."""
+    from redis_server import free_port
+
+    uri = f"redis://127.0.0.1:{free_port()}/0?prefix=down"
+    settings = {"SIMHASH_INDEX": uri, "SIMHASH_ON_INDEX_ERROR": on_error, "SIMHASH_WORKERS": 1}
+    output = tmp_path / "items.jsonl"
+    done = scrapy_crawl(site + "/", tmp_path, settings, output=output)
+    items = [json.loads(line) for line in output.read_text().splitlines()] if output.exists() else []
+    summary = SUMMARY.search(done.stderr)
+    assert summary is not None, done.stderr[-3000:]
+    assert int(summary.group(3)) >= 1  # the index error is counted
+    assert summary.group(4).startswith(f"{uri.split('?')[0]}") and "could not be opened" in summary.group(4)
+    assert "is unavailable" in done.stderr
+    if on_error == "stop":
+        assert done.returncode != 0
+        assert items == [] and int(summary.group(1)) == 0
+        assert "the crawl does not start (SIMHASH_ON_INDEX_ERROR=stop)" in done.stderr
+    else:
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert len(items) > ARTICLE_PAGES and not any(item.get("near_duplicate_of") for item in items)
+        assert int(summary.group(1)) >= ARTICLE_PAGES  # fingerprinted, then passed untagged
+        assert "'simhash/error/index_open': 1" in done.stderr

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from .minhash_store import MinHashIndex
 
 SERVER_SCHEMES = ("redis://", "rediss://", "unix://")
+SERVER_CONNECTION_OPTIONS = ("retries", "retry_cap", "retry_budget", "timeout")
+"""Keyword options of a Redis index that its sketch store shares (its connection's)."""
 
 
 def is_server_uri(location: str | Path) -> bool:
@@ -145,7 +147,7 @@ def _open_verified(location: str | Path, k: int, similarity: float | None, optio
     text = str(location).removeprefix("file://")
     names: tuple[str, ...] = ("read_only", "reset", "synchronous", "verify")
     if is_server_uri(text):
-        names = ("retries", "retry_cap")
+        names = SERVER_CONNECTION_OPTIONS
     shared = {name: options[name] for name in names if name in options}
     try:
         sketches = open_sketch_store(text, rule, simhashes, **shared)
@@ -176,7 +178,7 @@ def _keeping_sketches_true(simhashes: Any, location: str | Path, options: dict[s
     from .sketch_stores import open_existing_sketch_store
 
     text = str(location).removeprefix("file://")
-    names = ("retries", "retry_cap") if is_server_uri(text) else ("reset", "synchronous", "verify")
+    names = SERVER_CONNECTION_OPTIONS if is_server_uri(text) else ("reset", "synchronous", "verify")
     shared = {name: options[name] for name in names if name in options}
     try:  # the stored threshold, bands and rows, whatever they are: only removals happen here
         sketches = open_existing_sketch_store(text, simhashes, **shared)

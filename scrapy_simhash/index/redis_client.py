@@ -3,6 +3,11 @@
 Every call of the index goes through :meth:`ScriptClient.call`: one loop that retries what is worth
 retrying (the server restarting, loading, failing over, resharding), reloads the script when Redis
 forgot it, and turns every failure into a :class:`SimhashIndexError` naming the server.
+
+Retries are bounded twice: by their number (``retries``) and, when ``retry_budget`` is given, by
+time: a call that has failed for that many seconds gives up instead of sleeping past it. A crawl
+sets a budget of about a second (see :mod:`scrapy_simhash.crawl_index`), because its circuit
+breaker, not the client, should ride out an outage; a batch job keeps the longer default.
 """
 
 from __future__ import annotations
@@ -23,7 +28,17 @@ from .base import IndexLostError, IndexUnavailableError, SimhashIndexError
 
 logger = logging.getLogger(__name__)
 
-URI_OPTIONS = ("prefix", "retention", "cluster", "retries", "retry_cap", "timeout", "layout", "tables")
+URI_OPTIONS = (
+    "prefix",
+    "retention",
+    "cluster",
+    "retries",
+    "retry_cap",
+    "retry_budget",
+    "timeout",
+    "layout",
+    "tables",
+)
 # Worth retrying: the server is restarting, loading, failing over or resharding.
 UNAVAILABLE = (
     redis.ConnectionError,
@@ -46,6 +61,16 @@ def _load_lua() -> str:
 
 
 SCRIPT = _load_lua()
+
+
+def parse_retry_budget(value: Any) -> float | None:
+    """The ``retry_budget`` option as seconds (None or ``""``: no time bound, only the count)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    budget = float(value)
+    if not budget >= 0:
+        raise ValueError(f"retry_budget must be a number of seconds >= 0, got {value!r}")
+    return budget
 
 
 def connect(uri: str, options: dict[str, Any]) -> tuple[Client, str, dict[str, Any]]:
@@ -93,15 +118,19 @@ class ScriptClient:
         namespace: str,
         retries: int = 10,
         retry_cap: float = 2.0,
+        retry_budget: float | None = None,
     ) -> None:
         if retries < 0:
             raise ValueError(f"retries must be >= 0, got {retries}")
+        if retry_budget is not None and not retry_budget >= 0:
+            raise ValueError(f"retry_budget must be >= 0, got {retry_budget}")
         self.client = client
         self.keys = keys
         self.location = location
         self.namespace = namespace
         self.retries = retries
         self.retry_cap = retry_cap
+        self.retry_budget = retry_budget
         self.closed = False
         self._sha: str | None = None
 
@@ -164,13 +193,13 @@ class ScriptClient:
                     raise SimhashIndexError(f"{self.location}: could not load the index script") from None
             except UNAVAILABLE as exc:
                 failures += 1
-                if failures > self.retries:
+                pause = min(self.retry_cap, 0.05 * 2 ** (failures - 1))
+                if failures > self.retries or self._over_budget(started, pause):
                     raise IndexUnavailableError(
                         f"Redis index at {self.location} is unavailable ({action}): {failures} attempt"
                         f"{'s' if failures > 1 else ''} in "
                         f"{time.monotonic() - started:.1f} s failed; last error: {type(exc).__name__}: {exc}"
                     ) from exc
-                pause = min(self.retry_cap, 0.05 * 2 ** (failures - 1))
                 logger.warning(
                     "Redis index at %s: %s failed (%s: %s); retry %d/%d in %.2f s",
                     self.location, action, type(exc).__name__, exc, failures, self.retries, pause,
@@ -185,6 +214,10 @@ class ScriptClient:
                         "another prefix or SIMHASH_RESET"
                     ) from None
                 raise SimhashIndexError(f"Redis at {self.location} refused {action}: {exc}") from exc
+
+    def _over_budget(self, started: float, pause: float) -> bool:
+        """Whether pausing ``pause`` s more would take this call past its retry budget."""
+        return self.retry_budget is not None and time.monotonic() - started + pause > self.retry_budget
 
     def close(self) -> None:
         if not self.closed:

@@ -28,7 +28,7 @@ Why this shape:
 
 URI: ``redis://host:port/db?prefix=crawl1&threshold=0.8&num_values=128`` (``bands``, ``rows``,
 ``value_bits``, ``buckets`` (``set``, the default, or ``hash``), ``reset``, ``retries``, ``retry_cap``,
-``timeout``, ``cluster`` too); keyword arguments take precedence.
+``retry_budget``, ``timeout``, ``cluster`` too); keyword arguments take precedence.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from .lsh_bands import (
     readable_params,
 )
 from .minhash_store import LSHMatch
-from .redis_client import Client, ScriptClient, connect, truthy
+from .redis_client import Client, ScriptClient, connect, parse_retry_budget, truthy
 from .values import check_key, encode_meta
 
 __all__ = ["FORMAT", "RedisMinHashIndex", "verify"]
@@ -147,6 +147,7 @@ class RedisMinHashIndex:
         reset: bool = False,
         retries: int = 10,
         retry_cap: float = 2.0,
+        retry_budget: float | None = None,
         location: str = "redis",
     ) -> None:
         if not prefix or any(c in prefix for c in "{}"):
@@ -157,7 +158,13 @@ class RedisMinHashIndex:
         self.location = location
         self._config = f"simhash:{{{prefix}}}:config"
         self._redis = _Script(
-            client, [self._config], location=location, namespace=prefix, retries=retries, retry_cap=retry_cap
+            client,
+            [self._config],
+            location=location,
+            namespace=prefix,
+            retries=retries,
+            retry_cap=retry_cap,
+            retry_budget=retry_budget,
         )
         self._epoch = b""
         if reset:
@@ -198,6 +205,7 @@ class RedisMinHashIndex:
                 reset=truthy(ours.get("reset", False)),
                 retries=int(conn.get("retries", 10)),
                 retry_cap=float(conn.get("retry_cap", 2.0)),
+                retry_budget=parse_retry_budget(conn.get("retry_budget")),
                 location=location,
             )
         except BaseException:

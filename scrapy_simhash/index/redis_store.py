@@ -26,9 +26,10 @@ URI: ``redis://[:password@]host:port/db?prefix=crawl1&retention=2592000`` (also 
 ``unix:///path/redis.sock?db=0&prefix=...``). Query options (keyword arguments of :meth:`from_uri`
 take precedence): ``prefix`` (namespace, default ``simhash``), ``retention`` (seconds a fingerprint is
 kept; default forever), ``cluster`` (``1``: Redis Cluster), ``retries``, ``retry_cap`` (longest pause
-between retries, seconds), ``timeout`` (socket timeout, seconds), ``layout`` (a Manku layout spec of
-:mod:`.layouts`; default ``blocks:k+1``, the least memory), ``tables`` (``zset``, the default, or
-``hash``). Layout, tables and retention are fixed when a namespace is created; later openers adopt them.
+between retries, seconds), ``retry_budget`` (seconds one call may spend retrying), ``timeout`` (socket
+timeout, seconds), ``layout`` (a Manku layout spec of :mod:`.layouts`; default ``blocks:k+1``, the
+least memory), ``tables`` (``zset``, the default, or ``hash``). Layout, tables and retention are fixed
+when a namespace is created; later openers adopt them.
 
 Modules: this one is the index (the interface, the namespace's config); :mod:`.redis_tables` encodes
 (permutations, records, validation); :mod:`.redis_client` talks to Redis (URI, script, retries, errors).
@@ -44,7 +45,7 @@ import redis
 
 from . import layouts
 from .base import IndexLostError, LayoutError, Match, Meta, NearDuplicateIndex, SimhashIndexError
-from .redis_client import ScriptClient, connect
+from .redis_client import ScriptClient, connect, parse_retry_budget
 from .redis_tables import (
     TABLE_KINDS,
     PermutedTable,
@@ -80,6 +81,7 @@ class RedisIndex(NearDuplicateIndex):
         tables: str | None = None,
         retries: int = 10,
         retry_cap: float = 2.0,
+        retry_budget: float | None = None,
         location: str = "redis",
     ) -> None:
         if not prefix or any(c in prefix for c in "{}"):
@@ -92,7 +94,13 @@ class RedisIndex(NearDuplicateIndex):
         self.prefix = prefix
         self.location = location
         self._redis = ScriptClient(
-            client, [], location=location, namespace=prefix, retries=retries, retry_cap=retry_cap
+            client,
+            [],
+            location=location,
+            namespace=prefix,
+            retries=retries,
+            retry_cap=retry_cap,
+            retry_budget=retry_budget,
         )
         self._epoch = b""
         self._use_layout(layouts.resolve(layout or default_layout(k), k), tables or "zset")
@@ -117,6 +125,7 @@ class RedisIndex(NearDuplicateIndex):
                 tables=ours.get("tables") or None,
                 retries=int(ours.get("retries", 10)),
                 retry_cap=float(ours.get("retry_cap", 2.0)),
+                retry_budget=parse_retry_budget(ours.get("retry_budget")),
                 location=location,
             )
         except BaseException:

@@ -80,6 +80,7 @@ class RedisPair:
             namespace=simhashes.prefix,
             retries=own.retries,
             retry_cap=own.retry_cap,
+            retry_budget=own.retry_budget,
         )
 
     def _run(self, ops: list[bytes], action: str) -> Any:

@@ -164,7 +164,8 @@ class SimhashMiddleware:
                 self._open_error = exc
                 self.stats.inc_value("simhash/error/index_open")
                 logger.error(
-                    "simhash: cannot open the index, the crawl does not start (SIMHASH_ON_INDEX_ERROR=stop): %s",
+                    "simhash: cannot open the index, the crawl does not start "
+                    "(SIMHASH_ON_INDEX_ERROR=stop): %s",
                     exc,
                 )
                 self.pool.close()

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import scrapy_simhash.report as report_package
 from scrapy_simhash.cli import main
 from scrapy_simhash.fingerprint import to_base32
 from scrapy_simhash.index import open_index
@@ -298,3 +299,23 @@ def test_records_that_are_not_pages_are_said(corpus: Path, tmp_path: Path) -> No
     texts = fetch_texts([(warc, 0), (warc, 1)])
     assert texts[(warc, 0)].reason == "the record is not an HTML page (warcinfo)"
     assert texts[(warc, 1)].reason == f"no record starts at offset 1 of {warc}"
+
+
+def test_the_report_modules_import_each_other_one_way() -> None:
+    """Inputs -> model -> diffs -> page: no module of the report package imports one that imports it
+    back, not even inside a function."""
+    from graphlib import CycleError, TopologicalSorter
+
+    from test_layers import imported
+
+    package = Path(report_package.__file__).parent
+    graph = {}
+    for path in sorted(package.glob("*.py")):
+        name = "scrapy_simhash.report" + ("" if path.stem == "__init__" else f".{path.stem}")
+        found = imported(name, path.stem == "__init__", path.read_text("utf-8"))
+        graph[name] = {m for m in found if m.startswith("scrapy_simhash.report.") and m.count(".") == 2}
+        graph[name].discard(name)
+    try:
+        list(TopologicalSorter(graph).static_order())
+    except CycleError as exc:
+        pytest.fail(f"the report modules import each other in a circle: {exc.args[1]}")

@@ -10,17 +10,12 @@ import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 from ..fingerprint import from_base32
 from ..index import is_server_uri, open_index
-from .model import Cluster, Page, ReportData, build, group_clusters
-
-DEFAULT_K = 3
-"""The distance a report draws as the threshold when neither input nor caller gives one."""
-
-MAX_NOTES = 20
+from .model import DEFAULT_K, MAX_NOTES, Cluster, Page, ReportData, build, group_clusters
+from .warcs import load_warcs, read_pages
 
 
 def input_kind(location: str) -> str:
@@ -63,8 +58,6 @@ def load(
         return load_index(inputs[0], k=k, threshold=threshold)
     if kind == "rows":
         return load_rows(inputs, k=k, threshold=threshold)
-    from .warcs import load_warcs
-
     return load_warcs(inputs, k=k, threshold=threshold, backend=backend)
 
 
@@ -87,8 +80,6 @@ def load_pages(inputs: list[str], *, backend: str = "auto") -> tuple[list[Page],
     if kind == "rows":
         data = load_rows(inputs)
         return [m for c in data.clusters for m in c.members], None, data.notes
-    from .warcs import read_pages
-
     pages, _html, notes = read_pages(inputs, backend=backend)
     return pages, None, notes
 
@@ -294,10 +285,3 @@ def load_index(
         fingerprinted=len(pages),
         notes=notes,
     )
-
-
-def resolve(file: str | None, base: Path | None = None) -> Path | None:
-    if not file:
-        return None
-    path = Path(file)
-    return path if path.is_absolute() or base is None else base / path

@@ -14,6 +14,14 @@ from typing import Any
 
 import numpy as np
 
+from ..defaults import DISTANCE
+
+DEFAULT_K = DISTANCE
+"""The distance a report draws as the threshold when neither input nor caller gives one."""
+
+MAX_NOTES = 20
+"""Problems named one by one in a report's notes (the rest are counted)."""
+
 
 @dataclass(slots=True)
 class Page:

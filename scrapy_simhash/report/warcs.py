@@ -11,8 +11,7 @@ from pathlib import Path
 from ..warc.payload import html_page
 from ..warc.reader import ArchiveReader, ArchiveRecord, ReadProblem
 from ..warc.records import WARC_FIELDS, SimhashFields, parse_fields
-from .data import DEFAULT_K, MAX_NOTES
-from .model import Page, ReportData, build, group_clusters
+from .model import DEFAULT_K, MAX_NOTES, Page, ReportData, build, group_clusters
 
 MAX_TEXT = 20_000
 """Characters of each main text kept for a diff: a report stays small, the start shows the change."""

@@ -6,7 +6,10 @@ The browser side (what the page shows, no network request) is tests/test_report_
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -299,6 +302,48 @@ def test_records_that_are_not_pages_are_said(corpus: Path, tmp_path: Path) -> No
     texts = fetch_texts([(warc, 0), (warc, 1)])
     assert texts[(warc, 0)].reason == "the record is not an HTML page (warcinfo)"
     assert texts[(warc, 1)].reason == f"no record starts at offset 1 of {warc}"
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``scrapy-simhash ARGS`` in a subprocess with a clean environment (no variable the tests set)."""
+    tool = Path(sys.executable).with_name("scrapy-simhash")
+    env = {name: os.environ[name] for name in ("PATH", "HOME", "LANG") if name in os.environ}
+    return subprocess.run([str(tool), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_malformed_rows_are_counted_and_passed_over_never_a_traceback(aut_rows: Path, tmp_path: Path) -> None:
+    lines = aut_rows.read_text().splitlines()
+    good = json.loads(lines[1])
+    malformed = [
+        dict(good, uri=5),  # a number where a text belongs
+        dict(good, date=["2026"]),
+        dict(good, record_id={"id": 1}),
+        dict(good, file=7),
+        dict(good, distance=-5),
+        dict(good, distance=65),
+        dict(good, distance=2.5),
+        dict(good, distance=True),
+        dict(good, offset=-1),
+        dict(good, similarity=1.5),
+        dict(good, similarity="high"),
+    ]
+    text = "\n".join([*lines, *(json.dumps(r) for r in malformed)])
+    text += '\n{"cluster": 0, "role": "duplicate", "uri": "http://a/", "distance": 1e400}'  # inf
+    text += '\n{"cluster": 0, "role": "duplicate", "uri": "http://a/", "similarity": NaN}\n'
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text(text)
+    out = tmp_path / "r.html"
+    done = run_cli("report", str(damaged), "-o", str(out), "--diffs", "0")
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1, done.stderr
+    passed_over = len(malformed) + 2
+    assert f"{passed_over} row(s) passed over" in done.stderr
+    page = out.read_text()
+    assert f'id="total-in-clusters" data-value="{len(lines)}"' in page  # every good row kept
+    data = load([str(damaged)])
+    assert data.totals.in_clusters == len(lines)
+    for line in (len(lines) + 1, len(lines) + 5, len(lines) + 12):
+        assert any(f"line {line}: bad row" in n for n in data.notes), (line, data.notes)
 
 
 def test_the_report_modules_import_each_other_one_way() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -108,12 +109,47 @@ def _rows(path: str, notes: list[str], bad: Counter[str]) -> Iterator[tuple[int,
             yield number, row
 
 
-def _int(value: Any) -> int | None:
-    return None if value is None or value == "" else int(value)
+def _int(value: Any, name: str = "value", low: int = 0, high: int | None = None) -> int | None:
+    """A whole number in ``low..high`` (JSON: an integer; CSV: its digits), or None when absent;
+    anything else is a ValueError naming the field."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        try:
+            number = int(value.strip())
+        except ValueError:
+            raise ValueError(f"{name} {value!r} is not a whole number") from None
+    elif isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        number = int(value)
+    else:
+        raise ValueError(f"{name} {value!r} is not a whole number")
+    if number < low or (high is not None and number > high):
+        bound = f"{low}..{high}" if high is not None else f"at least {low}"
+        raise ValueError(f"{name} {number} is not in {bound}")
+    return number
 
 
-def _float(value: Any) -> float | None:
-    return None if value is None or value == "" else float(value)
+def _float(value: Any, name: str = "value") -> float | None:
+    """A number in 0..1 (a similarity), or None when absent; anything else is a ValueError."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"{name} {value!r} is not a number")
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"{name} {value!r} is not a number") from None
+    if not 0.0 <= number <= 1.0:  # NaN fails this too
+        raise ValueError(f"{name} {value!r} is not in 0..1")
+    return number
+
+
+def _text(value: Any, name: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise ValueError(f"{name} {value!r} is not a text")
 
 
 _TO_INT_DIGITS = str.maketrans("abcdefghijklmnopqrstuvwxyz234567", "0123456789abcdefghijklmnopqrstuv")
@@ -132,19 +168,20 @@ def parse_simhash(text: str) -> int:
 
 def page_from_row(row: dict[str, Any]) -> Page:
     """One ``dedupe --report`` row (JSON or CSV) as a page; ValueError names a bad field."""
-    simhash = row.get("simhash")
-    file, offset = row.get("file"), _int(row.get("offset"))
-    key = f"{file}#{offset}" if file is not None else str(row.get("record_id") or row.get("uri"))
+    simhash = _text(row.get("simhash"), "simhash")
+    file, offset = _text(row.get("file"), "file"), _int(row.get("offset"), "offset")
+    uri, record_id = _text(row.get("uri"), "uri"), _text(row.get("record_id"), "record_id")
+    key = f"{file}#{offset}" if file is not None else str(record_id or uri)
     return Page(
         key=key,
-        uri=row.get("uri"),
-        date=row.get("date"),
+        uri=uri,
+        date=_text(row.get("date"), "date"),
         file=file,
         offset=offset,
-        record_id=row.get("record_id"),
+        record_id=record_id,
         simhash=parse_simhash(simhash) if simhash else None,
-        distance=_int(row.get("distance")),
-        similarity=_float(row.get("similarity")),
+        distance=_int(row.get("distance"), "distance", 0, 64),
+        similarity=_float(row.get("similarity"), "similarity"),
         original=row.get("role") == "original",
     )
 
@@ -160,7 +197,7 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
             try:
                 page = page_from_row(row)
                 cluster = clusters.setdefault((index, row["cluster"]), Cluster(len(clusters), []))
-            except (KeyError, ValueError, TypeError) as exc:
+            except (KeyError, ValueError, TypeError, OverflowError) as exc:
                 bad[path] += 1
                 if len(notes) < MAX_NOTES:
                     notes.append(f"{path} line {number}: bad row ({type(exc).__name__}: {exc})")

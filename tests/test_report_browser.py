@@ -149,3 +149,31 @@ def test_the_cluster_list_pages_through_a_large_report(browser: Browser, tmp_pat
     assert len(shown()) == 5
     assert page.evaluate("document.getElementById('pair').hidden") is True  # no pair: no empty selector
     assert page.errors == []
+
+
+def test_the_judging_page_shows_the_pair_first_and_its_notes_folded_after(
+    browser: Browser, tmp_path: Path
+) -> None:
+    from scrapy_simhash.report.calibrate_page import render_judge
+    from scrapy_simhash.report.calibrate_sample import JudgePair
+    from scrapy_simhash.report.model import Page
+
+    pairs = [
+        JudgePair(n, Page(f"a{n}", uri=f"http://a/{n}"), Page(f"b{n}", uri=f"http://b/{n}"), n, str(n), 1.0,
+                  left=f"first text {n} " * 40, right=f"second text {n} " * 40)
+        for n in range(3)
+    ]  # fmt: skip
+    notes = [f"/crawl/part-{i}.warc.gz: a read warning" for i in range(16)]
+    out = tmp_path / "judge.html"
+    out.write_text(render_judge(pairs, sources=["/crawl"], seed=0, notes=notes))
+    page = browser.open(out)
+    assert page.errors == []
+    only_the_file(page, out)
+    top = "(s => document.querySelector(s).getBoundingClientRect().top)"
+    assert page.evaluate(f"{top}('#left') < {top}('#notes')")  # the pair comes first
+    visible = "[...document.querySelectorAll('li.note')].filter(li => li.checkVisibility()).length"
+    assert page.evaluate(visible) == 0  # folded: no warning stands between the judge and the pair
+    assert page.evaluate("document.querySelector('#notes summary').textContent").startswith("16 notes")
+    page.evaluate("document.querySelector('#notes').open = true")
+    assert page.evaluate(visible) == 16
+    assert page.errors == []

@@ -291,7 +291,7 @@ def test_odd_rows_one_original_per_cluster_and_unhashable_cluster_ids(tmp_path: 
     assert cluster.members[0].uri == "http://a/1"
     assert [m.original for m in cluster.members] == [True, False, False]
     assert any("line 4: bad row" in n for n in data.notes)
-    assert data.k == 3 and any("the threshold drawn is the default k = 3" in n for n in data.notes)
+    assert data.k == 3 and any("the thresholds drawn are k = 3" in n for n in data.notes)
     assert load([str(path)], k=5).k == 5
 
 
@@ -364,3 +364,59 @@ def test_the_report_modules_import_each_other_one_way() -> None:
         list(TopologicalSorter(graph).static_order())
     except CycleError as exc:
         pytest.fail(f"the report modules import each other in a circle: {exc.args[1]}")
+
+
+def chart(page: str, chart_id: str) -> str:
+    match = re.search(rf'<svg[^>]*id="{chart_id}".*?</svg>', page, re.S)
+    assert match, f"no chart {chart_id}"
+    return match.group(0)
+
+
+def marker_label(svg: str) -> str | None:
+    match = re.search(r'<line class="marker"[^>]*/><text[^>]*class="mt">([^<]*)</text>', svg)
+    return None if match is None else match.group(1)
+
+
+def test_a_dedupe_report_draws_the_run_s_own_rule(corpus: Path, aut_rows: Path, tmp_path: Path) -> None:
+    """The rows say which rule made them; the report draws it: the run's similarity (not 0.8) with
+    every verified near-duplicate on or above it, and k as the rule for pages without a sketch."""
+    rows = rows_of(aut_rows)
+    assert {r["rule"] for r in rows} == {"verified similarity=0.5 distance=3"}
+    out = tmp_path / "default.html"
+    done = run_cli("report", str(aut_rows), "-o", str(out), "--diffs", "0")
+    assert done.returncode == 0, done.stderr
+    page = out.read_text()
+    assert marker_label(chart(page, "hist-similarity")) == "similarity 0.5"
+    assert marker_label(chart(page, "hist-pairs")) == "k = 3 (pages without a sketch)"
+    verified = [r["similarity"] for r in rows if r["role"] == "duplicate" and r["method"] == "verified"]
+    assert verified and min(verified) >= 0.5  # none below the line drawn
+    assert "rule: verified, similarity &gt;= 0.5; pages without a sketch: distance &lt;= 3" in page
+    # another run's rule is drawn as that run's
+    stricter = tmp_path / "stricter.jsonl"
+    warc = corpus / "warcs/aut/warc/example.warc.gz"
+    dedupe = ["dedupe", "--workers", "1", "--no-progress", "--similarity", "0.7", "--report", str(stricter)]
+    done = run_cli(*dedupe, str(warc))
+    assert done.returncode == 0, done.stderr
+    done = run_cli("report", str(stricter), "-o", str(out), "--diffs", "0")
+    assert done.returncode == 0, done.stderr
+    assert marker_label(chart(out.read_text(), "hist-similarity")) == "similarity 0.7"
+    # the command line still chooses what to draw when it says
+    done = run_cli("report", str(stricter), "-o", str(out), "--diffs", "0", "--threshold", "0.9", "-k", "4")
+    assert done.returncode == 0, done.stderr
+    page = out.read_text()
+    assert marker_label(chart(page, "hist-similarity")) == "similarity 0.9"
+    assert marker_label(chart(page, "hist-pairs")) == "k = 4 (pages without a sketch)"
+
+
+def test_warcs_draw_the_rule_they_were_clustered_by(corpus: Path, tmp_path: Path) -> None:
+    """Without a flag the similarity the clusters were made with is drawn (the help's default)."""
+    warc = corpus / "warcs/aut/warc/example.warc.gz"
+    assert main(["tag", "--workers", "1", "--no-progress", "--out", str(tmp_path), str(warc)]) == 0
+    out = tmp_path / "r.html"
+    done = run_cli(
+        "report", str(tmp_path / "example.warc.gz.simhash.warc.gz"), "-o", str(out), "--diffs", "0"
+    )
+    assert done.returncode == 0, done.stderr
+    page = out.read_text()
+    assert marker_label(chart(page, "hist-similarity")) == "similarity 0.5"
+    assert marker_label(chart(page, "hist-nearest")) == "k = 3 (pages without a sketch)"

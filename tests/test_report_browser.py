@@ -48,6 +48,11 @@ def test_the_report_draws_its_charts_and_clusters(browser: Browser, pages: dict[
     )
     assert bars and max(bars) > 10  # the histogram is drawn, not an empty frame
     assert page.evaluate("document.querySelectorAll('#hist-pairs line.marker').length") == 1  # threshold
+    # the run's rule: its similarity drawn where the similarities are, and named in the header
+    assert page.evaluate("document.querySelector('#hist-similarity text.mt').textContent") == "similarity 0.5"
+    assert page.evaluate("document.getElementById('rule').textContent").startswith(
+        "rule: verified, similarity >= 0.5"
+    )
     clusters = len({r["cluster"] for r in rows})
     assert page.evaluate("document.getElementById('cluster-count').dataset.count") == str(clusters)
     assert page.evaluate("document.getElementById('cluster-count').textContent").startswith(

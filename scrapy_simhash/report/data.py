@@ -9,13 +9,14 @@ import csv
 import json
 import math
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..fingerprint import from_base32
 from ..index import is_server_uri, open_index
-from .model import DEFAULT_K, MAX_NOTES, Cluster, Page, ReportData, build, group_clusters
+from .model import DEFAULT_K, MAX_NOTES, Cluster, Page, ReportData, build, group_clusters, rule_for
 from .warcs import load_warcs, read_pages
 
 
@@ -186,10 +187,57 @@ def page_from_row(row: dict[str, Any]) -> Page:
     )
 
 
+_RULE_LABEL = re.compile(r"(verified|simhash|minhash)((?: [a-z]+=[0-9.e+-]+)*)")
+
+
+def parse_rule_label(label: str) -> tuple[str, dict[str, float]]:
+    """The ``rule`` column of ``dedupe`` rows (``verified similarity=0.5 distance=3``,
+    ``simhash distance=3``, ``minhash threshold=0.8``) as (mode, parameters); ValueError otherwise."""
+    match = _RULE_LABEL.fullmatch(label.strip())
+    if match is None:
+        raise ValueError(f"rule {label!r} is not one dedupe writes")
+    params = {}
+    for pair in match.group(2).split():
+        name, _, value = pair.partition("=")
+        params[name] = float(value)
+    return match.group(1), params
+
+
+def _rows_rule(
+    labels: Counter[str], notes: list[str], *, k: int | None, threshold: float | None, minhash_rows: bool
+) -> tuple[str | None, int | None, float | None]:
+    """(mode, k, similarity threshold) of the run the rows record, the caller's values first."""
+    from ..warc.dedupe import DEFAULT_THRESHOLD  # --method minhash's
+
+    rules = []
+    for label, count in labels.most_common():
+        try:
+            rules.append((label, count, parse_rule_label(label)))
+        except ValueError as exc:
+            notes.append(f"{count} row(s): {exc}")
+    if len(rules) > 1:
+        listed = ", ".join(f"{label} ({count} rows)" for label, count, _ in rules)
+        notes.append(f"the rows were made by several rules: {listed}; the first one's thresholds are drawn")
+    if not rules:
+        mode = "minhash" if minhash_rows else None
+        default = DEFAULT_THRESHOLD if minhash_rows else rule_for().similarity
+        return mode, k, threshold if threshold is not None else default
+    mode, params = rules[0][2]
+    if k is None and "distance" in params:
+        k = int(params["distance"])
+    if threshold is None:
+        threshold = params.get("threshold" if mode == "minhash" else "similarity")
+    return mode, k, threshold
+
+
 def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None = None) -> ReportData:
-    """Clusters exactly as ``dedupe`` wrote them; several files are numbered one after the other."""
+    """Clusters exactly as ``dedupe`` wrote them; several files are numbered one after the other.
+
+    The thresholds drawn are the run's (the rows' ``rule`` column) unless ``k`` / ``threshold`` say."""
     notes: list[str] = []
     bad: Counter[str] = Counter()
+    labels: Counter[str] = Counter()
+    minhash_rows = False
     clusters: dict[tuple[int, Any], Cluster] = {}
     pages: list[Page] = []
     for index, path in enumerate(paths):
@@ -197,11 +245,15 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
             try:
                 page = page_from_row(row)
                 cluster = clusters.setdefault((index, row["cluster"]), Cluster(len(clusters), []))
+                label = _text(row.get("rule"), "rule")
             except (KeyError, ValueError, TypeError, OverflowError) as exc:
                 bad[path] += 1
                 if len(notes) < MAX_NOTES:
                     notes.append(f"{path} line {number}: bad row ({type(exc).__name__}: {exc})")
                 continue
+            if label:
+                labels[label] += 1
+            minhash_rows = minhash_rows or row.get("scheme") is not None
             pages.append(page)
             cluster.members.append(page)
     for cluster in clusters.values():
@@ -217,31 +269,56 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
     )
     has_similarity = any(p.similarity is not None for p in pages)
     has_simhash = any(p.simhash is not None for p in pages)
+    given_threshold = threshold
+    mode, k, threshold = _rows_rule(labels, notes, k=k, threshold=threshold, minhash_rows=minhash_rows)
     if k is None and has_simhash:
         k = DEFAULT_K
+    if not labels and pages:
+        drawn = [f"k = {k}"] if has_simhash else []
+        drawn += [f"similarity {threshold:g}"] if has_similarity and threshold is not None else []
         notes.append(
-            f"the threshold drawn is the default k = {k} (a report does not say which k made it: "
-            "give --distance); in a chain a~b~c a member can be farther than k from its original"
+            "the rows do not say which rule made them (no rule column: an older dedupe): the thresholds "
+            f"drawn are {' and '.join(drawn) or 'none'}, the defaults unless --distance / --threshold "
+            "gave them"
         )
+    if has_simhash and mode != "verified":
+        notes.append("in a chain a~b~c a member can be farther than k from its original")
+    if mode == "simhash" and given_threshold is None:
+        threshold = None  # simhash mode decides by distance alone: no similarity threshold to draw
     return build(
         "dedupe report",
         paths,
         pages,
         list(clusters.values()),
         k=k,
-        threshold=threshold if threshold is not None else (0.8 if has_similarity else None),
+        threshold=threshold if has_similarity or given_threshold is not None else None,
         notes=notes,
+        mode=mode,
     )
 
 
 # -- an index ---------------------------------------------------------------------------------------
 
 
-def open_for_reading(location: str, k: int | None = None) -> Any:
-    """The index at ``location`` without taking its write lock (a crawl may still hold it)."""
-    if is_server_uri(location):
-        return open_index(location, k=k or DEFAULT_K)
-    return open_index(location, k=k, read_only=True)  # type: ignore[arg-type]
+def open_for_reading(location: str, k: int | None = None, similarity: float | None = None) -> Any:
+    """The index at ``location`` without taking its write lock (a crawl may still hold it).
+
+    ``similarity``: the threshold it was created with, when known (a crawl's). An index created with
+    another is opened with the shipped one's: the report applies its own rule to the stored
+    sketches, it does not ask the index."""
+    from ..index.base import IndexSettingsError
+
+    def opened(threshold: float | None) -> Any:
+        if is_server_uri(location):
+            return open_index(location, k=k or DEFAULT_K, similarity=threshold)
+        return open_index(location, k=k, read_only=True, similarity=threshold)  # type: ignore[arg-type]
+
+    try:
+        return opened(similarity)
+    except IndexSettingsError:
+        if similarity is None:
+            raise
+    return opened(None)
 
 
 def pages_of_index(index: Iterable[Any], sketch_of: Any = None) -> list[Page]:
@@ -270,16 +347,22 @@ def load_index(
     *,
     k: int | None = None,
     threshold: float | None = None,
+    mode: str | None = None,
     stats: dict[str, Any] | None = None,
+    archives: list[str] | None = None,
 ) -> ReportData:
     """Clusters of the decision rule's graph over everything stored (verified where the index keeps
-    sketches; ``k``: the index's own by default).
+    sketches; ``k``, ``threshold``: the index's own by default; ``mode``: verified by default).
 
-    ``stats`` (a crawl's Scrapy stats) adds the pages seen and skipped by reason.
+    ``stats`` (a crawl's Scrapy stats) adds the pages seen and skipped by reason; ``archives`` (the
+    crawl's WARCs) are where the pair texts are looked up by record id.
     """
-    index = open_for_reading(location, k)
+    index = open_for_reading(location, k, threshold)
     try:
         k = k if k is not None else int(index.k)
+        own = getattr(index, "rule", None)  # a VerifiedIndex's: the threshold it answers by
+        if threshold is None and own is not None:
+            threshold = own.similarity
         sketch_many = getattr(index, "sketch_many", None)  # a VerifiedIndex's: 1,000 a round trip
         if sketch_many is None:
             pages = pages_of_index(index)
@@ -290,6 +373,7 @@ def load_index(
         close = getattr(index, "close", None)
         if close:
             close()
+    rule = rule_for(k, threshold, mode)
     notes = []
     skipped: dict[str, int] | None = None
     seen = None
@@ -314,11 +398,13 @@ def load_index(
         "index",
         [location],
         pages,
-        group_clusters(pages, k, threshold),
-        k=k,
-        threshold=threshold,
+        group_clusters(pages, rule),
+        k=rule.distance,
+        threshold=rule.similarity if rule.verified else threshold,
         seen=seen,
         skipped=skipped,
         fingerprinted=len(pages),
         notes=notes,
+        mode=rule.mode,
+        archives=archives,
     )

@@ -235,8 +235,14 @@ def rule_for(k: int | None = None, similarity: float | None = None, mode: str | 
 
     from ..decision import DEFAULT_RULE
 
-    given = {"distance": k, "similarity": similarity, "mode": mode}
-    return dataclasses.replace(DEFAULT_RULE, **{name: v for name, v in given.items() if v is not None})
+    rule = DEFAULT_RULE
+    if k is not None:
+        rule = dataclasses.replace(rule, distance=k)
+    if similarity is not None:
+        rule = dataclasses.replace(rule, similarity=similarity)
+    if mode is not None:
+        rule = dataclasses.replace(rule, mode=mode)
+    return rule
 
 
 def group_clusters(pages: list[Page], rule: Rule) -> list[Cluster]:
@@ -257,6 +263,7 @@ def group_clusters(pages: list[Page], rule: Rule) -> list[Cluster]:
         members = [hashed[int(i)] for i in group]
         first = members[0]
         for i, member in enumerate(members):
+            assert member.simhash is not None and first.simhash is not None  # hashed pages only
             verdict = rule.compare_values(member.simhash, first.simhash, member.sketch, first.sketch)
             member.distance = verdict.distance
             if verdict.similarity is not None:

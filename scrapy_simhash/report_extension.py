@@ -10,6 +10,7 @@ crawl's stats for the pages skipped by reason. A report that cannot be written i
 from __future__ import annotations
 
 import logging
+import os
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -37,7 +38,12 @@ class SimhashReportExtension:
         self.crawler = crawler
         self.path = path
         self.index = config.index
-        self.k = config.distance
+        self.rule = config.rule  # the crawl's own: applied and drawn
+        warcs = crawler.settings.getbool("SIMHASH_WARC_ENABLED", False)
+        self.archives = (
+            [os.path.abspath(crawler.settings.get("SIMHASH_WARC_DIR") or "warcs")] if warcs else []
+        )
+        """The crawl's WARCs, where the pair texts are found by the record ids the index keeps."""
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -68,7 +74,16 @@ class SimhashReportExtension:
         from .report.data import load_index
 
         try:
-            return write_report(load_index(location, k=self.k, stats=stats), self.path)
+            rule = self.rule
+            data = load_index(
+                location,
+                k=rule.distance,
+                threshold=rule.similarity,
+                mode=rule.mode,
+                stats=stats,
+                archives=self.archives,
+            )
+            return write_report(data, self.path)
         except Exception as exc:  # a report is a by-product: it never fails the crawl
             return exc
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -197,3 +200,41 @@ def test_sample_by_similarity_from_real_records(corpus: Path, tmp_path: Path) ->
     assert main(["calibrate", "sample", str(index), "-o", str(out), "--pairs", "7"]) == 0
     payload = json.loads(re.search(r'id="judge-data">(.*?)</script>', out.read_text(), re.S).group(1))
     assert payload["pairs"] and all(p["left"] and p["reason"] is None for p in payload["pairs"])
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``scrapy-simhash ARGS`` in a subprocess with a clean environment (no variable the tests set)."""
+    tool = Path(sys.executable).with_name("scrapy-simhash")
+    env = {name: os.environ[name] for name in ("PATH", "HOME", "LANG") if name in os.environ}
+    return subprocess.run([str(tool), *args], env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_the_recommended_settings_are_accepted_by_the_tools(corpus: Path, tmp_path: Path) -> None:
+    """Judged duplicates up to distance 12 would make k = 12 the best F1, but no index takes more
+    than 8: the recommendation is a k the tools accept, and each option it names, fed its value,
+    runs (``dedupe --index`` for k, verified mode's ``--similarity`` for the similarity)."""
+    rows = [
+        {"pair": i, "judgement": "duplicate" if d <= 12 else "not", "distance": d,
+         "similarity": round(1 - d / 30, 3), "weight": 1}
+        for i, d in enumerate(range(0, 24))
+    ]  # fmt: skip
+    done = run_cli("calibrate", "score", str(_judgements(tmp_path, rows)))
+    assert done.returncode == 0, done.stderr
+    found = re.findall(r"^recommended (k|similarity): (\S+) \(([^)]*)\)", done.stdout, re.M)
+    recommended = {setting: (value, options) for setting, value, options in found}
+    assert set(recommended) == {"k", "similarity"}, done.stdout
+    k, k_options = recommended["k"]
+    assert 0 <= int(k) <= 8 and "up to 8" in done.stdout  # and it says why not 12
+    similarity, similarity_options = recommended["similarity"]
+    warc = corpus / "warcs/aut/warc/example.warc.gz"
+    base = ["dedupe", "--workers", "1", "--no-progress", "--report", str(tmp_path / "rows.jsonl")]
+    k_flags = re.findall(r"--[a-z-]+", k_options)
+    similarity_flags = re.findall(r"--[a-z-]+", similarity_options)
+    assert k_flags and similarity_flags
+    for flag in k_flags:
+        index = tmp_path / f"index-{flag.strip('-')}"
+        run = run_cli(*base, "--index", str(index), flag, k, str(warc))
+        assert run.returncode == 0, (flag, k, run.stderr)
+    for flag in similarity_flags:
+        run = run_cli(*base, flag, similarity, str(warc))
+        assert run.returncode == 0, (flag, similarity, run.stderr)

@@ -44,8 +44,20 @@ RULE_COLUMNS = [
     "distance",
     "similarity",
     "method",
+    "rule",
 ]
-MINHASH_COLUMNS = ["cluster", "role", "record_id", "uri", "date", "file", "offset", "scheme", "similarity"]
+MINHASH_COLUMNS = [
+    "cluster",
+    "role",
+    "record_id",
+    "uri",
+    "date",
+    "file",
+    "offset",
+    "scheme",
+    "similarity",
+    "rule",
+]
 EARLY, LATE = "2024-01-01T00:00:00Z", "2024-06-01T00:00:00Z"
 
 

@@ -6,7 +6,10 @@ The browser side (what the page shows, no network request) is tests/test_report_
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -15,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import scrapy_simhash.report as report_package
 from scrapy_simhash.cli import main
 from scrapy_simhash.fingerprint import to_base32
 from scrapy_simhash.index import open_index
@@ -287,7 +291,7 @@ def test_odd_rows_one_original_per_cluster_and_unhashable_cluster_ids(tmp_path: 
     assert cluster.members[0].uri == "http://a/1"
     assert [m.original for m in cluster.members] == [True, False, False]
     assert any("line 4: bad row" in n for n in data.notes)
-    assert data.k == 3 and any("the threshold drawn is the default k = 3" in n for n in data.notes)
+    assert data.k == 3 and any("the thresholds drawn are k = 3" in n for n in data.notes)
     assert load([str(path)], k=5).k == 5
 
 
@@ -298,3 +302,121 @@ def test_records_that_are_not_pages_are_said(corpus: Path, tmp_path: Path) -> No
     texts = fetch_texts([(warc, 0), (warc, 1)])
     assert texts[(warc, 0)].reason == "the record is not an HTML page (warcinfo)"
     assert texts[(warc, 1)].reason == f"no record starts at offset 1 of {warc}"
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``scrapy-simhash ARGS`` in a subprocess with a clean environment (no variable the tests set)."""
+    tool = Path(sys.executable).with_name("scrapy-simhash")
+    env = {name: os.environ[name] for name in ("PATH", "HOME", "LANG") if name in os.environ}
+    return subprocess.run([str(tool), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_malformed_rows_are_counted_and_passed_over_never_a_traceback(aut_rows: Path, tmp_path: Path) -> None:
+    lines = aut_rows.read_text().splitlines()
+    good = json.loads(lines[1])
+    malformed = [
+        dict(good, uri=5),  # a number where a text belongs
+        dict(good, date=["2026"]),
+        dict(good, record_id={"id": 1}),
+        dict(good, file=7),
+        dict(good, distance=-5),
+        dict(good, distance=65),
+        dict(good, distance=2.5),
+        dict(good, distance=True),
+        dict(good, offset=-1),
+        dict(good, similarity=1.5),
+        dict(good, similarity="high"),
+    ]
+    text = "\n".join([*lines, *(json.dumps(r) for r in malformed)])
+    text += '\n{"cluster": 0, "role": "duplicate", "uri": "http://a/", "distance": 1e400}'  # inf
+    text += '\n{"cluster": 0, "role": "duplicate", "uri": "http://a/", "similarity": NaN}\n'
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text(text)
+    out = tmp_path / "r.html"
+    done = run_cli("report", str(damaged), "-o", str(out), "--diffs", "0")
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1, done.stderr
+    passed_over = len(malformed) + 2
+    assert f"{passed_over} row(s) passed over" in done.stderr
+    page = out.read_text()
+    assert f'id="total-in-clusters" data-value="{len(lines)}"' in page  # every good row kept
+    data = load([str(damaged)])
+    assert data.totals.in_clusters == len(lines)
+    for line in (len(lines) + 1, len(lines) + 5, len(lines) + 12):
+        assert any(f"line {line}: bad row" in n for n in data.notes), (line, data.notes)
+
+
+def test_the_report_modules_import_each_other_one_way() -> None:
+    """Inputs -> model -> diffs -> page: no module of the report package imports one that imports it
+    back, not even inside a function."""
+    from graphlib import CycleError, TopologicalSorter
+
+    from test_layers import imported
+
+    package = Path(report_package.__file__).parent
+    graph = {}
+    for path in sorted(package.glob("*.py")):
+        name = "scrapy_simhash.report" + ("" if path.stem == "__init__" else f".{path.stem}")
+        found = imported(name, path.stem == "__init__", path.read_text("utf-8"))
+        graph[name] = {m for m in found if m.startswith("scrapy_simhash.report.") and m.count(".") == 2}
+        graph[name].discard(name)
+    try:
+        list(TopologicalSorter(graph).static_order())
+    except CycleError as exc:
+        pytest.fail(f"the report modules import each other in a circle: {exc.args[1]}")
+
+
+def chart(page: str, chart_id: str) -> str:
+    match = re.search(rf'<svg[^>]*id="{chart_id}".*?</svg>', page, re.S)
+    assert match, f"no chart {chart_id}"
+    return match.group(0)
+
+
+def marker_label(svg: str) -> str | None:
+    match = re.search(r'<line class="marker"[^>]*/><text[^>]*class="mt">([^<]*)</text>', svg)
+    return None if match is None else match.group(1)
+
+
+def test_a_dedupe_report_draws_the_run_s_own_rule(corpus: Path, aut_rows: Path, tmp_path: Path) -> None:
+    """The rows say which rule made them; the report draws it: the run's similarity (not 0.8) with
+    every verified near-duplicate on or above it, and k as the rule for pages without a sketch."""
+    rows = rows_of(aut_rows)
+    assert {r["rule"] for r in rows} == {"verified similarity=0.5 distance=3"}
+    out = tmp_path / "default.html"
+    done = run_cli("report", str(aut_rows), "-o", str(out), "--diffs", "0")
+    assert done.returncode == 0, done.stderr
+    page = out.read_text()
+    assert marker_label(chart(page, "hist-similarity")) == "similarity 0.5"
+    assert marker_label(chart(page, "hist-pairs")) == "k = 3 (pages without a sketch)"
+    verified = [r["similarity"] for r in rows if r["role"] == "duplicate" and r["method"] == "verified"]
+    assert verified and min(verified) >= 0.5  # none below the line drawn
+    assert "rule: verified, similarity &gt;= 0.5; pages without a sketch: distance &lt;= 3" in page
+    # another run's rule is drawn as that run's
+    stricter = tmp_path / "stricter.jsonl"
+    warc = corpus / "warcs/aut/warc/example.warc.gz"
+    dedupe = ["dedupe", "--workers", "1", "--no-progress", "--similarity", "0.7", "--report", str(stricter)]
+    done = run_cli(*dedupe, str(warc))
+    assert done.returncode == 0, done.stderr
+    done = run_cli("report", str(stricter), "-o", str(out), "--diffs", "0")
+    assert done.returncode == 0, done.stderr
+    assert marker_label(chart(out.read_text(), "hist-similarity")) == "similarity 0.7"
+    # the command line still chooses what to draw when it says
+    done = run_cli("report", str(stricter), "-o", str(out), "--diffs", "0", "--threshold", "0.9", "-k", "4")
+    assert done.returncode == 0, done.stderr
+    page = out.read_text()
+    assert marker_label(chart(page, "hist-similarity")) == "similarity 0.9"
+    assert marker_label(chart(page, "hist-pairs")) == "k = 4 (pages without a sketch)"
+
+
+def test_warcs_draw_the_rule_they_were_clustered_by(corpus: Path, tmp_path: Path) -> None:
+    """Without a flag the similarity the clusters were made with is drawn (the help's default)."""
+    warc = corpus / "warcs/aut/warc/example.warc.gz"
+    assert main(["tag", "--workers", "1", "--no-progress", "--out", str(tmp_path), str(warc)]) == 0
+    out = tmp_path / "r.html"
+    done = run_cli(
+        "report", str(tmp_path / "example.warc.gz.simhash.warc.gz"), "-o", str(out), "--diffs", "0"
+    )
+    assert done.returncode == 0, done.stderr
+    page = out.read_text()
+    assert marker_label(chart(page, "hist-similarity")) == "similarity 0.5"
+    assert marker_label(chart(page, "hist-nearest")) == "k = 3 (pages without a sketch)"

@@ -48,6 +48,11 @@ def test_the_report_draws_its_charts_and_clusters(browser: Browser, pages: dict[
     )
     assert bars and max(bars) > 10  # the histogram is drawn, not an empty frame
     assert page.evaluate("document.querySelectorAll('#hist-pairs line.marker').length") == 1  # threshold
+    # the run's rule: its similarity drawn where the similarities are, and named in the header
+    assert page.evaluate("document.querySelector('#hist-similarity text.mt').textContent") == "similarity 0.5"
+    assert page.evaluate("document.getElementById('rule').textContent").startswith(
+        "rule: verified, similarity >= 0.5"
+    )
     clusters = len({r["cluster"] for r in rows})
     assert page.evaluate("document.getElementById('cluster-count').dataset.count") == str(clusters)
     assert page.evaluate("document.getElementById('cluster-count').textContent").startswith(
@@ -148,4 +153,32 @@ def test_the_cluster_list_pages_through_a_large_report(browser: Browser, tmp_pat
     page.evaluate("document.getElementById('next').click()")  # past the end: stays
     assert len(shown()) == 5
     assert page.evaluate("document.getElementById('pair').hidden") is True  # no pair: no empty selector
+    assert page.errors == []
+
+
+def test_the_judging_page_shows_the_pair_first_and_its_notes_folded_after(
+    browser: Browser, tmp_path: Path
+) -> None:
+    from scrapy_simhash.report.calibrate_page import render_judge
+    from scrapy_simhash.report.calibrate_sample import JudgePair
+    from scrapy_simhash.report.model import Page
+
+    pairs = [
+        JudgePair(n, Page(f"a{n}", uri=f"http://a/{n}"), Page(f"b{n}", uri=f"http://b/{n}"), n, str(n), 1.0,
+                  left=f"first text {n} " * 40, right=f"second text {n} " * 40)
+        for n in range(3)
+    ]  # fmt: skip
+    notes = [f"/crawl/part-{i}.warc.gz: a read warning" for i in range(16)]
+    out = tmp_path / "judge.html"
+    out.write_text(render_judge(pairs, sources=["/crawl"], seed=0, notes=notes))
+    page = browser.open(out)
+    assert page.errors == []
+    only_the_file(page, out)
+    top = "(s => document.querySelector(s).getBoundingClientRect().top)"
+    assert page.evaluate(f"{top}('#left') < {top}('#notes')")  # the pair comes first
+    visible = "[...document.querySelectorAll('li.note')].filter(li => li.checkVisibility()).length"
+    assert page.evaluate(visible) == 0  # folded: no warning stands between the judge and the pair
+    assert page.evaluate("document.querySelector('#notes summary').textContent").startswith("16 notes")
+    page.evaluate("document.querySelector('#notes').open = true")
+    assert page.evaluate(visible) == 16
     assert page.errors == []

@@ -90,3 +90,31 @@ def test_a_second_run_s_report_says_the_index_holds_earlier_pages(site, tmp_path
     assert f"also hold {stored:,} page(s) stored by earlier runs ({stored:,} seen again)" in page
     assert f'id="total-fingerprinted" data-value="{stored}"' in page
     assert f'data-count="{len(CLUSTERS)}"' in page
+
+
+def test_a_crawl_that_writes_warcs_shows_the_pair_texts_and_draws_its_own_rule(site, tmp_path):
+    """The index keeps each page's WARC record id, the crawl's WARCs the record: the pair texts are
+    read from them; the similarity drawn is the crawl's SIMHASH_SIMILARITY."""
+    out = tmp_path / "crawl-report.html"
+    settings = {
+        "SIMHASH_INDEX": str(tmp_path / "index"),
+        "SIMHASH_WORKERS": 1,
+        "LOG_LEVEL": "INFO",
+        "SIMHASH_REPORT": str(out),
+        "SIMHASH_WARC_ENABLED": True,
+        "SIMHASH_WARC_DIR": "warcs",  # relative: the crawl's working directory
+        "SIMHASH_SIMILARITY": 0.6,
+    }
+    result = run_crawl(site + "/", tmp_path / "run", settings)
+    assert result.stat("simhash/error/report") == 0
+    page = out.read_text()
+    payload = json.loads(re.search(r'id="report-data">(.*?)</script>', page, re.S).group(1))
+    assert payload["diffs"] and all(d["reason"] is None and d["left"] for d in payload["diffs"]), payload[
+        "diffs"
+    ]
+    warcs = str(tmp_path / "run" / "warcs")
+    locators = [m[2] for c in payload["clusters"] for m in c["members"] if c["diff"] is not None]
+    assert any(locator.startswith(warcs) for locator in locators)  # file@offset in the crawl's WARCs
+    similarity = re.search(r'<svg[^>]*id="hist-similarity".*?</svg>', page, re.S).group(0)
+    assert 'class="mt">similarity 0.6</text>' in similarity
+    assert "rule: verified, similarity &gt;= 0.6" in page

@@ -79,7 +79,7 @@ def run_sample(args: argparse.Namespace) -> int:
 
 
 def run_score(args: argparse.Namespace) -> int:
-    from ..report.calibrate_score import best, read_judgements, render_curve, scores, table
+    from ..report.calibrate_score import read_judgements, recommendations, render_curve, scores, table
 
     judged, problems = read_judgements(args.judgements)
     for problem in problems:
@@ -90,14 +90,8 @@ def run_score(args: argparse.Namespace) -> int:
     print(table(found))
     duplicates = sum(j.duplicate for j in judged)
     print(f"\n{len(judged)} pairs judged, {duplicates} duplicates")
-    for setting, option in (("k", "SIMHASH_DISTANCE / --distance"), ("similarity", "--threshold")):
-        chosen = best(found, setting)
-        if chosen is not None:
-            precision, recall, f1 = (100 * (x or 0) for x in (chosen.precision, chosen.recall, chosen.f1))
-            print(
-                f"recommended {setting}: {chosen.value:g} ({option}): precision {precision:.1f}%, "
-                f"recall {recall:.1f}%, F1 {f1:.1f}%"
-            )
+    for line in recommendations(found):
+        print(line)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write(render_curve(found, len(judged), duplicates))

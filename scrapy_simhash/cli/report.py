@@ -29,11 +29,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--distance",
         type=int,
         default=None,
-        help="the distance threshold drawn and used for clusters of index/WARC inputs "
-        "(default: the index's own, else 3 or the largest distance in a report)",
+        help="the distance drawn, and used to cluster an index or WARCs: simhash mode's threshold, "
+        "verified mode's for pages without a sketch (default: the run's own: a dedupe report's rule "
+        "column, the index's k, else 3)",
     )
     parser.add_argument(
-        "--threshold", type=float, default=None, help="the similarity threshold drawn (default 0.8)"
+        "--threshold",
+        type=float,
+        default=None,
+        help="the similarity drawn, and used to cluster an index or WARCs by the verified rule "
+        "(default: the run's own: a dedupe report's rule column, the index's threshold, else 0.5; "
+        "0.8 for --method minhash rows without one)",
     )
     parser.add_argument(
         "--diffs", type=int, default=20, help="pairs of texts re-extracted and compared (default 20)"
@@ -47,6 +53,8 @@ def run_report(args: argparse.Namespace) -> int:
 
     if args.distance is not None and not 0 <= args.distance <= 64:
         raise ValueError(f"--distance must be in 0..64, not {args.distance}")
+    if args.threshold is not None and not 0 < args.threshold <= 1:
+        raise ValueError(f"--threshold must be in (0, 1], not {args.threshold}")
     written = report(
         args.inputs,
         args.output,

@@ -36,7 +36,7 @@ def write_report(
     from .html import render
 
     start = time.monotonic()
-    pairs = pair_diffs(data.clusters, diffs, backend=backend) if diffs > 0 else []
+    pairs = pair_diffs(data.clusters, diffs, backend=backend, archives=data.archives) if diffs > 0 else []
     text = render(data, pairs)
     path = Path(output)
     partial = path.with_name(path.name + ".partial")

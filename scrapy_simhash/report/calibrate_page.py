@@ -20,6 +20,18 @@ def page_id(pairs: list[JudgePair]) -> str:
     return hashlib.sha1(repr([(p.a.locator, p.b.locator) for p in pairs]).encode()).hexdigest()[:16]
 
 
+def _notes(notes: list[str]) -> str:
+    """The input's notes (reader warnings, short bands) folded in one line after the pair: the
+    judge sees the pair first, and the notes are one click away."""
+    if not notes:
+        return ""
+    items = "".join(f'<li class="note">{esc(n)}</li>' for n in notes)
+    label = (
+        f"{len(notes)} note{'s' if len(notes) != 1 else ''} on the input (records passed over, bands short)"
+    )
+    return f'<details id="notes"><summary>{esc(label)}</summary><ul>{items}</ul></details>'
+
+
 def render_judge(pairs: list[JudgePair], *, sources: list[str], seed: int, notes: list[str]) -> str:
     payload = {
         "id": page_id(pairs),
@@ -39,7 +51,7 @@ def render_judge(pairs: list[JudgePair], *, sources: list[str], seed: int, notes
             for p in pairs
         ],
     }
-    note_items = "".join(f'<li class="note">{esc(n)}</li>' for n in notes)
+    folded = _notes(notes)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -50,7 +62,6 @@ def render_judge(pairs: list[JudgePair], *, sources: list[str], seed: int, notes
 <span class="kbd">n</span> not, <span class="kbd">s</span> skip, <span class="kbd">&larr;</span>
 <span class="kbd">&rarr;</span> move. Judgements stay in this browser (localStorage); download them, then run
 <code>scrapy-simhash calibrate score judgements.jsonl</code>.</p>
-{f"<ul>{note_items}</ul>" if note_items else ""}
 <div class="bar-top"><button id="b-prev">&larr;</button><b id="position"></b>
 <button id="b-next">&rarr;</button> <button id="b-dup">duplicate (d)</button>
 <button id="b-not">not (n)</button><button id="b-skip">skip (s)</button>
@@ -59,6 +70,7 @@ def render_judge(pairs: list[JudgePair], *, sources: list[str], seed: int, notes
 <button id="b-clear">forget all</button>
 <details><summary>numbers (hidden so as not to sway you)</summary><span id="numbers"></span></details></div>
 <div class="heads" id="heads"></div><div id="texts"></div>
+{folded}
 <script type="application/json" id="judge-data">{script_json(payload)}</script>
 <script>{asset("judge.js")}</script>
 </body></html>

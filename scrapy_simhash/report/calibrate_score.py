@@ -11,11 +11,20 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..index.layouts import MAX_K
 from .charts import line_chart
 from .html import asset, esc
 
 JUDGEMENTS = ("duplicate", "not", "skip")
 K_RANGE = range(0, 25)
+"""The k scored: every distance judged is shown, even beyond what the tools take."""
+K_ACCEPTED = range(0, MAX_K + 1)
+"""The k a recommendation may name: an index (and so ``SIMHASH_DISTANCE``) answers exactly up to 8."""
+OPTIONS = {
+    "k": "SIMHASH_DISTANCE, --distance: simhash mode, and pages without a sketch",
+    "similarity": "SIMHASH_SIMILARITY, --similarity: verified mode, the default",
+}
+"""Where each recommended value goes: the names the crawl and ``tag``/``dedupe`` accept."""
 SIMILARITY_STEPS = [round(0.05 * i, 2) for i in range(1, 21)]
 
 
@@ -88,12 +97,39 @@ def scores(judged: list[Judged]) -> list[Score]:
     return out
 
 
-def best(found: list[Score], setting: str) -> Score | None:
+def best(found: list[Score], setting: str, *, accepted_only: bool = True) -> Score | None:
     """Highest F1; ties go to the higher precision, then to the strictest setting (smallest k,
-    highest similarity): a false duplicate loses a page, a missed one only costs storage."""
+    highest similarity): a false duplicate loses a page, a missed one only costs storage.
+
+    ``accepted_only``: among the k the tools take (:data:`K_ACCEPTED`); a similarity in 0.05..1
+    always is."""
     candidates = [s for s in found if s.setting == setting and s.f1 is not None]
+    if accepted_only and setting == "k":
+        candidates = [s for s in candidates if int(s.value) in K_ACCEPTED]
     strict = -1.0 if setting == "k" else 1.0
     return max(candidates, key=lambda s: (s.f1, s.precision or 0.0, strict * s.value), default=None)
+
+
+def recommendations(found: list[Score]) -> list[str]:
+    """One line per setting: the value, where it goes, its figures, and a better k the tools refuse."""
+    lines = []
+    for setting in ("k", "similarity"):
+        chosen = best(found, setting)
+        if chosen is None:
+            continue
+        precision, recall, f1 = (100 * (x or 0) for x in (chosen.precision, chosen.recall, chosen.f1))
+        line = (
+            f"recommended {setting}: {chosen.value:g} ({OPTIONS[setting]}): precision {precision:.1f}%, "
+            f"recall {recall:.1f}%, F1 {f1:.1f}%"
+        )
+        beyond = best(found, setting, accepted_only=False)
+        if beyond is not None and beyond is not chosen and (beyond.f1 or 0) > (chosen.f1 or 0):
+            line += (
+                f"; k = {beyond.value:g} scores F1 {100 * (beyond.f1 or 0):.1f}%, but the tools take k up "
+                f"to {K_ACCEPTED.stop - 1} (an index answers exactly only that far)"
+            )
+        lines.append(line)
+    return lines
 
 
 def table(found: list[Score]) -> str:
@@ -131,12 +167,7 @@ def render_curve(found: list[Score], judged: int, duplicates: int) -> str:
                 chart_id=f"curve-{setting}",
             )
         )
-    recommended = [s for s in (best(found, "k"), best(found, "similarity")) if s is not None]
-    items = "".join(
-        f"<li>{esc(s.setting)} {s.value:g}: precision {100 * (s.precision or 0):.1f}%, recall "
-        f"{100 * (s.recall or 0):.1f}%, F1 {100 * (s.f1 or 0):.1f}%</li>"
-        for s in recommended
-    )
+    items = "".join(f"<li>{esc(line.removeprefix('recommended '))}</li>" for line in recommendations(found))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>scrapy-simhash: calibration</title>
 <style>{asset("page.css")}</style></head><body>

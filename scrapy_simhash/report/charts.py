@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -23,14 +23,17 @@ def _marker_text(x: float, label: str) -> str:
     return f'<text x="{x + 3:.1f}" y="{TOP + 6}" class="mt">{_esc(label)}</text>'
 
 
-def distance_bars(values: np.ndarray, k: int | None, beyond: int | None = None) -> list[tuple[str, int]]:
-    """One bar per distance 0..max(k, largest value); ``beyond`` (pages with nothing within k) as ``>k``."""
+def distance_bars(
+    values: np.ndarray, k: int | None, beyond: int | None = None, beyond_label: str | None = None
+) -> list[tuple[str, int]]:
+    """One bar per distance 0..max(k, largest value); ``beyond`` (pages with no near-duplicate) as
+    ``>k`` (or ``beyond_label``: in verified mode such a page may well have a page within k)."""
     top = int(values.max()) if values.size else 0
     top = max(top, k or 0)
     counts = np.bincount(values.astype(np.int64), minlength=top + 1) if values.size else np.zeros(top + 1)
     bars = [(str(d), int(c)) for d, c in enumerate(counts)]
     if beyond is not None and k is not None:
-        bars.append((f">{k}", beyond))
+        bars.append((beyond_label or f">{k}", beyond))
     return bars
 
 
@@ -93,7 +96,7 @@ def bar_chart(
 
 
 def line_chart(
-    series: dict[str, Sequence[tuple[float, float]]],
+    series: Mapping[str, Sequence[tuple[float, float]]],
     *,
     title: str,
     x_label: str,

@@ -7,20 +7,17 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 from ..fingerprint import from_base32
 from ..index import is_server_uri, open_index
-from .model import Cluster, Page, ReportData, build, group_clusters
-
-DEFAULT_K = 3
-"""The distance a report draws as the threshold when neither input nor caller gives one."""
-
-MAX_NOTES = 20
+from .model import DEFAULT_K, MAX_NOTES, Cluster, Page, ReportData, build, group_clusters, rule_for
+from .warcs import load_warcs, read_pages
 
 
 def input_kind(location: str) -> str:
@@ -63,8 +60,6 @@ def load(
         return load_index(inputs[0], k=k, threshold=threshold)
     if kind == "rows":
         return load_rows(inputs, k=k, threshold=threshold)
-    from .warcs import load_warcs
-
     return load_warcs(inputs, k=k, threshold=threshold, backend=backend)
 
 
@@ -87,8 +82,6 @@ def load_pages(inputs: list[str], *, backend: str = "auto") -> tuple[list[Page],
     if kind == "rows":
         data = load_rows(inputs)
         return [m for c in data.clusters for m in c.members], None, data.notes
-    from .warcs import read_pages
-
     pages, _html, notes = read_pages(inputs, backend=backend)
     return pages, None, notes
 
@@ -117,12 +110,47 @@ def _rows(path: str, notes: list[str], bad: Counter[str]) -> Iterator[tuple[int,
             yield number, row
 
 
-def _int(value: Any) -> int | None:
-    return None if value is None or value == "" else int(value)
+def _int(value: Any, name: str = "value", low: int = 0, high: int | None = None) -> int | None:
+    """A whole number in ``low..high`` (JSON: an integer; CSV: its digits), or None when absent;
+    anything else is a ValueError naming the field."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        try:
+            number = int(value.strip())
+        except ValueError:
+            raise ValueError(f"{name} {value!r} is not a whole number") from None
+    elif isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        number = int(value)
+    else:
+        raise ValueError(f"{name} {value!r} is not a whole number")
+    if number < low or (high is not None and number > high):
+        bound = f"{low}..{high}" if high is not None else f"at least {low}"
+        raise ValueError(f"{name} {number} is not in {bound}")
+    return number
 
 
-def _float(value: Any) -> float | None:
-    return None if value is None or value == "" else float(value)
+def _float(value: Any, name: str = "value") -> float | None:
+    """A number in 0..1 (a similarity), or None when absent; anything else is a ValueError."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"{name} {value!r} is not a number")
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"{name} {value!r} is not a number") from None
+    if not 0.0 <= number <= 1.0:  # NaN fails this too
+        raise ValueError(f"{name} {value!r} is not in 0..1")
+    return number
+
+
+def _text(value: Any, name: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise ValueError(f"{name} {value!r} is not a text")
 
 
 _TO_INT_DIGITS = str.maketrans("abcdefghijklmnopqrstuvwxyz234567", "0123456789abcdefghijklmnopqrstuv")
@@ -141,27 +169,75 @@ def parse_simhash(text: str) -> int:
 
 def page_from_row(row: dict[str, Any]) -> Page:
     """One ``dedupe --report`` row (JSON or CSV) as a page; ValueError names a bad field."""
-    simhash = row.get("simhash")
-    file, offset = row.get("file"), _int(row.get("offset"))
-    key = f"{file}#{offset}" if file is not None else str(row.get("record_id") or row.get("uri"))
+    simhash = _text(row.get("simhash"), "simhash")
+    file, offset = _text(row.get("file"), "file"), _int(row.get("offset"), "offset")
+    uri, record_id = _text(row.get("uri"), "uri"), _text(row.get("record_id"), "record_id")
+    key = f"{file}#{offset}" if file is not None else str(record_id or uri)
     return Page(
         key=key,
-        uri=row.get("uri"),
-        date=row.get("date"),
+        uri=uri,
+        date=_text(row.get("date"), "date"),
         file=file,
         offset=offset,
-        record_id=row.get("record_id"),
+        record_id=record_id,
         simhash=parse_simhash(simhash) if simhash else None,
-        distance=_int(row.get("distance")),
-        similarity=_float(row.get("similarity")),
+        distance=_int(row.get("distance"), "distance", 0, 64),
+        similarity=_float(row.get("similarity"), "similarity"),
         original=row.get("role") == "original",
     )
 
 
+_RULE_LABEL = re.compile(r"(verified|simhash|minhash)((?: [a-z]+=[0-9.e+-]+)*)")
+
+
+def parse_rule_label(label: str) -> tuple[str, dict[str, float]]:
+    """The ``rule`` column of ``dedupe`` rows (``verified similarity=0.5 distance=3``,
+    ``simhash distance=3``, ``minhash threshold=0.8``) as (mode, parameters); ValueError otherwise."""
+    match = _RULE_LABEL.fullmatch(label.strip())
+    if match is None:
+        raise ValueError(f"rule {label!r} is not one dedupe writes")
+    params = {}
+    for pair in match.group(2).split():
+        name, _, value = pair.partition("=")
+        params[name] = float(value)
+    return match.group(1), params
+
+
+def _rows_rule(
+    labels: Counter[str], notes: list[str], *, k: int | None, threshold: float | None, minhash_rows: bool
+) -> tuple[str | None, int | None, float | None]:
+    """(mode, k, similarity threshold) of the run the rows record, the caller's values first."""
+    from ..warc.dedupe import DEFAULT_THRESHOLD  # --method minhash's
+
+    rules = []
+    for label, count in labels.most_common():
+        try:
+            rules.append((label, count, parse_rule_label(label)))
+        except ValueError as exc:
+            notes.append(f"{count} row(s): {exc}")
+    if len(rules) > 1:
+        listed = ", ".join(f"{label} ({count} rows)" for label, count, _ in rules)
+        notes.append(f"the rows were made by several rules: {listed}; the first one's thresholds are drawn")
+    if not rules:
+        mode = "minhash" if minhash_rows else None
+        default = DEFAULT_THRESHOLD if minhash_rows else rule_for().similarity
+        return mode, k, threshold if threshold is not None else default
+    mode, params = rules[0][2]
+    if k is None and "distance" in params:
+        k = int(params["distance"])
+    if threshold is None:
+        threshold = params.get("threshold" if mode == "minhash" else "similarity")
+    return mode, k, threshold
+
+
 def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None = None) -> ReportData:
-    """Clusters exactly as ``dedupe`` wrote them; several files are numbered one after the other."""
+    """Clusters exactly as ``dedupe`` wrote them; several files are numbered one after the other.
+
+    The thresholds drawn are the run's (the rows' ``rule`` column) unless ``k`` / ``threshold`` say."""
     notes: list[str] = []
     bad: Counter[str] = Counter()
+    labels: Counter[str] = Counter()
+    minhash_rows = False
     clusters: dict[tuple[int, Any], Cluster] = {}
     pages: list[Page] = []
     for index, path in enumerate(paths):
@@ -169,11 +245,15 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
             try:
                 page = page_from_row(row)
                 cluster = clusters.setdefault((index, row["cluster"]), Cluster(len(clusters), []))
-            except (KeyError, ValueError, TypeError) as exc:
+                label = _text(row.get("rule"), "rule")
+            except (KeyError, ValueError, TypeError, OverflowError) as exc:
                 bad[path] += 1
                 if len(notes) < MAX_NOTES:
                     notes.append(f"{path} line {number}: bad row ({type(exc).__name__}: {exc})")
                 continue
+            if label:
+                labels[label] += 1
+            minhash_rows = minhash_rows or row.get("scheme") is not None
             pages.append(page)
             cluster.members.append(page)
     for cluster in clusters.values():
@@ -189,31 +269,56 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
     )
     has_similarity = any(p.similarity is not None for p in pages)
     has_simhash = any(p.simhash is not None for p in pages)
+    given_threshold = threshold
+    mode, k, threshold = _rows_rule(labels, notes, k=k, threshold=threshold, minhash_rows=minhash_rows)
     if k is None and has_simhash:
         k = DEFAULT_K
+    if not labels and pages:
+        drawn = [f"k = {k}"] if has_simhash else []
+        drawn += [f"similarity {threshold:g}"] if has_similarity and threshold is not None else []
         notes.append(
-            f"the threshold drawn is the default k = {k} (a report does not say which k made it: "
-            "give --distance); in a chain a~b~c a member can be farther than k from its original"
+            "the rows do not say which rule made them (no rule column: an older dedupe): the thresholds "
+            f"drawn are {' and '.join(drawn) or 'none'}, the defaults unless --distance / --threshold "
+            "gave them"
         )
+    if has_simhash and mode != "verified":
+        notes.append("in a chain a~b~c a member can be farther than k from its original")
+    if mode == "simhash" and given_threshold is None:
+        threshold = None  # simhash mode decides by distance alone: no similarity threshold to draw
     return build(
         "dedupe report",
         paths,
         pages,
         list(clusters.values()),
         k=k,
-        threshold=threshold if threshold is not None else (0.8 if has_similarity else None),
+        threshold=threshold if has_similarity or given_threshold is not None else None,
         notes=notes,
+        mode=mode,
     )
 
 
 # -- an index ---------------------------------------------------------------------------------------
 
 
-def open_for_reading(location: str, k: int | None = None) -> Any:
-    """The index at ``location`` without taking its write lock (a crawl may still hold it)."""
-    if is_server_uri(location):
-        return open_index(location, k=k or DEFAULT_K)
-    return open_index(location, k=k, read_only=True)  # type: ignore[arg-type]
+def open_for_reading(location: str, k: int | None = None, similarity: float | None = None) -> Any:
+    """The index at ``location`` without taking its write lock (a crawl may still hold it).
+
+    ``similarity``: the threshold it was created with, when known (a crawl's). An index created with
+    another is opened with the shipped one's: the report applies its own rule to the stored
+    sketches, it does not ask the index."""
+    from ..index.base import IndexSettingsError
+
+    def opened(threshold: float | None) -> Any:
+        if is_server_uri(location):
+            return open_index(location, k=k or DEFAULT_K, similarity=threshold)
+        return open_index(location, k=k, read_only=True, similarity=threshold)  # type: ignore[arg-type]
+
+    try:
+        return opened(similarity)
+    except IndexSettingsError:
+        if similarity is None:
+            raise
+    return opened(None)
 
 
 def pages_of_index(index: Iterable[Any], sketch_of: Any = None) -> list[Page]:
@@ -242,16 +347,22 @@ def load_index(
     *,
     k: int | None = None,
     threshold: float | None = None,
+    mode: str | None = None,
     stats: dict[str, Any] | None = None,
+    archives: list[str] | None = None,
 ) -> ReportData:
     """Clusters of the decision rule's graph over everything stored (verified where the index keeps
-    sketches; ``k``: the index's own by default).
+    sketches; ``k``, ``threshold``: the index's own by default; ``mode``: verified by default).
 
-    ``stats`` (a crawl's Scrapy stats) adds the pages seen and skipped by reason.
+    ``stats`` (a crawl's Scrapy stats) adds the pages seen and skipped by reason; ``archives`` (the
+    crawl's WARCs) are where the pair texts are looked up by record id.
     """
-    index = open_for_reading(location, k)
+    index = open_for_reading(location, k, threshold)
     try:
         k = k if k is not None else int(index.k)
+        own = getattr(index, "rule", None)  # a VerifiedIndex's: the threshold it answers by
+        if threshold is None and own is not None:
+            threshold = own.similarity
         sketch_many = getattr(index, "sketch_many", None)  # a VerifiedIndex's: 1,000 a round trip
         if sketch_many is None:
             pages = pages_of_index(index)
@@ -262,6 +373,7 @@ def load_index(
         close = getattr(index, "close", None)
         if close:
             close()
+    rule = rule_for(k, threshold, mode)
     notes = []
     skipped: dict[str, int] | None = None
     seen = None
@@ -286,18 +398,13 @@ def load_index(
         "index",
         [location],
         pages,
-        group_clusters(pages, k, threshold),
-        k=k,
-        threshold=threshold,
+        group_clusters(pages, rule),
+        k=rule.distance,
+        threshold=rule.similarity if rule.verified else threshold,
         seen=seen,
         skipped=skipped,
         fingerprinted=len(pages),
         notes=notes,
+        mode=rule.mode,
+        archives=archives,
     )
-
-
-def resolve(file: str | None, base: Path | None = None) -> Path | None:
-    if not file:
-        return None
-    path = Path(file)
-    return path if path.is_absolute() or base is None else base / path

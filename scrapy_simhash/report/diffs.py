@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from .model import Cluster, Page
 from .textdiff import ratio, side_by_side
-from .warcs import Text, fetch_texts
+from .warcs import Text, fetch_texts, locate_records
 
 
 @dataclass(frozen=True)
@@ -32,9 +32,20 @@ def explain(text: Text, page: Page) -> str:
     return f"{page.uri or page.key}: {text.reason}"
 
 
-def pair_diffs(clusters: list[Cluster], count: int, *, backend: str = "auto") -> list[PairDiff]:
-    """Diffs of (original, farthest member) for the ``count`` largest clusters; texts re-extracted."""
+def pair_diffs(
+    clusters: list[Cluster], count: int, *, backend: str = "auto", archives: list[str] | None = None
+) -> list[PairDiff]:
+    """Diffs of (original, farthest member) for the ``count`` largest clusters; texts re-extracted.
+
+    A page whose input names no file (a crawl's index) is looked up by its record id in ``archives``
+    (the crawl's WARCs), and takes the file and offset found."""
     chosen = [(i, c.members[0], farthest(c)) for i, c in enumerate(clusters[:count]) if c.size > 1]
+    unplaced = [p for _, a, b in chosen for p in (a, b) if p.file is None and p.record_id]
+    if archives and unplaced:
+        found = locate_records({p.record_id for p in unplaced if p.record_id}, archives, backend=backend)
+        for page in unplaced:
+            if page.record_id in found:
+                page.file, page.offset = found[page.record_id]
     texts = fetch_texts([(p.file, p.offset) for _, a, b in chosen for p in (a, b)], backend=backend)
     out = []
     for position, a, b in chosen:

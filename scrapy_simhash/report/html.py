@@ -100,7 +100,8 @@ def _totals(data: ReportData) -> str:
 def _charts(data: ReportData) -> str:
     k = data.k
     marker = None if k is None else k + 1.0
-    label = f"k = {k}"
+    verified = data.mode == "verified"
+    label = f"k = {k} (pages without a sketch)" if verified else f"k = {k}"
     charts = []
     if data.pair_distances.size or k is not None:
         charts.append(
@@ -116,7 +117,7 @@ def _charts(data: ReportData) -> str:
     if data.nearest_distances.size or data.no_neighbour:
         charts.append(
             bar_chart(
-                distance_bars(data.nearest_distances, k, data.no_neighbour),
+                distance_bars(data.nearest_distances, k, data.no_neighbour, "none" if verified else None),
                 title="distance of each page to its nearest other page",
                 x_label="Hamming distance (bits)",
                 marker=marker,
@@ -132,13 +133,26 @@ def _charts(data: ReportData) -> str:
                 title="estimated Jaccard similarity of each near-duplicate to its original",
                 x_label="similarity",
                 marker=None if t is None else t * 20,
-                marker_label=f"threshold {t}",
+                marker_label=f"similarity {t:g}",
                 chart_id="hist-similarity",
             )
         )
     if not charts:
         return '<p class="note">no fingerprints or similarities in the input: no histogram</p>'
     return "".join(charts)
+
+
+def rule_text(data: ReportData) -> str:
+    """The rule that made the clusters, as the histograms draw it."""
+    k, t = data.k, data.threshold
+    if data.mode == "verified" and t is not None:
+        return f"rule: verified, similarity >= {t:g}; pages without a sketch: distance <= {k}"
+    if data.mode == "simhash":
+        return f"rule: simhash, distance <= {k}" + ("" if t is None else f"; similarity {t:g} drawn")
+    if data.mode == "minhash" and t is not None:
+        return f"rule: MinHash, similarity >= {t:g}" + ("" if k is None else f"; distance {k} drawn")
+    drawn = ([] if k is None else [f"distance k = {k}"]) + ([] if t is None else [f"similarity {t:g}"])
+    return f"rule not in the input; drawn: {', '.join(drawn)}" if drawn else "no threshold known"
 
 
 def _hosts(data: ReportData) -> str:
@@ -167,18 +181,13 @@ def render(data: ReportData, diffs: list[PairDiff]) -> str:
     )
     no_pair = "" if diffs else '<span class="muted">no pair to show</span>'
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    thresholds = []
-    if data.k is not None:
-        thresholds.append(f"distance k = {data.k}")
-    if data.threshold is not None:
-        thresholds.append(f"similarity threshold {data.threshold}")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>scrapy-simhash report</title><style>{asset("page.css")}</style></head><body>
 <h1>Near-duplicates: scrapy-simhash report</h1>
 <p class="muted">{esc(data.kind)}: {esc(", ".join(data.sources))}<br>written {when} by scrapy-simhash
-{esc(__version__)}; {esc(", ".join(thresholds) or "no threshold known")}</p>
+{esc(__version__)}; <span id="rule">{esc(rule_text(data))}</span></p>
 <h2>Totals</h2>{_totals(data)}
 {f"<ul>{notes}</ul>" if notes else ""}
 <h2>Histograms</h2><div id="charts">{_charts(data)}</div>

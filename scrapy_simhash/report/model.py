@@ -10,9 +10,20 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from ..defaults import DISTANCE
+
+if TYPE_CHECKING:
+    from ..decision import Rule
+
+DEFAULT_K = DISTANCE
+"""The distance a report draws as the threshold when neither input nor caller gives one."""
+
+MAX_NOTES = 20
+"""Problems named one by one in a report's notes (the rest are counted)."""
 
 
 @dataclass(slots=True)
@@ -90,11 +101,18 @@ class ReportData:
     """Fingerprinted pages with no other page within ``k`` (None when the input cannot tell)."""
     pair_similarities: np.ndarray
     k: int | None
+    """The distance drawn: the rule's in simhash mode, and for pages without a sketch in verified mode."""
     threshold: float | None
+    """The similarity drawn: the verified rule's (or ``--method minhash``'s) threshold."""
     hosts: list[tuple[str, int, int]]
     """(host, pages, near-duplicates), most near-duplicates first."""
     notes: list[str] = field(default_factory=list)
     """What the input could not tell, and records passed over (each said once)."""
+    mode: str | None = None
+    """The rule that made the clusters: ``verified``, ``simhash``, ``minhash``; None when unknown."""
+    archives: list[str] = field(default_factory=list)
+    """WARC files or directories holding the pages' records, looked up by record id for the pair texts
+    when the input names no file (a crawl's index, with the crawl's own WARCs)."""
 
 
 def build(
@@ -109,6 +127,8 @@ def build(
     skipped: dict[str, int] | None = None,
     fingerprinted: int | None = None,
     notes: list[str] | None = None,
+    mode: str | None = None,
+    archives: list[str] | None = None,
 ) -> ReportData:
     """Derive the histograms, hosts and totals from ``pages`` (every page the input knows) and clusters."""
     clusters = sorted(clusters, key=lambda c: -c.size)
@@ -151,6 +171,8 @@ def build(
         threshold=threshold,
         hosts=hosts,
         notes=notes,
+        mode=mode,
+        archives=list(archives or []),
     )
 
 
@@ -206,23 +228,34 @@ def host_of(uri: str | None) -> str:
     return (match.group(1).lower() or "(no host)") if match else "(no host)"
 
 
-def group_clusters(pages: list[Page], k: int, similarity: float | None = None) -> list[Cluster]:
-    """Connected components of the decision rule's graph over ``pages`` (in age order: the first is
-    the original), each member's distance (and similarity, where both have sketches) to its original
-    filled in. Pages with sketches are paired by the verified rule (``similarity``: its threshold,
-    the shipped one by default), pages without by simhash within ``k``, as ``dedupe`` pairs them."""
+def rule_for(k: int | None = None, similarity: float | None = None, mode: str | None = None) -> Rule:
+    """The shipped rule, with what the caller or the input says in place of its defaults
+    (ValueError for a value the rule refuses)."""
     import dataclasses
 
     from ..decision import DEFAULT_RULE
+
+    rule = DEFAULT_RULE
+    if k is not None:
+        rule = dataclasses.replace(rule, distance=k)
+    if similarity is not None:
+        rule = dataclasses.replace(rule, similarity=similarity)
+    if mode is not None:
+        rule = dataclasses.replace(rule, mode=mode)
+    return rule
+
+
+def group_clusters(pages: list[Page], rule: Rule) -> list[Cluster]:
+    """Connected components of ``rule``'s graph over ``pages`` (in age order: the first is the
+    original), each member's distance (and similarity, where both have sketches) to its original
+    filled in. In verified mode pages with sketches are paired by the sketches, pages without by
+    simhash within the rule's distance, as ``dedupe`` pairs them."""
     from ..index.batch import cluster_groups, clusters
     from ..warc.dedupe import rule_pairs
 
     hashed = [p for p in pages if p.simhash is not None]
     if len(hashed) < 2:
         return []
-    rule = dataclasses.replace(DEFAULT_RULE, distance=k)
-    if similarity is not None:
-        rule = dataclasses.replace(rule, similarity=similarity)
     hashes = [int(p.simhash) for p in hashed]  # type: ignore[arg-type]
     pairs = rule_pairs(hashes, [p.sketch for p in hashed], rule)
     out = []
@@ -230,6 +263,7 @@ def group_clusters(pages: list[Page], k: int, similarity: float | None = None) -
         members = [hashed[int(i)] for i in group]
         first = members[0]
         for i, member in enumerate(members):
+            assert member.simhash is not None and first.simhash is not None  # hashed pages only
             verdict = rule.compare_values(member.simhash, first.simhash, member.sketch, first.sketch)
             member.distance = verdict.distance
             if verdict.similarity is not None:

@@ -11,8 +11,7 @@ from pathlib import Path
 from ..warc.payload import html_page
 from ..warc.reader import ArchiveReader, ArchiveRecord, ReadProblem
 from ..warc.records import WARC_FIELDS, SimhashFields, parse_fields
-from .data import DEFAULT_K, MAX_NOTES
-from .model import Page, ReportData, build, group_clusters
+from .model import MAX_NOTES, Page, ReportData, build, group_clusters, rule_for
 
 MAX_TEXT = 20_000
 """Characters of each main text kept for a diff: a report stays small, the start shows the change."""
@@ -65,8 +64,9 @@ def load_warcs(
     inputs: list[str], *, k: int | None = None, threshold: float | None = None, backend: str = "auto"
 ) -> ReportData:
     """Pages from the simhash metadata records; clusters recomputed by the rule over all of them
-    (verified where the records carry sketches, simhash within ``k`` elsewhere)."""
-    k = DEFAULT_K if k is None else k
+    (verified where the records carry sketches with ``threshold``, the shipped one by default;
+    simhash within ``k`` elsewhere)."""
+    rule = rule_for(k, threshold)
     pages, html, notes = read_pages(inputs, backend=backend)
     seen = html if html else None
     skipped = {"no fingerprint record": max(0, html - len(pages))} if html else None
@@ -76,13 +76,14 @@ def load_warcs(
         "WARC",
         inputs,
         pages,
-        group_clusters(pages, k, threshold),
-        k=k,
-        threshold=threshold,
+        group_clusters(pages, rule),
+        k=rule.distance,
+        threshold=rule.similarity,
         seen=seen,
         skipped=skipped,
         fingerprinted=len(pages),
         notes=notes,
+        mode=rule.mode,
     )
 
 
@@ -111,6 +112,30 @@ def _page_of_metadata(record: ArchiveRecord, last_response: dict[str | None, int
 
 
 # -- texts ------------------------------------------------------------------------------------------
+
+
+def locate_records(
+    record_ids: set[str], archives: list[str], *, backend: str = "auto"
+) -> dict[str, tuple[str, int]]:
+    """(file, offset) of the response records with these ``WARC-Record-ID`` s in ``archives``
+    (files or directories, read until every one is found): a crawl's index keeps the id of each
+    page's record, its WARC writer the record."""
+    left = set(record_ids)
+    found: dict[str, tuple[str, int]] = {}
+    reader = ArchiveReader(backend)
+    for path in _archives(archives):
+        if not left:
+            break
+        try:
+            for item in reader.read(path):
+                if isinstance(item, ArchiveRecord) and item.record_id in left:
+                    left.discard(item.record_id)
+                    found[item.record_id] = (os.path.abspath(item.file), item.offset)
+                    if not left:
+                        break
+        except OSError:
+            continue  # the file's pages keep "the input does not say which WARC record holds this page"
+    return found
 
 
 @dataclass(frozen=True)

@@ -49,11 +49,24 @@ REPORT_FIELDS = [
     "distance",
     "similarity",
     "method",
+    "rule",
 ]
 """Rows of the rule (both modes): ``distance`` (bits) and ``similarity`` (estimated Jaccard, None when a
-side has no sketch) to the cluster's original, ``method`` how that pair is judged (verified or simhash)."""
-MINHASH_REPORT_FIELDS = ["cluster", "record_id", "uri", "date", "file", "offset", "scheme", "similarity"]
-"""``--method minhash`` rows: ``similarity`` is the estimated Jaccard to the cluster's original."""
+side has no sketch) to the cluster's original, ``method`` how that pair is judged (verified or simhash),
+``rule`` the run's rule (:func:`rule_label`), so that a reader of the rows knows the thresholds."""
+MINHASH_REPORT_FIELDS = [
+    "cluster",
+    "record_id",
+    "uri",
+    "date",
+    "file",
+    "offset",
+    "scheme",
+    "similarity",
+    "rule",
+]
+"""``--method minhash`` rows: ``similarity`` is the estimated Jaccard to the cluster's original; ``rule``
+is ``minhash threshold=T`` (:func:`minhash_label`)."""
 
 METHODS = ("rule", "simhash", "minhash")
 """``rule``: the run's mode (:attr:`Options.mode`); ``simhash``: simhash mode whatever the options say;
@@ -164,6 +177,19 @@ Page = tuple[int, Any]
 """A page as the rule sees it: (simhash, sketch or None)."""
 
 
+def rule_label(rule: Rule) -> str:
+    """The ``rule`` column: ``verified similarity=0.5 distance=3`` (the distance for pages without a
+    sketch) or ``simhash distance=3``."""
+    if rule.verified:
+        return f"verified similarity={rule.similarity:g} distance={rule.distance}"
+    return f"simhash distance={rule.distance}"
+
+
+def minhash_label(threshold: float) -> str:
+    """The ``rule`` column of ``--method minhash`` rows: ``minhash threshold=0.8``."""
+    return f"minhash threshold={threshold:g}"
+
+
 def rule_row(
     cluster: int, meta: dict[str, Any], page: Page, first: Page, role: str, rule: Rule
 ) -> dict[str, Any]:
@@ -172,7 +198,10 @@ def rule_row(
     ``similarity`` is rounded to 4 decimals, as in sidecars (``near-duplicate-similarity``)."""
     verdict = rule.compare_values(page[0], first[0], page[1], first[1])
     similarity = None if verdict.similarity is None else round(verdict.similarity, 4)
-    return _row(cluster, meta, page[0], verdict.distance, role, similarity, verdict.method)
+    return {
+        **_row(cluster, meta, page[0], verdict.distance, role, similarity, verdict.method),
+        "rule": rule_label(rule),
+    }
 
 
 def rule_pairs(hashes: Sequence[int], sketches: Sequence[Any], rule: Rule) -> np.ndarray:
@@ -256,7 +285,7 @@ def _clusters_minhash(results: list[PageResult], threshold: float) -> list[dict[
             member = results[int(position)]
             assert member.minhash is not None
             role = "original" if position == group[0] else "duplicate"
-            rows.append(_minhash_row(number, index_meta(member), member.minhash, first, role))
+            rows.append(_minhash_row(number, index_meta(member), member.minhash, first, role, threshold))
     return rows
 
 
@@ -290,7 +319,7 @@ def _clusters_minhash_with_index(results: list[PageResult], index: Any) -> list[
         return [(m.key, dict(m.meta or {}), _stored_sketch(index, m.key)) for m in found]
 
     return [
-        _minhash_row(number, meta, value, first, role)
+        _minhash_row(number, meta, value, first, role, index.threshold)
         for number, meta, value, first, role in _index_components(results, lambda r: r.minhash, matches)
     ]
 
@@ -303,9 +332,14 @@ def _stored_sketch(index: Any, key: str) -> MinHash:
 
 
 def _minhash_row(
-    cluster: int, meta: dict[str, Any], sketch: MinHash, first: MinHash, role: str
+    cluster: int, meta: dict[str, Any], sketch: MinHash, first: MinHash, role: str, threshold: float
 ) -> dict[str, Any]:
-    return {**_located(cluster, meta, role), "scheme": MINHASH_SCHEME, "similarity": sketch.jaccard(first)}
+    return {
+        **_located(cluster, meta, role),
+        "scheme": MINHASH_SCHEME,
+        "similarity": sketch.jaccard(first),
+        "rule": minhash_label(threshold),
+    }
 
 
 def _index_components(

@@ -81,7 +81,7 @@ def _now() -> str:
 
 
 def _declared_encoding(response: Response) -> str | None:
-    return declared_encoding(response.headers.get(b"Content-Type", b"").decode("latin-1"))
+    return declared_encoding((response.headers.get(b"Content-Type") or b"").decode("latin-1"))
 
 
 def verdict_text(match: Match) -> str:
@@ -301,7 +301,7 @@ class SimhashMiddleware:
             return "dont_simhash"
         if not 200 <= response.status < 300:
             return "status"
-        content_type = response.headers.get(b"Content-Type", b"").decode("latin-1").split(";")[0]
+        content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1").split(";")[0]
         if content_type.strip().lower() not in self.config.content_types:
             return "content_type"
         if len(response.body) > self.config.max_body_size:
@@ -376,7 +376,7 @@ class SimhashMiddleware:
         index, simhash = self.index, page.simhash
         assert simhash is not None
         # simhash mode: the simhash index, which takes no sketch
-        sketch = {"sketch": page.minhash} if self.config.verified else {}
+        sketch: dict[str, Any] = {"sketch": page.minhash} if self.config.verified else {}
         known = index.get(url)
         stored_sketch = self._stored_sketch(known)
         if known is not None and self._unchanged(known, page, stored_sketch):

@@ -163,7 +163,9 @@ class ScriptClient:
                     self._sha = None
                     raise _Reload()
                 if isinstance(result, redis.exceptions.AskError):  # MOVED/ASK: the slot moved
-                    self.client.nodes_manager.initialize()
+                    nodes = getattr(self.client, "nodes_manager", None)  # (a cluster's: MOVED/ASK)
+                    if nodes is not None:
+                        nodes.initialize()
                     raise result
                 if isinstance(result, Exception):
                     raise result

@@ -8,7 +8,7 @@ steps, so that no page's sketch is shuffled once per band:
    rule compares) cut straight out of the sketch's byte form (``MinHash.to_bytes()``: a 4-byte magic,
    then little-endian uint32 values) in the JVM.
    Pages sharing a key are grouped (skewed keys split into block pairs as for the simhash tables,
-   :func:`.pairs.shared_groups`); each group yields its candidate pairs ``(a, b)``.
+   :func:`.groups.shared_groups`); each group yields its candidate pairs ``(a, b)``.
 2. **Candidates**: a pair found by several bands (or by a hash collision) is kept once (``distinct``).
 3. **Verification**: the candidates are joined with the ``(id, simhash, sketch)`` table in one join
    (each candidate asks for ``a`` and ``b`` by id; the two halves meet again by ``(a, b)``), so the
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..decision import Rule
-from .pairs import MAX_GROUP, block_partners, shared_groups
+from .groups import MAX_GROUP, block_partners, shared_groups
 
 _MASK = (1 << 64) - 1
 _MAGIC_BYTES = 4

@@ -21,7 +21,8 @@ from ..warc.dedupe import rule_row
 from .archives import fingerprint_archives
 from .components import clusters
 from .convert import to_unsigned
-from .pairs import MAX_GROUP, near_duplicates
+from .groups import MAX_GROUP
+from .pairs import near_duplicates
 
 OFFSET_BITS = 40
 """Offsets up to 1 TiB per file; the input's position takes the bits above."""

@@ -7,11 +7,12 @@ by the first table whose key it shares, so it comes out once however many tables
 without a global ``distinct``.
 
 Skew: a key shared by more than ``max_group`` records (many identical fingerprints, a boiler-
-plate page) is split into ``b = ceil(count / max_group)`` blocks by a hash of the id; each
-record is sent to the ``b`` block pairs it belongs to, and each block pair is one group of
-about ``2 * max_group`` records. Every pair of the big group is compared in exactly one block
-pair, and no executor ever holds the whole group. Keys are computed and singleton keys dropped
+plate page) is split into block pairs of about ``2 * max_group`` records (:mod:`.groups`, the
+grouping the sketch bands of :mod:`.bands` use too). Keys are computed and singleton keys dropped
 in the JVM (Spark SQL expressions); only records that share a key reach Python.
+
+:func:`near_duplicates` is the rule's whole answer: the band join of :mod:`.bands` for sketched
+pages, these tables for pages without sketch (or in simhash mode).
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from ..decision import Rule
 from ..defaults import MODE, SIMILARITY
 from ..index.batch import popcount64
 from ..index.layouts import Layout, resolve
+from .bands import verified_pairs
+from .groups import MAX_GROUP, block_partners, shared_groups
 
-MAX_GROUP = 10_000
-"""Records per key above which a key's group is split into blocks."""
 _MASK = (1 << 64) - 1
 
 Member = tuple[Any, int, int, bool]
@@ -75,8 +76,6 @@ def near_duplicates(
         return simhash_pairs(df, k, layout=layout, **common).withColumn(
             "similarity", F.lit(None).cast("double")
         )
-    from .bands import verified_pairs
-
     found = verified_pairs(df, rule, sketch_col=sketch_col, **common)
     bare = df.where(F.col(simhash_col).isNotNull() & F.col(sketch_col).isNull())
     if not bare.limit(1).count():
@@ -157,41 +156,6 @@ def candidate_groups(
     return shared_groups(keyed, ["id", "h"], max_group)
 
 
-def shared_groups(keyed: Any, fields: list[str], max_group: int) -> Any:
-    """DataFrame[table, key, first, second, members] from ``keyed`` rows (``table``, ``key``, ``id``,
-    ``new`` and ``fields``): members are structs of ``fields``, ``block`` and ``new``.
-
-    Shared by the simhash tables and the sketch bands (:mod:`.bands`): keys of one record only, or
-    without a new record, are dropped in the JVM; a key shared by more than ``max_group`` records is
-    split into block pairs.
-    """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    # one shuffle: the rows are partitioned by key once; the counts are a window over it, and the
-    # grouping below reuses that partitioning
-    key = Window.partitionBy("table", "key")
-    shared = keyed.select(
-        "*",
-        F.count(F.lit(1)).over(key).alias("count"),
-        F.max(F.col("new").cast("int")).over(key).alias("has_new"),
-    )
-    shared = shared.where((F.col("count") >= 2) & (F.col("has_new") == 1)).drop("has_new")
-    blocks = F.when(F.col("count") > max_group, F.ceil(F.col("count") / max_group)).otherwise(F.lit(1))
-    shared = shared.withColumn("blocks", blocks.cast("int"))
-    shared = shared.withColumn("block", F.pmod(F.xxhash64("id"), F.col("blocks")).cast("int"))
-    shared = shared.withColumn("other", F.explode(F.sequence(F.lit(0), F.col("blocks") - 1)))
-    shared = shared.select(
-        "table",
-        "key",
-        F.least("block", "other").alias("first"),
-        F.greatest("block", "other").alias("second"),
-        F.struct(*fields, "block", "new").alias("member"),
-    )
-    groups = shared.groupBy("table", "key", "first", "second").agg(F.collect_list("member").alias("members"))
-    return groups
-
-
 def _signed(value: int) -> int:
     return value - (1 << 64) if value >> 63 else value
 
@@ -216,21 +180,6 @@ def _key_columns(layout: Layout, h: Any) -> list[Any]:
 
 def _group_item(row: Any) -> tuple[tuple[int, ...], list[Member]]:
     return (row[0], row[1], row[2], row[3]), [(m[0], m[1] & _MASK, m[2], m[3]) for m in row[4]]
-
-
-def block_partners(blocks: list[int], first: int, second: int) -> Iterator[tuple[int, np.ndarray]]:
-    """Each member ``i`` of a group with the members it is paired with: the later members of the same
-    group (``first == second``: a whole group, or a block with itself), else every member of block
-    ``second`` for each member of block ``first`` (``blocks``: each member's block)."""
-    if first == second:
-        everyone = np.arange(len(blocks))
-        for i in range(len(blocks)):
-            yield i, everyone[i + 1 :]
-        return
-    in_block = np.array(blocks)
-    right = np.flatnonzero(in_block == second)
-    for i in np.flatnonzero(in_block == first).tolist():
-        yield i, right
 
 
 def _group_pairs(

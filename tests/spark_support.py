@@ -1,9 +1,8 @@
-"""The Spark tests' session: a real local[2] Spark with small shuffles and no UI."""
+"""The Spark tests' session: a real local[2] Spark with small shuffles and no UI, made as
+:func:`scrapy_simhash.spark.session.spark_session` makes it (executors on this test's Python)."""
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -11,19 +10,15 @@ from typing import Any
 
 @contextmanager
 def local_spark(app: str, **config: str) -> Iterator[Any]:
-    """A local[2] SparkSession (workers on this test's Python) with ``config`` added; stopped after."""
-    from pyspark.sql import SparkSession
+    """A local[2] SparkSession with ``config`` added; stopped after."""
+    from scrapy_simhash.spark.session import spark_session
 
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    builder = SparkSession.builder.master("local[2]").appName(app)
     defaults = {
         "spark.sql.shuffle.partitions": "4",
         "spark.default.parallelism": "2",
         "spark.ui.enabled": "false",
     }
-    for name, value in {**defaults, **config}.items():
-        builder = builder.config(name, value)
-    session = builder.getOrCreate()
+    session = spark_session(app, "local[2]", {**defaults, **config})
     session.sparkContext.setLogLevel("ERROR")
     try:
         yield session

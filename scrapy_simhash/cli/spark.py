@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -115,15 +116,11 @@ def _remote(location: str) -> bool:
     return len(scheme) > 1 and scheme != "file"
 
 
-def _session(name: str, master: str | None) -> Any:
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError:
-        raise ValueError("pyspark is not installed: pip install 'scrapy-simhash[spark]'") from None
-    builder = SparkSession.builder.appName(name)
-    if master:
-        builder = builder.master(master)
-    return builder.getOrCreate()
+def _on_spark(command: str, master: str | None, job: Callable[[Any], int]) -> int:
+    """``job(session)``'s exit status, on a session whose local executors run this Python."""
+    from ..spark.session import spark_session
+
+    return job(spark_session(f"scrapy-simhash spark {command}", master))
 
 
 def run_dedupe(args: argparse.Namespace) -> int:
@@ -135,7 +132,10 @@ def run_dedupe(args: argparse.Namespace) -> int:
     for table in args.against:
         if not _remote(table) and not Path(table.removeprefix("file://")).is_dir():
             raise ValueError(f"--against {table}: no such table (a directory written by --save)")
-    spark = _session("scrapy-simhash spark dedupe", args.master)
+    return _on_spark("dedupe", args.master, lambda spark: _dedupe(spark, args, mode, similarity))
+
+
+def _dedupe(spark: Any, args: argparse.Namespace, mode: str, similarity: float) -> int:
     from ..spark.dedupe import dedupe_rows
     from ..warc.dedupe import write_report
 
@@ -169,7 +169,10 @@ def run_dedupe(args: argparse.Namespace) -> int:
 
 def run_tag(args: argparse.Namespace) -> int:
     """Problems and notes on stderr, then ``tag``'s summary lines; ``tag``'s exit status (1: data lost)."""
-    spark = _session("scrapy-simhash spark tag", args.master)
+    return _on_spark("tag", args.master, lambda spark: _tag(spark, args))
+
+
+def _tag(spark: Any, args: argparse.Namespace) -> int:
     from ..spark.tag import tag_archives
 
     summary, lines = tag_archives(

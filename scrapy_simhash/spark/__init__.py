@@ -13,5 +13,6 @@ from .archives import fingerprint_archives
 from .components import clusters
 from .convert import to_signed, to_unsigned
 from .pairs import near_duplicates
+from .session import spark_session
 
-__all__ = ["clusters", "fingerprint_archives", "near_duplicates", "to_signed", "to_unsigned"]
+__all__ = ["clusters", "fingerprint_archives", "near_duplicates", "spark_session", "to_signed", "to_unsigned"]

@@ -1,0 +1,92 @@
+"""``scrapy-simhash spark ...`` run as a user runs it: the console script of this virtual environment,
+in a subprocess whose environment has no ``PYSPARK_PYTHON`` and whose PATH leads ``python3`` to an
+interpreter without scrapy-simhash (the base Python this environment was made from)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pyspark = pytest.importorskip(
+    "pyspark", reason="pyspark is not installed (pip install -e '.[test]' installs it)"
+)
+
+from scrapy_simhash.spark.session import is_local_master  # noqa: E402
+
+VENV_BIN = Path(sys.executable).parent
+SCRIPT = VENV_BIN / "scrapy-simhash"
+INPUTS = ["aut/warc/example.warc.gz", "aut/arc/example.arc.gz"]
+
+
+@pytest.fixture()
+def foreign_python3(tmp_path: Path) -> dict[str, str]:
+    """A user's environment: PATH without this virtual environment's bin, whose ``python3`` is the
+    base interpreter (no scrapy-simhash there); no ``PYSPARK_PYTHON``."""
+    base = Path(os.path.realpath(sys.executable))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(base)
+    kept = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and Path(p) != VENV_BIN]
+    env = {
+        "PATH": os.pathsep.join([str(bin_dir), *kept]),
+        "HOME": str(tmp_path / "home"),
+        "LANG": "C.UTF-8",
+        "SPARK_LOCAL_IP": "127.0.0.1",  # bind to the loopback only
+    }
+    if "JAVA_HOME" in os.environ:
+        env["JAVA_HOME"] = os.environ["JAVA_HOME"]
+    probe = subprocess.run(
+        ["python3", "-c", "import scrapy_simhash"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert probe.returncode != 0, "python3 on the test's PATH imports scrapy_simhash: it proves nothing"
+    assert "No module named 'scrapy_simhash'" in probe.stderr
+    return env
+
+
+def _spark_cli(env: dict[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(SCRIPT), "spark", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=900
+    )
+
+
+def test_local_master_runs_executors_on_the_drivers_python(foreign_python3, corpus, tmp_path):
+    inputs = [str(corpus / "warcs" / name) for name in INPUTS]
+    report, local = tmp_path / "spark.jsonl", tmp_path / "local.jsonl"
+    run = _spark_cli(
+        foreign_python3, "dedupe", *inputs, "--master", "local[2]", "--report", str(report), cwd=tmp_path
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "clusters: " in run.stdout
+    from scrapy_simhash.cli import main
+
+    assert main(["dedupe", *inputs, "--workers", "1", "--report", str(local)]) == 0
+    want = local.read_text(encoding="utf-8")
+    assert '"role": "duplicate"' in want
+    assert report.read_text(encoding="utf-8") == want
+
+
+@pytest.mark.parametrize(
+    ("master", "local"),
+    [
+        ("local", True),
+        ("local[2]", True),
+        ("local[*]", True),
+        ("local[4,2]", True),
+        ("local-cluster[2,1,1024]", True),
+        ("spark://127.0.0.1:7077", False),
+        ("yarn", False),
+        ("k8s://https://host:443", False),
+        ("localhost", False),
+    ],
+)
+def test_is_local_master(master, local):
+    assert is_local_master(master) is local

@@ -90,3 +90,46 @@ def test_local_master_runs_executors_on_the_drivers_python(foreign_python3, corp
 )
 def test_is_local_master(master, local):
     assert is_local_master(master) is local
+
+
+def _last_line(stderr: str) -> str:
+    return stderr.strip().splitlines()[-1]
+
+
+def test_a_failed_job_is_one_line_and_exit_status_2(foreign_python3, corpus, tmp_path):
+    """The user's PYSPARK_PYTHON is kept even on a local master; here it lacks scrapy-simhash, so every
+    task fails: one line says so and what to do, with exit status 2 (1 would mean "data skipped")."""
+    python3 = str(Path(foreign_python3["PATH"].split(os.pathsep)[0]) / "python3")
+    env = {**foreign_python3, "PYSPARK_PYTHON": python3}
+    report = tmp_path / "spark.jsonl"
+    inputs = [str(corpus / "warcs" / INPUTS[0])]
+    run = _spark_cli(env, "dedupe", *inputs, "--master", "local[2]", "--report", str(report), cwd=tmp_path)
+    assert run.returncode == 2, run.stderr[-3000:]
+    line = _last_line(run.stderr)
+    assert line.startswith("scrapy-simhash spark: error: Spark failed: ModuleNotFoundError: "), line
+    assert "No module named 'scrapy_simhash'" in line and python3 in line and "PYSPARK_PYTHON" in line
+    assert str(SCRIPT) not in run.stderr  # no traceback of the command itself
+    assert not report.exists()
+
+
+def test_no_java_is_one_line_and_exit_status_2(foreign_python3, corpus, tmp_path):
+    env = {**foreign_python3, "JAVA_HOME": str(tmp_path / "no-java")}
+    run = _spark_cli(env, "tag", str(corpus / "warcs" / INPUTS[0]), "--out", str(tmp_path), cwd=tmp_path)
+    assert run.returncode == 2, run.stderr[-3000:]
+    line = _last_line(run.stderr)
+    assert line.startswith("scrapy-simhash spark: error: Spark failed: "), line
+    assert "JAVA_GATEWAY_EXITED" in line and "Java" in line and "JAVA_HOME" in line
+    assert str(SCRIPT) not in run.stderr
+
+
+def test_failure_line_of_a_jvm_error_is_its_first_java_line():
+    from scrapy_simhash.spark.failures import failure_line
+
+    error = RuntimeError(
+        "An error occurred while calling o52.collectToPython.\n"
+        ": org.apache.spark.SparkException: Job aborted due to stage failure: lost executor 1\n"
+        "\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:1)\n"
+    )
+    line = failure_line(error)
+    assert line.startswith("Spark failed: org.apache.spark.SparkException: Job aborted due to stage")
+    assert "\n" not in line and "DAGScheduler" not in line

@@ -117,14 +117,24 @@ def _remote(location: str) -> bool:
 
 
 def _on_spark(command: str, master: str | None, job: Callable[[Any], int]) -> int:
-    """``job(session)``'s exit status, on a session whose local executors run this Python."""
+    """``job(session)``'s exit status; when Spark itself fails (no Java, a task that fails on every try,
+    a lost executor), one line saying what failed and what to do, and exit status 2."""
+    from ..spark.failures import failure_line, spark_errors
     from ..spark.session import spark_session
 
-    return job(spark_session(f"scrapy-simhash spark {command}", master))
+    session = None
+    try:
+        session = spark_session(f"scrapy-simhash spark {command}", master)
+        return job(session)
+    except spark_errors() as exc:
+        python = getattr(getattr(session, "sparkContext", None), "pythonExec", None)
+        print(f"scrapy-simhash spark: error: {failure_line(exc, python)}", file=sys.stderr)
+        return 2
 
 
 def run_dedupe(args: argparse.Namespace) -> int:
-    """Writes the report; exit status 1 when data was skipped (as ``dedupe``), 2 on a bad argument."""
+    """Writes the report; exit status 1 when data was skipped (as ``dedupe``), 2 on a bad argument or
+    when Spark fails."""
     mode = run_mode(args)  # a usage error before Spark starts
     similarity = SIMILARITY if args.similarity is None else args.similarity
     if args.save and not _remote(args.save) and Path(args.save.removeprefix("file://")).exists():
@@ -168,7 +178,8 @@ def _dedupe(spark: Any, args: argparse.Namespace, mode: str, similarity: float) 
 
 
 def run_tag(args: argparse.Namespace) -> int:
-    """Problems and notes on stderr, then ``tag``'s summary lines; ``tag``'s exit status (1: data lost)."""
+    """Problems and notes on stderr, then ``tag``'s summary lines; ``tag``'s exit status (1: data lost),
+    2 when Spark fails."""
     return _on_spark("tag", args.master, lambda spark: _tag(spark, args))
 
 

@@ -18,7 +18,7 @@ _NO_MODULE = re.compile(r"No module named '([^']+)'")
 def spark_errors() -> tuple[type[BaseException], ...]:
     """The exception types a failed Spark job or session raises on the driver (none without pyspark)."""
     try:
-        from py4j.protocol import Py4JError
+        from py4j.protocol import Py4JError  # type: ignore[import-untyped]
         from pyspark.errors import PySparkException
     except ImportError:
         return ()

@@ -71,7 +71,12 @@ def near_duplicates(
     from pyspark.sql import functions as F
 
     rule = Rule(mode=mode, distance=k, similarity=similarity)
-    common = {"id_col": id_col, "simhash_col": simhash_col, "max_group": max_group, "new_col": new_col}
+    common: dict[str, Any] = {
+        "id_col": id_col,
+        "simhash_col": simhash_col,
+        "max_group": max_group,
+        "new_col": new_col,
+    }
     if not (rule.verified and sketch_col is not None and sketch_col in df.columns):
         return simhash_pairs(df, k, layout=layout, **common).withColumn(
             "similarity", F.lit(None).cast("double")

@@ -39,7 +39,7 @@ def spark_session(app_name: str, master: str | None = None, config: Mapping[str,
         builder = builder.config(name, value)
     session = builder.getOrCreate()
     context = session.sparkContext
-    python = executor_python(context.master, os.environ, context.getConf().get("spark.pyspark.python"))
+    python = executor_python(context.master or "", os.environ, context.getConf().get("spark.pyspark.python"))
     if python is not None:
         context.pythonExec = python  # what each job's Python functions are started with
     return session

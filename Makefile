@@ -66,6 +66,7 @@ test-oldest-scrapy: system-deps
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 format: install
 	$(BIN)/ruff check --fix .

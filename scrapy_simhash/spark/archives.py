@@ -113,7 +113,9 @@ def _schema() -> Any:
 def _local_frame(spark: Any, tasks: list[tuple[int, str, str | None]], opts: Options) -> Any:
     if not tasks:
         return spark.createDataFrame([], _schema())
-    rdd = spark.sparkContext.parallelize(tasks, len(tasks)).flatMap(lambda task: read_file(*task, opts))
+    rdd = spark.sparkContext.parallelize(tasks, len(tasks)).flatMap(
+        lambda task: read_file(task[0], task[1], task[2], opts)
+    )
     return spark.createDataFrame(rdd, _schema())
 
 

@@ -47,7 +47,6 @@ from .index import (
     Match,
     NearDuplicateIndex,
     SimhashIndexError,
-    is_server_uri,
 )
 from .index_guard import IndexGuard, IndexSkipped
 from .page import PageFingerprint
@@ -140,18 +139,16 @@ class SimhashMiddleware:
         spider = getattr(crawler, "spider", None)
         if spider is not None:
             middleware.location = config.index or default_location(spider.name)
-            if not is_server_uri(middleware.location) or config.on_index_error == "stop":
-                middleware._open_before_start()
+            middleware._open_before_start()
         return middleware
 
     def _open_before_start(self) -> None:
-        """An index on this machine opens before the crawl starts: one that cannot honour the settings
-        refuses the crawl (non-zero exit status). A server index opens with the spider instead, off the
-        reactor thread (a server that is down retries for a second), except with
-        ``SIMHASH_ON_INDEX_ERROR = "stop"``: then an index that cannot be opened fails the start
-        (``scrapy crawl`` exits with status 1) rather than opening a spider that closes at once and
-        exits 0; that blocks for at most the index's opening (a crawl's Redis gives up within about a
-        second), before any page is fetched."""
+        """The index opens before the crawl starts, so that one that cannot honour the settings refuses
+        the crawl (non-zero exit status: Scrapy fails a crawl only for errors raised before it starts).
+        One that cannot be opened (a Redis that is down) lets the crawl go on with pages untagged and
+        is retried, or with ``SIMHASH_ON_INDEX_ERROR = "stop"`` fails the start too. This blocks once,
+        before any page is fetched, for at most the index's opening (a crawl's Redis client gives up
+        within about a second)."""
         try:
             sizes = self._open()
         except SimhashConfigError as exc:
@@ -176,7 +173,7 @@ class SimhashMiddleware:
         self.guard = IndexGuard("page", self.config.index_retry_after)
 
     async def spider_opened(self, spider: Spider | None = None) -> None:
-        if self.guard is None:  # not opened yet: a server index
+        if self.guard is None:  # not opened yet (no spider at from_crawler: a crawler built by hand)
             name = spider_name(spider, self.crawler)
             self.location = self.location or self.config.index or default_location(name)
             # Index calls run on the guard's thread (a Redis that is down retries for a second), opening too.

@@ -29,7 +29,7 @@ from .crawl_config import crawl_settings, refuse_to_start, spider_name, stop_cra
 from .crawl_index import default_location, derived_location, open_crawl_index
 from .fingerprint import simhash_with_count, to_base32
 from .fingerprint.minhash import simhash_and_minhash
-from .index import IndexLostError, IndexUnavailableError, NearDuplicateIndex, SimhashIndexError, is_server_uri
+from .index import IndexLostError, IndexUnavailableError, NearDuplicateIndex, SimhashIndexError
 from .index_guard import IndexGuard, IndexSkipped
 from .middleware import duplicate_of, verdict_text
 from .settings import SimhashConfigError, SimhashSettings
@@ -71,16 +71,15 @@ class SimhashPipeline:
         spider = getattr(crawler, "spider", None)
         if config.item_field and spider is not None:
             pipeline.location = pipeline._location(spider.name)
-            if not is_server_uri(pipeline.location):
-                pipeline._open_before_start()
+            pipeline._open_before_start()
         return pipeline
 
     def _location(self, spider_name: str) -> str:
         return derived_location(self.config.index or default_location(spider_name), ITEM_INDEX_SUFFIX)
 
     def _open_before_start(self) -> None:
-        """Like the middleware's: an item index on this machine that cannot honour the settings refuses
-        the crawl; a server index opens with the spider, off the reactor thread."""
+        """Like the middleware's: an item index that cannot honour the settings refuses the crawl; one
+        that cannot be opened (a Redis that is down) is counted, and retried with the spider."""
         assert self.location is not None
         try:
             self._open(self.location)

@@ -467,26 +467,26 @@ def test_verified_crawl_on_redis_catches_the_edits_and_reset_forgets_the_sketche
 
 
 @pytest.mark.slow  # a redis-server and a Scrapy crawl, ~5 s
-def test_a_redis_namespace_created_with_another_distance_stops_the_crawl_at_once(site, tmp_path):
-    """A server index is opened when the spider opens (off the reactor); its configuration error stops
-    the crawl there, before any page, instead of passing every page untagged."""
+def test_a_redis_namespace_created_with_another_distance_refuses_the_crawl(site, tmp_path):
+    """A server index is opened before the crawl starts too: its configuration error fails the crawl
+    (exit status, one clear line), before any page, instead of passing every page untagged."""
     from redis_server import RedisServer
 
     server = RedisServer(tmp_path / "redis").start()
     try:
         uri = f"{server.url}?prefix=crawl-{uuid.uuid4().hex[:8]}"
         open_index(uri, k=3).close()
-        result = run_crawl(
-            site + "/", tmp_path / "run", _settings(tmp_path, SIMHASH_INDEX=uri, SIMHASH_DISTANCE=5)
-        )
+        done = scrapy_crawl(site + "/", tmp_path, {"SIMHASH_INDEX": uri, "SIMHASH_DISTANCE": 5})
+        with open_index(uri, k=3) as index:  # still the namespace it was
+            assert len(index) == 0
     finally:
         server.stop()
-    assert result.stats["finish_reason"] == "simhash_config_error"
-    assert result.stat("simhash/error/config") == 1
-    assert "simhash/computed" not in result.stats and "simhash/error/index_unavailable" not in result.stats
-    assert f"simhash: the index at {uri} cannot be used with this crawl's settings (SIMHASH_DISTANCE = 5" in (
-        result.log
+    assert done.returncode != 0, done.stderr[-3000:]
+    assert (
+        f"the index at {uri} cannot be used with this crawl's settings (SIMHASH_DISTANCE = 5" in done.stderr
     )
+    assert "The crawl does not start." in done.stderr
+    assert "Spider opened" not in done.stderr and "index_unavailable" not in done.stderr
 
 
 SUMMARY = re.compile(r"simhash: (\d+) pages fingerprinted, .*, (\d+) skipped, (\d+) errors; index (.*)")

@@ -718,37 +718,43 @@ def test_cli_stats_on_redis(uri: str) -> None:
         idx.clear()
 
 
-@pytest.mark.slow  # one Scrapy crawl of ~100 pages, with Redis stopped and restarted in the middle
-def test_crawl_rides_out_a_redis_outage_without_blocking_the_reactor(tmp_path: Path) -> None:
-    """Redis goes down mid-crawl and comes back: pages pass untagged meanwhile, tagging resumes, and
-    the reactor keeps running (a heartbeat keeps ticking) while the index client retries."""
+def _outage_crawl(tmp_path: Path, srv: RedisServer, uri: str, restart_after: int, **settings: Any) -> Any:
+    """A crawl of the demo site (~100 pages) through ``crawl_outage.OutageDrill``, which stops
+    redis-server after 10 pages and restarts it ``restart_after`` pages later; its result."""
     from crawl_support import demo_site, run_crawl
 
-    srv = RedisServer(tmp_path / "redis").start()
-    # ~4.5 s of back-off per failed call (the URI lifts the crawl's 1 s budget): the reactor must not wait it
-    retries = "retries=8&retry_cap=1&retry_budget=10"
-    uri = f"{srv.url}?prefix=outage-crawl&{retries}"
     settings = {
         "SIMHASH_INDEX": uri,
         "SIMHASH_WORKERS": 1,
-        "SIMHASH_INDEX_RETRY_AFTER": 0.3,
         "DOWNLOAD_DELAY": 0.05,  # ~100 pages over a few seconds: room for a stop and a restart
         "DOWNLOADER_MIDDLEWARES": {"crawl_outage.OutageDrill": 100},
         "OUTAGE_REDIS_DIR": str(srv.directory),
         "OUTAGE_REDIS_PORT": srv.port,
         "OUTAGE_STOP_AFTER": 10,
-        "OUTAGE_RESTART_AFTER": 8,
+        "OUTAGE_RESTART_AFTER": restart_after,
         "LOG_LEVEL": "INFO",
+        **settings,
     }
     try:
         with demo_site.serve(demo_site.build_site(40)) as base:
-            result = run_crawl(base + "/", tmp_path / "run", settings)
+            return run_crawl(base + "/", tmp_path / "run", settings)
     finally:
         client = srv.client()
         with contextlib.suppress(redis.ConnectionError):
             client.shutdown(nosave=True)  # the server the crawl restarted
         client.close()
         srv.stop()
+
+
+@pytest.mark.slow  # one Scrapy crawl of ~100 pages, with Redis stopped and restarted in the middle
+def test_crawl_rides_out_a_redis_outage_without_blocking_the_reactor(tmp_path: Path) -> None:
+    """Redis goes down mid-crawl and comes back: pages pass untagged meanwhile, tagging resumes, and
+    the reactor keeps running (a heartbeat keeps ticking) while the index client retries."""
+    srv = RedisServer(tmp_path / "redis").start()
+    # ~4.5 s of back-off per failed call (the URI lifts the crawl's 1 s budget): the reactor must not wait it
+    retries = "retries=8&retry_cap=1&retry_budget=10"
+    uri = f"{srv.url}?prefix=outage-crawl&{retries}"
+    result = _outage_crawl(tmp_path, srv, uri, 8, SIMHASH_INDEX_RETRY_AFTER=0.3)
     assert result.stats["finish_reason"] == "finished"
     assert result.stats["outage/phase"] == "back", result.log[-3000:]
     # while down: pages passed untagged, most without waiting for the index (the breaker)
@@ -769,29 +775,9 @@ def test_crawl_rides_out_a_redis_outage_without_blocking_the_reactor(tmp_path: P
 def test_a_redis_outage_holds_pages_back_about_a_second_then_they_pass_untagged(tmp_path: Path) -> None:
     """With the URI's defaults, the first call that finds Redis down gives up within its retry budget
     (about a second; before, 10 retries took 11 s), and pages then pass untagged at once."""
-    from crawl_support import demo_site, run_crawl
-
     srv = RedisServer(tmp_path / "redis").start()
-    settings = {
-        "SIMHASH_INDEX": f"{srv.url}?prefix=outage-gap",  # no retry options: the crawl's own
-        "SIMHASH_WORKERS": 1,
-        "DOWNLOAD_DELAY": 0.05,
-        "DOWNLOADER_MIDDLEWARES": {"crawl_outage.OutageDrill": 100},
-        "OUTAGE_REDIS_DIR": str(srv.directory),
-        "OUTAGE_REDIS_PORT": srv.port,
-        "OUTAGE_STOP_AFTER": 10,
-        "OUTAGE_RESTART_AFTER": 20,
-        "LOG_LEVEL": "INFO",
-    }
-    try:
-        with demo_site.serve(demo_site.build_site(40)) as base:
-            result = run_crawl(base + "/", tmp_path / "run", settings)
-    finally:
-        client = srv.client()
-        with contextlib.suppress(redis.ConnectionError):
-            client.shutdown(nosave=True)  # the server the crawl restarted
-        client.close()
-        srv.stop()
+    # no retry options in the URI: the crawl's own
+    result = _outage_crawl(tmp_path, srv, f"{srv.url}?prefix=outage-gap", 20)
     assert result.stats["finish_reason"] == "finished"
     assert result.stat("outage/untagged_while_down") >= 20
     assert result.stat("outage/tagged_after_restart") >= 1

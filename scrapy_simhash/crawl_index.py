@@ -90,6 +90,11 @@ def open_crawl_index(
             "--method minhash --index`), which a crawl cannot use: point SIMHASH_INDEX at another "
             "directory (or leave it unset for the spider's own)"
         )
+    if not is_server_uri(location) and Path(location.removeprefix("file://")).is_file():
+        raise SimhashConfigError(
+            f"SIMHASH_INDEX = {location!r} is a file, not an index directory: point SIMHASH_INDEX at a "
+            "directory (it is created if missing), or leave it unset for the spider's own"
+        )
     try:
         return _open(location, k, reset, sync, {"mode": mode, "similarity": similarity})
     except ValueError as exc:  # LayoutError, IndexSettingsError: the index cannot do what is asked

@@ -22,6 +22,7 @@ from scrapy_simhash.crawl_index import open_crawl_index
 from scrapy_simhash.index import IndexCorruptError, IndexLockedError, SimhashIndexError
 from scrapy_simhash.index.integrity import row_check
 from scrapy_simhash.index.storage import to_signed, to_unsigned
+from scrapy_simhash.settings import SimhashConfigError
 
 WRITER = r"""
 import sys
@@ -428,10 +429,20 @@ def test_commit_mark_format_is_what_read_mark_expects(tmp_path: Path) -> None:
 
 
 # -- the crawl side: the real reason, counted --------------------------------------------------------
-def test_open_crawl_index_turns_any_failure_into_an_index_error(tmp_path: Path) -> None:
+def test_open_crawl_index_refuses_a_file_as_a_configuration_error(tmp_path: Path) -> None:
+    """Retrying cannot help: the crawl refuses to start, naming the setting to change."""
     (tmp_path / "file").write_text("not a directory")
-    with pytest.raises(SimhashIndexError, match="not a directory"):
+    with pytest.raises(SimhashConfigError, match="is a file, not an index directory: point SIMHASH_INDEX"):
         open_crawl_index(str(tmp_path / "file"), 3)
+    assert (tmp_path / "file").read_text() == "not a directory"
+
+
+def test_open_crawl_index_turns_any_other_failure_into_an_index_error(tmp_path: Path) -> None:
+    location = tmp_path / "index"
+    _fill(location)
+    (location / "index.sqlite3").write_bytes(b"not a database" * 100)
+    with pytest.raises(SimhashIndexError):
+        open_crawl_index(str(location), 3)
 
 
 @pytest.mark.slow  # one Scrapy crawl, ~4 s

@@ -55,7 +55,7 @@ $(PYWB_VENV)/.installed:
 	@touch $@
 
 test: install $(PYWB_VENV)/.installed
-	SCRAPY_SIMHASH_PYWB_BIN=$(abspath $(PYWB_VENV))/bin SCRAPY_SIMHASH_REQUIRE_CHROMIUM=1 $(BIN)/python -m pytest
+	SCRAPY_SIMHASH_PYWB_BIN=$(abspath $(PYWB_VENV))/bin SCRAPY_SIMHASH_REQUIRE_CHROMIUM=1 $(BIN)/python -m pytest --durations=30
 
 # The Scrapy tests again, against the oldest supported Scrapy (and its Twisted).
 test-oldest-scrapy: system-deps

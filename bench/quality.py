@@ -44,7 +44,7 @@ from quality_pairs import (
 )
 from quality_verified import report_verified
 
-from scrapy_simhash.extract import Extractor
+from scrapy_simhash.extract import TrafilaturaExtractor as Extractor
 from scrapy_simhash.fingerprint import simhash_features, simhash_with_count, tokens
 from scrapy_simhash.fingerprint.lines import simhash_lines
 from scrapy_simhash.index.batch import popcount64

@@ -123,7 +123,7 @@ class SimhashSettings:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> SimhashSettings:
-        from .extract import Extractor
+        from .extract import TrafilaturaExtractor
 
         workers_raw = settings.get("SIMHASH_WORKERS", DEFAULTS["SIMHASH_WORKERS"])
         if workers_raw in (None, ""):
@@ -149,7 +149,7 @@ class SimhashSettings:
             workers=workers,
             timeout=_number(settings, "SIMHASH_TIMEOUT", 0.001),
             max_body_size=max_body,
-            extractor=Extractor(
+            extractor=TrafilaturaExtractor(
                 fast=settings.getbool("SIMHASH_EXTRACTOR_FAST", True),
                 favor_precision=settings.getbool("SIMHASH_EXTRACTOR_FAVOR_PRECISION", False),
                 favor_recall=settings.getbool("SIMHASH_EXTRACTOR_FAVOR_RECALL", False),

@@ -9,7 +9,8 @@ from collections import Counter
 import pytest
 
 from scrapy_simhash import tokens
-from scrapy_simhash.extract import Extraction, Extractor, decode_html, extract_text
+from scrapy_simhash.extract import Extraction, decode_html, extract_text
+from scrapy_simhash.extract import TrafilaturaExtractor as Extractor
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,98 @@
+"""What every main-text extractor shares: the result type, the guards and the decoding.
+
+An extractor turns a page's bytes into its main text or a short reason why there is none
+(``binary``, ``too_large``, ``empty``, ``no_text``, ``extractor_error``, ...), never an exception:
+callers count reasons in their statistics. Subclasses implement :meth:`Extractor.main_text` on
+decoded HTML; the checks on size, emptiness and binary bodies, and the decoding, happen here once so
+that every extractor answers the same bad input with the same reason.
+
+Fingerprints made by different extractors (or options) are not comparable, so an extractor
+describes itself in one string, ``name/version;option=value;...``, stored next to every fingerprint.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .charset import decode_html
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+"""Bodies above this are not extracted: parsing them costs more than they are worth."""
+
+_BINARY_SNIFF = 1024
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """The text of one page, or why there is none."""
+
+    text: str | None
+    reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.text is not None
+
+
+def looks_binary(body: bytes) -> bool:
+    """NUL bytes near the start: images, PDFs, archives served as text/html."""
+    head = body[:_BINARY_SNIFF]
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 BOM: text with NULs
+        return False
+    return b"\x00" in head
+
+
+@dataclass(frozen=True)
+class Extractor:
+    """A configured main-text extractor; picklable, so it can travel to worker processes."""
+
+    name: ClassVar[str] = ""
+    """The name :func:`~scrapy_simhash.extract.get_extractor` knows it by (``SIMHASH_EXTRACTOR``)."""
+
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+    @property
+    def description(self) -> str:
+        """``name/version;option=value;...``: written next to every fingerprint."""
+        raise NotImplementedError
+
+    def main_text(self, html: str, url: str | None) -> str | None:
+        """The main text of decoded ``html``, or None when the page has none."""
+        raise NotImplementedError
+
+    def __call__(self, body: bytes | str, url: str | None = None, encoding: str | None = None) -> Extraction:
+        try:
+            return self._extract(body, url, encoding)
+        except Exception as exc:  # parsers fail in many ways on hostile HTML
+            logger.debug("extraction failed for %s: %r", url, exc)
+            return Extraction(None, "extractor_error")
+
+    def _extract(self, body: bytes | str, url: str | None, encoding: str | None) -> Extraction:
+        if isinstance(body, (bytes, bytearray, memoryview)):
+            body = bytes(body)
+            if len(body) > self.max_bytes:
+                return Extraction(None, "too_large")
+            if not body.strip():
+                return Extraction(None, "empty")
+            if looks_binary(body):
+                return Extraction(None, "binary")
+            html = decode_html(body, encoding)
+        else:
+            if len(body) > self.max_bytes:
+                return Extraction(None, "too_large")
+            html = body
+        if not html.strip():
+            return Extraction(None, "empty")
+        if "\x00" in html[:_BINARY_SNIFF]:
+            return Extraction(None, "binary")
+        # lxml refuses str input that declares an encoding in an XML prolog.
+        if html.lstrip().startswith("<?xml"):
+            html = html.split("?>", 1)[-1]
+        text = self.main_text(html, url)
+        if not text or not text.strip():
+            return Extraction(None, "no_text")
+        return Extraction(text, None)

@@ -1,0 +1,35 @@
+"""Extractors by name: what ``SIMHASH_EXTRACTOR`` and ``--extractor`` accept."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Extractor
+from .trafilatura import TrafilaturaExtractor
+
+_EXTRACTORS: dict[str, type[Extractor]] = {
+    TrafilaturaExtractor.name: TrafilaturaExtractor,
+}
+
+DEFAULT_NAME = TrafilaturaExtractor.name
+
+DEFAULT_EXTRACTOR: Extractor = TrafilaturaExtractor()
+
+
+def extractor_names() -> tuple[str, ...]:
+    """The registered names, the default first."""
+    return (DEFAULT_NAME, *sorted(n for n in _EXTRACTORS if n != DEFAULT_NAME))
+
+
+def get_extractor(name: str, **options: Any) -> Extractor:
+    """The extractor registered as ``name``, configured with ``options``.
+
+    An unknown name is a ``ValueError`` that lists the known ones (callers turn it into a
+    message about their own setting or option).
+    """
+    try:
+        cls = _EXTRACTORS[name]
+    except KeyError:
+        known = ", ".join(extractor_names())
+        raise ValueError(f"unknown extractor {name!r} (known: {known})") from None
+    return cls(**options)

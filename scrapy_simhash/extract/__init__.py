@@ -3,7 +3,7 @@
 - :mod:`.base`: the :class:`Extractor` contract (reasons instead of exceptions, one description
   string stored next to every fingerprint) and the checks every extractor shares;
 - :mod:`.charset`: bytes to text, the same way in a crawl and in an archive;
-- one module per extractor (:mod:`.trafilatura`, ...);
+- one module per extractor (:mod:`.trafilatura`, :mod:`.resiliparse`, ...);
 - :mod:`.registry`: extractors by name, for ``SIMHASH_EXTRACTOR`` and ``--extractor``.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 from .base import DEFAULT_MAX_BYTES, Extraction, Extractor, looks_binary
 from .charset import declared_encoding, decode_html, document_charset
 from .registry import DEFAULT_EXTRACTOR, extractor_names, get_extractor
+from .resiliparse import ResiliparseExtractor
 from .trafilatura import TrafilaturaExtractor
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "Extraction",
     "Extractor",
+    "ResiliparseExtractor",
     "TrafilaturaExtractor",
     "declared_encoding",
     "decode_html",

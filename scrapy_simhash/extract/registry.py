@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Extractor
+from .resiliparse import ResiliparseExtractor
 from .trafilatura import TrafilaturaExtractor
 
 _EXTRACTORS: dict[str, type[Extractor]] = {
     TrafilaturaExtractor.name: TrafilaturaExtractor,
+    ResiliparseExtractor.name: ResiliparseExtractor,
 }
 
 DEFAULT_NAME = TrafilaturaExtractor.name

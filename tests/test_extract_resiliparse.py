@@ -1,0 +1,86 @@
+"""The Resiliparse extractor: main content only, its options in the description, reasons not exceptions."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from scrapy_simhash.extract import Extraction, ResiliparseExtractor, get_extractor
+
+pytest.importorskip("resiliparse")
+
+ARTICLE = (
+    "<html><head><title>Harbour lights</title></head><body>"
+    '<nav class="menu"><a href="/">Home</a> <a href="/news">News</a> <a href="/sport">Sport</a></nav>'
+    "<article><h1>Harbour lights</h1>"
+    + "".join(
+        f"<p>Paragraph {n} tells the reader about lighthouses, harbours and the keepers who lived there, "
+        'and <a href="/keepers">their families</a>.</p>'
+        for n in range(8)
+    )
+    + '<img src="/lamp.jpg" alt="ALTTEXTMARKER">'
+    + '<form><input type="text" value="FORMFIELDMARKER"></form>'
+    + "<noscript>NOSCRIPTMARKER</noscript>"
+    + "</article>"
+    '<footer class="footer"><p>Copyright FOOTERMARKER. All rights reserved.</p></footer>'
+    "</body></html>"
+)
+
+
+def test_registered_by_name():
+    assert get_extractor("resiliparse") == ResiliparseExtractor()
+
+
+def test_main_text_without_alt_texts_form_fields_noscript_or_footer():
+    result = ResiliparseExtractor()(ARTICLE.encode())
+    assert result.ok, result
+    text = result.text
+    assert "Paragraph 0 tells the reader" in text and "Paragraph 7" in text
+    assert "their families" in text  # a link's text is the article's text; its target is not
+    assert "/keepers" not in text
+    for marker in ("ALTTEXTMARKER", "FORMFIELDMARKER", "NOSCRIPTMARKER", "FOOTERMARKER"):
+        assert marker not in text, marker
+
+
+def test_description_names_library_version_and_options():
+    from importlib.metadata import version
+
+    description = ResiliparseExtractor().description
+    assert description.startswith(f"resiliparse/{version('resiliparse')};main=1;")
+    for option in ("alt=0", "links=0", "forms=0", "noscript=0"):
+        assert option in description.split(";")
+    assert ResiliparseExtractor(main_content=False).description != description
+
+
+def test_deterministic_across_calls_and_pickling():
+    extractor = ResiliparseExtractor()
+    first = extractor(ARTICLE.encode())
+    clone = pickle.loads(pickle.dumps(extractor))
+    assert clone == extractor
+    assert [extractor(ARTICLE.encode()) for _ in range(3)] == [first] * 3
+    assert clone(ARTICLE.encode()) == first
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b"", "empty"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)), "binary"),
+        (b"<html><head><script>var x = 1;</script></head><body></body></html>", "no_text"),
+        (b"<<<<>>>><html<body", None),
+        ("<div>" * 5000 + "deep" + "</div>" * 5000, None),
+        (b"<p>\xff\xfe\xfd broken \xc3 bytes \xe2\x82</p>" * 50, None),
+    ],
+)
+def test_bad_input_gives_a_reason_not_an_exception(body, reason):
+    result = ResiliparseExtractor()(body)
+    assert isinstance(result, Extraction)
+    assert (result.text is None) == (result.reason is not None)
+    if reason is not None:
+        assert result.reason == reason
+    assert result.reason != "extractor_error"
+
+
+def test_size_cap():
+    assert ResiliparseExtractor(max_bytes=100)(ARTICLE.encode()).reason == "too_large"

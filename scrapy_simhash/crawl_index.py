@@ -20,6 +20,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from .defaults import MODE
 from .index import LayoutError, NearDuplicateIndex, SimhashIndexError, is_server_uri, open_index, stored_kind
+from .index.extractor_record import ExtractorMismatch, check_extractor, describe, notice
 from .settings import SimhashConfigError
 
 logger = logging.getLogger(__name__)
@@ -67,8 +68,15 @@ def open_crawl_index(
     sync: str = "normal",
     mode: str = MODE,
     similarity: float | None = None,
+    extractor: str | None = None,
+    mix_extractors: bool = False,
 ) -> NearDuplicateIndex:
     """Open (creating) the index at ``location``; with ``reset``, empty it first.
+
+    ``extractor``: the description of the crawl's extractor, checked against the one the index
+    records (:mod:`.index.extractor_record`); another one refuses the crawl unless
+    ``mix_extractors`` (``SIMHASH_EXTRACTOR_MIX``). None (the item index: item texts are not
+    extracted) checks nothing.
 
     ``mode`` and ``similarity`` choose the decision rule (``SIMHASH_MODE``, ``SIMHASH_SIMILARITY``):
     ``verified`` opens the simhash store with its sketch store; an index written before sketches
@@ -96,13 +104,38 @@ def open_crawl_index(
             "directory (it is created if missing), or leave it unset for the spider's own"
         )
     try:
-        return _open(location, k, reset, sync, {"mode": mode, "similarity": similarity})
+        index = _open(location, k, reset, sync, {"mode": mode, "similarity": similarity})
     except ValueError as exc:  # LayoutError, IndexSettingsError: the index cannot do what is asked
         raise SimhashConfigError(_explain(exc, location, k, similarity)) from exc
     except SimhashIndexError:
         raise
     except Exception as exc:
         raise SimhashIndexError(f"cannot open the index at {location}: {type(exc).__name__}: {exc}") from exc
+    if extractor is not None:
+        try:
+            _check_extractor(index, location, extractor, mix_extractors)
+        except BaseException:
+            index.close()
+            raise
+    return index
+
+
+def _check_extractor(index: NearDuplicateIndex, location: str, extractor: str, mix: bool) -> None:
+    """The index records the crawl's extractor, or one it may be mixed with; else SimhashConfigError."""
+    try:
+        check = check_extractor(index, extractor, mix=mix)
+    except ExtractorMismatch as exc:
+        raise SimhashConfigError(
+            f"the index at {location} stores pages fingerprinted by the extractor "
+            f"{describe(exc.recorded, exc.before_records)}, and this crawl's is {exc.current} "
+            f"({exc.differences}): their fingerprints are not comparable. Set the SIMHASH_EXTRACTOR "
+            "settings back to the index's, re-fingerprint into a new index (point SIMHASH_INDEX at a new "
+            "location, or crawl once with SIMHASH_RESET = True, which forgets the pages stored so far), "
+            "or set SIMHASH_EXTRACTOR_MIX = True to store this crawl's pages beside them"
+        ) from exc
+    warning = notice(check, location, "this crawl")
+    if warning is not None:
+        logger.warning("simhash: %s", warning)
 
 
 _REBUILD = (

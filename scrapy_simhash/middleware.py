@@ -204,6 +204,8 @@ class SimhashMiddleware:
             sync=self.config.index_sync,
             mode=self.config.mode,
             similarity=self.config.similarity,
+            extractor=self.config.extractor.description,
+            mix_extractors=self.config.extractor_mix,
         )
         self.index, self._open_error = index, None
         size = len(index)

@@ -38,6 +38,7 @@ DEFAULTS: dict[str, object] = {
     "SIMHASH_EXTRACTOR_FAVOR_RECALL": False,
     "SIMHASH_EXTRACTOR_TABLES": True,
     "SIMHASH_EXTRACTOR_FALLBACK": "none",
+    "SIMHASH_EXTRACTOR_MIX": False,
     "SIMHASH_ON_INDEX_ERROR": "continue",
     "SIMHASH_INDEX_RETRY_AFTER": 5.0,
     "SIMHASH_ITEM_FIELD": None,
@@ -109,6 +110,8 @@ class SimhashSettings:
     """Seconds pages pass untagged after an index outage before one page tries the index again."""
     item_field: str | None
     item_action: str
+    extractor_mix: bool = False
+    """Let the crawl store pages in an index that records another extractor (name or options)."""
 
     @property
     def verified(self) -> bool:
@@ -161,4 +164,5 @@ class SimhashSettings:
             index_retry_after=_number(settings, "SIMHASH_INDEX_RETRY_AFTER", 0),
             item_field=settings.get("SIMHASH_ITEM_FIELD") or None,
             item_action=_choice(settings, "SIMHASH_ITEM_ACTION", _ACTIONS),
+            extractor_mix=settings.getbool("SIMHASH_EXTRACTOR_MIX", False),
         )

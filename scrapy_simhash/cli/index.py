@@ -1,4 +1,4 @@
-"""``scrapy-simhash index stats|query|compact|export PATH``: inspect and maintain an index.
+"""``scrapy-simhash index info|stats|query|compact|export PATH``: inspect and maintain an index.
 
 ``stats``, ``query`` and ``export`` open a local index read-only, so they work while a
 crawler is writing to it; ``compact`` needs the write lock. PATH may also be a
@@ -7,7 +7,8 @@ crawler is writing to it; ``compact`` needs the write lock. PATH may also be a
 The index is opened in verified mode (the default decision rule) unless ``--mode simhash``:
 ``query`` then takes a sketch (``--minhash``, or ``--html FILE`` fingerprinted with its sketch)
 and prints each match's distance and similarity; ``export`` writes each page's sketch beside its
-simhash; ``stats`` counts the pages stored without a sketch (judged by simhash alone).
+simhash; ``stats`` counts the pages stored without a sketch (judged by simhash alone). ``info`` and
+``stats`` show the extractor the index's pages were made with (:mod:`..index.extractor_record`).
 """
 
 from __future__ import annotations
@@ -24,16 +25,28 @@ from ..fingerprint.codecs import parse
 from ..fingerprint.minhash import SCHEME as MINHASH_SCHEME
 from ..fingerprint.minhash import MinHash
 from ..index import NearDuplicateIndex, SimhashIndexError, is_server_uri, open_index
+from ..index.extractor_record import recorded_extractors
 from ..warc.progress import RowProgress, elapsed_spinner
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "index",
-        help="inspect or maintain a near-duplicate index (stats, query, compact, export)",
+        help="inspect or maintain a near-duplicate index (info, stats, query, compact, export)",
         description="Inspect or maintain a near-duplicate index: a directory, or a redis:// URI.",
     )
     commands = parser.add_subparsers(dest="index_command", metavar="ACTION", required=True)
+
+    info = commands.add_parser(
+        "info",
+        help="what the index is: pages, k, layout, decision rule, extractor",
+        description="Print what the index is, one fact a line: its location, pages stored, k and "
+        "layout, decision rule, and the extractor its pages were made with (and any other extractor "
+        "mixed into it). Read-only: safe beside a running crawl.",
+    )
+    info.add_argument("path", help="index directory or redis:// URI")
+    _add_mode_option(info)
+    info.set_defaults(func=run_info)
 
     stats = commands.add_parser(
         "stats",
@@ -166,10 +179,39 @@ def _fail(args: argparse.Namespace, exc: Exception) -> int:
     return 2
 
 
+def _extractor_fields(index: NearDuplicateIndex) -> dict[str, Any]:
+    """``extractor`` (None: not recorded, an index written before indexes recorded it) and
+    ``extractors_mixed`` (the others stored beside it when mixing was allowed)."""
+    recorded, mixed = recorded_extractors(index.notes())
+    return {"extractor": recorded, "extractors_mixed": list(mixed)}
+
+
+def run_info(args: argparse.Namespace) -> int:
+    try:
+        with _open(args.path, mode=args.mode) as index:
+            stats = index.stats()
+            extractor = _extractor_fields(index)
+    except SimhashIndexError as exc:
+        return _fail(args, exc)
+    verified = stats.get("mode") == "verified"
+    rule = f"verified (similarity >= {stats['similarity']:g})" if verified else "simhash"
+    recorded = extractor["extractor"]
+    lines = [
+        f"index: {stats.get('path') or stats.get('location')} ({stats['backend']})",
+        f"pages: {stats['size']}",
+        f"k: {stats['k']} (layout {stats['layout']})",
+        f"rule: {rule}",
+        f"extractor: {recorded or 'not recorded (written before indexes recorded their extractor)'}",
+    ]
+    lines += [f"mixed with: {other}" for other in extractor["extractors_mixed"]]
+    print("\n".join(lines))
+    return 0
+
+
 def run_stats(args: argparse.Namespace) -> int:
     try:
         with _open(args.path, mode=args.mode) as index:
-            print(json.dumps(index.stats(), indent=2, sort_keys=True))
+            print(json.dumps({**index.stats(), **_extractor_fields(index)}, indent=2, sort_keys=True))
     except SimhashIndexError as exc:
         return _fail(args, exc)
     return 0

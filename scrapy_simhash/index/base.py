@@ -146,6 +146,17 @@ class NearDuplicateIndex(ABC):
     def stats(self) -> dict[str, Any]:
         """Sizes and counters for monitoring (``size`` at least)."""
 
+    def notes(self) -> dict[str, str]:
+        """What the index records about its pages beside its own settings (the extractor that made
+        their fingerprints: :mod:`.extractor_record`); empty where nothing is recorded."""
+        return {}
+
+    def note(self, name: str, value: str, *, replacing: str | None = None) -> str:
+        """Record ``value`` as note ``name`` unless another value is recorded (or it is ``replacing``):
+        compare-and-set, durable when it returns, so that two writers opening an index at the same
+        moment agree on one value. Returns the value recorded afterwards."""
+        raise SimhashIndexError(f"{type(self).__name__} keeps no notes")
+
     @abstractmethod
     def close(self) -> None:
         """Flush and release files, locks and connections. Idempotent."""

@@ -40,6 +40,8 @@ from .values import check_key, check_simhash, encode_meta
 logger = logging.getLogger(__name__)
 
 DATABASE = "index.sqlite3"
+NOTE = "note:"
+"""Settings named ``note:<name>`` hold the index's notes (:meth:`SimhashIndex.note`)."""
 _QUERY_CHUNK = 262_144  # queries per vectorised pass: denser needles walk the tables more cache-friendly
 
 
@@ -432,6 +434,17 @@ class SimhashIndex(NearDuplicateIndex):
                 "disk_bytes": disk,
                 "read_only": self.read_only,
             }
+
+    def notes(self) -> dict[str, str]:
+        with self._lock:
+            self._check_open()
+            settings = self._store.settings()
+        return {name[len(NOTE) :]: value for name, value in settings.items() if name.startswith(NOTE)}
+
+    def note(self, name: str, value: str, *, replacing: str | None = None) -> str:
+        with self._lock:
+            self._check_open(writing=True)
+            return self._store.note(NOTE + name, value, replacing)
 
     def close(self) -> None:
         with self._lock:

@@ -13,6 +13,7 @@
 --       'Q' many queries: 6.. probes;  'A' many adds: 6.. key, record pairs
 --       'g' get, 'r' remove: 6 key;  'n' count;  'e' export: 6 first seq, 7 count;  't' trim: 6 limit
 --       'i' create/read config: 5 a new epoch, 6.. field, value pairs;  'x' delete the namespace
+--       'o' note: 6 config field, 7 value, 8 the value it may replace ('' : none); returns the field's value
 -- epoch: a random id stored in the config when the namespace is created. Every other call names the
 -- epoch its client opened; when the config is gone (Redis restarted empty, flushed, evicted) or holds
 -- another epoch (deleted and created again), the call changes nothing and fails with SIMHASH_LOST, so a
@@ -373,6 +374,16 @@ if mode == 'i' then
   end
   redis.call('HSETNX', CONFIG, 'epoch', ARGV[5])
   return redis.call('HGETALL', CONFIG)
+end
+
+if mode == 'o' then
+  -- Compare-and-set of one config field: two crawlers opening the index at once agree on one value.
+  local current = redis.call('HGET', CONFIG, ARGV[6])
+  if current and current ~= ARGV[8] then
+    return current
+  end
+  redis.call('HSET', CONFIG, ARGV[6], ARGV[7])
+  return ARGV[7]
 end
 
 if mode == 'x' then

@@ -60,6 +60,8 @@ from .redis_tables import (
 __all__ = ["FORMAT", "TABLE_KINDS", "IndexLostError", "RedisIndex", "default_layout"]
 
 FORMAT = "scrapy-simhash-redis/1"
+NOTE = "note:"
+"""Config fields named ``note:<name>`` hold the index's notes (:meth:`RedisIndex.note`)."""
 ROWS_PER_CALL = 50
 """Inserts or lookups per script call in add_many/query_many: one call blocks Redis for ~1-3 ms, short
 enough for the other crawlers' lookups to interleave."""
@@ -316,6 +318,15 @@ class RedisIndex(NearDuplicateIndex):
             "redis_used_memory": used,
         }
 
+    def notes(self) -> dict[str, str]:
+        config = self._redis.call(lambda: self._redis.client.hgetall(self._keys[0]), "reading the notes")
+        fields = {_text(name): _text(value) for name, value in config.items()}
+        return {name[len(NOTE) :]: value for name, value in fields.items() if name.startswith(NOTE)}
+
+    def note(self, name: str, value: str, *, replacing: str | None = None) -> str:
+        args = self._args(b"o", (NOTE + name).encode(), value.encode(), (replacing or "").encode())
+        return _text(self._redis.run(args, "recording a note"))
+
     def clear(self) -> int:
         """Delete this namespace (every key under the prefix). Returns the number of Redis keys deleted."""
         deleted = int(self._redis.run(self._args(b"x"), "deleting the namespace"))
@@ -385,3 +396,7 @@ class RedisIndex(NearDuplicateIndex):
         found = [decode_record(reply[i], reply[i + 1], reply[i + 2], n) for i in range(0, len(reply), 3)]
         found.sort(key=lambda m: (m.distance, m.seq))
         return found
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

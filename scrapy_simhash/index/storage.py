@@ -17,7 +17,8 @@ Tables:
 - ``tombstones(seq)``: rows removed since the table files were last written; they tell
   the reopened index which rows of the files to ignore.
 - ``settings(name, value)``: layout, k, the database's identity, ``format`` (:data:`FORMAT`),
-  ``unchecked_upto`` (only in a database that had rows before checksums), and ``check``: their CRC-32.
+  ``unchecked_upto`` (only in a database that had rows before checksums), the index's notes
+  (``note:extractor``, ...: :meth:`Store.note`), and ``check``: their CRC-32.
 
 Which database may lack checksums, and how it is recognised: :mod:`.store_format`.
 
@@ -458,6 +459,22 @@ class Store(RowDatabase):
         self.next_seq += 1
         self._marked()
         return changed
+
+    def note(self, name: str, value: str, replacing: str | None = None) -> str:
+        """Setting ``name`` set to ``value`` unless it holds another value than ``replacing``; the value
+        it holds afterwards. A change is one durable write that moves the high-water seq, as every
+        acknowledged write does (so that the commit mark sees a lost one)."""
+        with self._transaction():
+            current = self.settings().get(name)
+            if current is not None and current != replacing:
+                return current
+            if current == value:
+                return value
+            self.add_settings({name: value})
+            self._advance_sequence()
+        self.next_seq += 1
+        self._marked()
+        return value
 
     def add_settings(self, values: dict[str, str]) -> dict[str, str]:
         """Add (or change) settings and sign them again, in the caller's transaction."""

@@ -426,6 +426,12 @@ class VerifiedIndex(NearDuplicateIndex):
         out["without_sketch"] = max(0, len(self.simhashes) - with_sketch)
         return out
 
+    def notes(self) -> dict[str, str]:
+        return self.simhashes.notes()
+
+    def note(self, name: str, value: str, *, replacing: str | None = None) -> str:
+        return self.simhashes.note(name, value, replacing=replacing)
+
     def close(self) -> None:
         try:
             if self.sketches is not None:

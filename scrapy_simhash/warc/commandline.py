@@ -110,6 +110,12 @@ def add_common_arguments(parser: argparse.ArgumentParser, index_help: str) -> No
     )
     parser.add_argument("--index", help=index_help)
     parser.add_argument(
+        "--mix-extractors",
+        action="store_true",
+        help="let pages made by another extractor (name or options) than the one --index records be "
+        "stored in it (their fingerprints are not comparable; default: refuse the run)",
+    )
+    parser.add_argument(
         "--workers",
         type=_workers,
         default=os.cpu_count() or 1,
@@ -248,7 +254,7 @@ def options_from(args: argparse.Namespace) -> Any:
     )
 
 
-def _open_index(args: argparse.Namespace) -> Any:
+def _open_index(args: argparse.Namespace, extractor: str | None) -> Any:
     if not args.index:
         return None
     from ..index import SimhashIndexError, open_index
@@ -258,11 +264,39 @@ def _open_index(args: argparse.Namespace) -> Any:
         _check_kind(args, mode)
         if mode == "minhash":  # a new one gets the threshold, 0.8 by default
             return open_index(args.index, kind="minhash", threshold=args.threshold)
-        return open_index(
+        index = open_index(
             args.index, k=args.distance, mode=mode, similarity=getattr(args, "similarity", None)
         )
     except SimhashIndexError as exc:  # locked, corrupt, unreachable: a usage/environment error (status 2)
         raise ValueError(f"cannot open the index {args.index}: {exc}") from exc
+    if extractor is not None:
+        try:
+            _check_extractor(index, args, extractor)
+        except BaseException:
+            index.close()
+            raise
+    return index
+
+
+def _check_extractor(index: Any, args: argparse.Namespace, extractor: str) -> None:
+    """ValueError (status 2) when ``--index`` records another extractor and ``--mix-extractors`` is off."""
+    from ..index import SimhashIndexError
+    from ..index.extractor_record import ExtractorMismatch, check_extractor, describe, notice
+
+    try:
+        check = check_extractor(index, extractor, mix=getattr(args, "mix_extractors", False))
+    except ExtractorMismatch as exc:
+        raise ValueError(
+            f"the index {args.index} stores pages fingerprinted by the extractor "
+            f"{describe(exc.recorded, exc.before_records)}, and this run's is {exc.current} "
+            f"({exc.differences}): their fingerprints are not comparable. Re-fingerprint into a new "
+            "index (--index NEW_DIR), or pass --mix-extractors to store this run's pages beside them"
+        ) from exc
+    except SimhashIndexError as exc:
+        raise ValueError(f"cannot open the index {args.index}: {exc}") from exc
+    warning = notice(check, args.index, "this run")
+    if warning is not None:
+        print(f"warning: {warning}", file=sys.stderr)
 
 
 def _check_kind(args: argparse.Namespace, mode: str) -> None:
@@ -283,14 +317,16 @@ def _check_kind(args: argparse.Namespace, mode: str) -> None:
         )
 
 
-def run_with_index(args: argparse.Namespace, function: Callable[[Any], T]) -> T:
+def run_with_index(args: argparse.Namespace, function: Callable[[Any], T], extractor: str | None = None) -> T:
     """``function(index)`` with the index open; an index failure mid-run is reported, not a traceback.
+
+    ``extractor``: the description of the run's extractor, checked against the one the index records.
 
     Sidecars finished before the failure stay; the interrupted one is redone by the next run.
     """
     from ..index import SimhashIndexError
 
-    index = _open_index(args)
+    index = _open_index(args, extractor)
     try:
         return function(index)
     except SimhashIndexError as exc:
@@ -306,7 +342,7 @@ def run_tag(args: argparse.Namespace) -> int:
 
     inputs = plan_inputs(args.inputs, args.out)
     options = options_from(args)
-    summary = run_with_index(args, lambda index: tag(inputs, options, index))
+    summary = run_with_index(args, lambda index: tag(inputs, options, index), options.extractor.description)
     for line in summary.lines():
         print(line)
     return summary.exit_status
@@ -320,7 +356,9 @@ def run_dedupe(args: argparse.Namespace) -> int:
     inputs = plan_inputs(args.inputs)
     options = options_from(args)
     summary, rows = run_with_index(
-        args, lambda index: dedupe(inputs, options, index, method=method, threshold=threshold)
+        args,
+        lambda index: dedupe(inputs, options, index, method=method, threshold=threshold),
+        options.extractor.description,
     )
     write_report(rows, args.report, args.format, method)
     clusters = len({row["cluster"] for row in rows})

@@ -1,0 +1,292 @@
+"""An index remembers the extractor of its pages: recorded, checked, refused, mixed on request.
+
+Embedded and Redis (a real redis-server) through the same checks; the ``tag`` and ``index info``
+commands as subprocesses. The crawl's side is in tests/test_scrapy_crawl.py.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from redis_server import RedisServer
+
+from scrapy_simhash.extract import TrafilaturaExtractor
+from scrapy_simhash.extract.identity import ExtractorIdentity, parse_description
+from scrapy_simhash.index import IndexLostError, open_index
+from scrapy_simhash.index.extractor_record import (
+    BEFORE_RECORDS,
+    EXTRACTOR,
+    ExtractorMismatch,
+    check_extractor,
+    recorded_extractors,
+)
+
+DEFAULT = TrafilaturaExtractor().description
+PRECISION = TrafilaturaExtractor(favor_precision=True).description  # another extractor: other options
+OTHER_VERSION = "trafilatura/0.0.1;" + DEFAULT.split(";", 1)[1]  # the same one at another version
+OTHER_NAME = "fastex/1.2;main=1"
+CLI = Path(sys.executable).with_name("scrapy-simhash")
+
+
+# -- the description ----------------------------------------------------------------------------
+
+
+def test_a_description_parses_into_name_version_and_options():
+    parsed = parse_description("trafilatura/2.0.0;fast=1;comments=0;fallback=none")
+    assert parsed == ExtractorIdentity(
+        "trafilatura", "2.0.0", (("fast", "1"), ("comments", "0"), ("fallback", "none"))
+    )
+    assert parse_description("fastex") == ExtractorIdentity("fastex", "", ())
+    assert parse_description(DEFAULT).same_extractor(parse_description(OTHER_VERSION))
+    assert not parse_description(DEFAULT).same_extractor(parse_description(PRECISION))
+    assert parse_description(DEFAULT).differences(parse_description(PRECISION)) == "precision=0 -> 1"
+    assert (
+        parse_description(DEFAULT).differences(parse_description(OTHER_NAME)).startswith("name trafilatura")
+    )
+
+
+@pytest.mark.parametrize("bad", ["", "/2.0", "trafilatura/2.0;fast", "trafilatura;=1", "two words/1"])
+def test_a_malformed_description_is_a_value_error(bad):
+    with pytest.raises(ValueError, match="not an extractor description"):
+        parse_description(bad)
+
+
+# -- the record, on both backends ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    srv = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(params=["embedded", "redis"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "embedded":
+        return str(tmp_path / "index")
+    server = request.getfixturevalue("server")
+    return f"{server.url}?prefix=extractor-{uuid.uuid4().hex[:12]}"
+
+
+def _with_page(location: str, extractor: str | None) -> None:
+    """An index holding one page, recording ``extractor`` (None: recording nothing, as before)."""
+    with open_index(location) as index:
+        if extractor is not None:
+            assert check_extractor(index, extractor).outcome == "recorded"
+        index.add(0x1234_5678_9ABC_DEF0, "https://example.org/a")
+
+
+def _reset(location: str) -> None:
+    """Empty the index as SIMHASH_RESET does: a new index under the same name."""
+    if "://" in location:
+        with open_index(location) as index:
+            index.clear()
+    else:
+        open_index(location, reset=True).close()
+
+
+def _recorded(location: str) -> tuple[str | None, tuple[str, ...]]:
+    with open_index(location) as index:
+        return recorded_extractors(index.notes())
+
+
+def test_a_new_index_records_the_first_extractor_and_keeps_it(location):
+    _with_page(location, DEFAULT)
+    assert _recorded(location) == (DEFAULT, ())
+    with open_index(location) as index:
+        check = check_extractor(index, DEFAULT)
+    assert (check.outcome, check.recorded) == ("same", DEFAULT)
+
+
+def test_another_extractor_is_refused_naming_both_and_the_index_keeps_its_own(location):
+    _with_page(location, DEFAULT)
+    with open_index(location) as index, pytest.raises(ExtractorMismatch) as refused:
+        check_extractor(index, PRECISION)
+    assert (refused.value.recorded, refused.value.current) == (DEFAULT, PRECISION)
+    assert refused.value.differences == "precision=0 -> 1"
+    assert _recorded(location) == (DEFAULT, ())
+
+
+def test_mixing_keeps_the_first_extractor_and_records_the_others(location):
+    _with_page(location, DEFAULT)
+    for _ in range(2):  # asked twice: listed once
+        with open_index(location) as index:
+            check = check_extractor(index, PRECISION, mix=True)
+        assert (check.outcome, check.recorded, check.mixed) == ("mixed", DEFAULT, (PRECISION,))
+    assert _recorded(location) == (DEFAULT, (PRECISION,))
+    with open_index(location) as index:  # the first extractor goes on, told that the index is mixed
+        check = check_extractor(index, DEFAULT)
+    assert (check.outcome, check.mixed) == ("same", (PRECISION,))
+    with open_index(location) as index, pytest.raises(ExtractorMismatch):  # mixing is asked for each time
+        check_extractor(index, PRECISION)
+
+
+def test_a_difference_only_in_the_version_is_accepted_and_the_record_kept(location):
+    _with_page(location, OTHER_VERSION)
+    with open_index(location) as index:
+        check = check_extractor(index, DEFAULT)
+    assert (check.outcome, check.recorded) == ("version", OTHER_VERSION)
+    assert _recorded(location) == (OTHER_VERSION, ())
+
+
+def test_an_index_written_before_records_is_taken_as_trafilatura(location):
+    _with_page(location, None)
+    assert _recorded(location) == (None, ())
+    with open_index(location) as index, pytest.raises(ExtractorMismatch) as refused:
+        check_extractor(index, OTHER_NAME)  # the only extractor there was is not this one
+    assert refused.value.before_records and refused.value.recorded == BEFORE_RECORDS
+    assert _recorded(location) == (None, ())
+    with open_index(location) as index:  # trafilatura: taken as the index's, with a warning, and recorded
+        check = check_extractor(index, PRECISION)
+    assert (check.outcome, check.recorded) == ("assumed", PRECISION)
+    assert _recorded(location) == (PRECISION, ())
+
+
+def test_an_index_written_before_records_can_be_mixed_with_another_extractor(location):
+    _with_page(location, None)
+    with open_index(location) as index:
+        check = check_extractor(index, OTHER_NAME, mix=True)
+    assert (check.outcome, check.recorded, check.mixed) == ("mixed", BEFORE_RECORDS, (OTHER_NAME,))
+    assert _recorded(location) == (BEFORE_RECORDS, (OTHER_NAME,))
+
+
+def test_an_index_keeps_its_record_when_emptied(location):
+    """The record goes with the index, not with its pages: only a reset (a new index) forgets it, so
+    that two crawlers starting at once on a new server index cannot each record their own."""
+    _with_page(location, DEFAULT)
+    with open_index(location) as index:
+        assert index.remove("https://example.org/a")
+        with pytest.raises(ExtractorMismatch):
+            check_extractor(index, OTHER_NAME)
+    _reset(location)
+    with open_index(location) as index:
+        assert check_extractor(index, OTHER_NAME).outcome == "recorded"
+    assert _recorded(location) == (OTHER_NAME, ())
+
+
+def test_a_note_is_compare_and_set(location):
+    """A record is never overwritten unless the writer names the value it replaces, so two writers
+    opening an index at once with different extractors agree on the first one's."""
+    with open_index(location) as index:
+        assert index.note(EXTRACTOR, DEFAULT) == DEFAULT
+        assert index.note(EXTRACTOR, PRECISION) == DEFAULT
+        assert index.note(EXTRACTOR, PRECISION, replacing=OTHER_NAME) == DEFAULT
+        assert index.note(EXTRACTOR, PRECISION, replacing=DEFAULT) == PRECISION
+    assert _recorded(location) == (PRECISION, ())
+
+
+def test_two_crawlers_opening_a_redis_index_at_once_agree_on_one_extractor(server):
+    uri = f"{server.url}?prefix=extractor-{uuid.uuid4().hex[:12]}"
+    with open_index(uri) as first, open_index(uri) as second:
+        assert recorded_extractors(first.notes()) == (None, ())  # both saw no record
+        assert recorded_extractors(second.notes()) == (None, ())
+        assert check_extractor(first, DEFAULT).outcome == "recorded"
+        with pytest.raises(ExtractorMismatch):
+            check_extractor(second, PRECISION)
+    assert _recorded(uri) == (DEFAULT, ())
+
+
+def test_an_embedded_note_is_a_checksummed_acknowledged_write(tmp_path):
+    """The record is in the database's settings, under their checksum, and moves the commit mark:
+    the reopened index has it, and damage to it is found."""
+    import sqlite3
+
+    from scrapy_simhash.index import IndexCorruptError
+
+    location = tmp_path / "index"
+    _with_page(str(location), DEFAULT)
+    with open_index(location, read_only=True) as index:
+        assert index.notes() == {EXTRACTOR: DEFAULT}
+    with sqlite3.connect(location / "index.sqlite3") as db:
+        db.execute("UPDATE settings SET value = ? WHERE name = 'note:extractor'", (PRECISION,))
+    db.close()
+    with pytest.raises(IndexCorruptError, match="settings fail their checksum"):
+        open_index(location)
+
+
+def test_a_redis_namespace_that_lost_its_data_records_nothing(server):
+    """The record is made by the index's script, which checks the namespace's epoch: a Redis that
+    restarted empty is reported, not given a config with nothing but the record."""
+    uri = f"{server.url}?prefix=extractor-{uuid.uuid4().hex[:12]}"
+    with open_index(uri) as index:
+        server.client().flushall()
+        with pytest.raises(IndexLostError):
+            index.note(EXTRACTOR, DEFAULT)
+    assert not server.client().keys("*")
+
+
+# -- the commands -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def warc(corpus: Path, tmp_path: Path) -> Path:
+    """A copy of a small corpus archive (its sidecar is written beside it)."""
+    target = tmp_path / "in" / "warcfile.warc.gz"
+    target.parent.mkdir()
+    shutil.copyfile(corpus / "warcs" / "resiliparse" / "warcfile.warc.gz", target)
+    return target
+
+
+def _cli(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(CLI), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=180)
+
+
+def _tag(warc: Path, index: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return _cli("tag", warc, "--index", index, "--workers", "1", "--no-progress", *extra, cwd=warc.parent)
+
+
+def test_tag_into_an_index_of_another_extractor_is_refused_then_allowed_with_mix_extractors(warc, tmp_path):
+    index = tmp_path / "index"
+    _with_page(str(index), PRECISION)
+    sidecar = warc.with_name(warc.name + ".simhash.warc.gz")
+
+    refused = _tag(warc, index)
+    assert refused.returncode == 2, refused.stderr
+    [line] = [line for line in refused.stderr.splitlines() if line.strip()]
+    assert f"the index {index} stores pages fingerprinted by the extractor {PRECISION}" in line
+    assert f"this run's is {DEFAULT} (precision=1 -> 0)" in line
+    assert "Re-fingerprint into a new index (--index NEW_DIR), or pass --mix-extractors" in line
+    assert not sidecar.exists()
+    with open_index(index, read_only=True) as stored:
+        assert len(stored) == 1 and stored.notes() == {EXTRACTOR: PRECISION}
+
+    allowed = _tag(warc, index, "--mix-extractors")
+    assert allowed.returncode == 0, allowed.stderr
+    assert f"adds pages made by {DEFAULT}, as asked" in allowed.stderr
+    assert sidecar.exists()
+    with open_index(index, read_only=True) as stored:
+        assert len(stored) > 1
+        assert recorded_extractors(stored.notes()) == (PRECISION, (DEFAULT,))
+
+
+def test_tag_into_an_index_of_another_version_warns_and_goes_on(warc, tmp_path):
+    index = tmp_path / "index"
+    _with_page(str(index), OTHER_VERSION)
+    done = _tag(warc, index)
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 1 and "the same extractor and options at another version" in warnings[0]
+    assert "files: 1 processed" in done.stdout
+    with open_index(index, read_only=True) as stored:
+        assert len(stored) > 1 and stored.notes() == {EXTRACTOR: OTHER_VERSION}
+
+
+def test_tag_records_its_extractor_in_a_new_index_and_index_info_shows_it(warc, tmp_path):
+    index = tmp_path / "index"
+    done = _tag(warc, index)
+    assert done.returncode == 0, done.stderr
+    assert "warning" not in done.stderr
+    info = _cli("index", "info", index, cwd=tmp_path)
+    assert info.returncode == 0, info.stderr
+    assert f"extractor: {DEFAULT}\n" in info.stdout
+    assert "mixed with" not in info.stdout
+    _with_page(str(tmp_path / "old"), None)
+    old = _cli("index", "info", tmp_path / "old", cwd=tmp_path)
+    assert "extractor: not recorded (written before indexes recorded their extractor)" in old.stdout

@@ -12,6 +12,7 @@ import scrapy.crawler
 from crawl_support import demo_site, run_crawl, scrapy_crawl
 
 from scrapy_simhash import from_base32, hamming
+from scrapy_simhash.extract import TrafilaturaExtractor
 from scrapy_simhash.index import open_index
 
 ARTICLES = 8
@@ -21,6 +22,8 @@ ARTICLE_PAGES = sum(len(c) for c in CLUSTERS)
 # What simhash alone (SIMHASH_MODE = "simhash", k = 3) finds: the planted edits are clusters of their own.
 SIMHASH_CLUSTERS = demo_site.expected_clusters(ARTICLES, mode="simhash")
 SIMHASH_NEAR_DUPLICATES = sum(len(c) - 1 for c in SIMHASH_CLUSTERS)
+DEFAULT_EXTRACTOR = TrafilaturaExtractor().description
+PRECISION_EXTRACTOR = TrafilaturaExtractor(favor_precision=True).description
 EDITED = [path for c in CLUSTERS for path in c if path.endswith(("-corrected.html", "-comments.html"))]
 
 
@@ -249,6 +252,66 @@ def test_an_index_that_cannot_honour_the_settings_refuses_the_crawl(
     if hasattr(scrapy.crawler, "AsyncCrawlerProcess"):  # the crawl runs as an asyncio task: no traceback
         assert "Traceback" not in done.stderr, done.stderr[-3000:]
     build(tmp_path / built)  # still the index it was: it opens with its own settings
+
+
+def test_an_index_of_another_extractor_refuses_the_crawl_until_mixing_is_allowed(site, tmp_path):
+    """Fingerprints of other extractor options are not comparable: the crawl records its extractor in
+    the index, a crawl with other options fails at start (one line naming both and the way out), and
+    SIMHASH_EXTRACTOR_MIX lets it store its pages beside them, the index saying it is mixed."""
+    index = tmp_path / "index"
+    first = run_crawl(site + "/", tmp_path / "one", _settings(tmp_path))
+    with open_index(index, read_only=True) as stored:
+        assert stored.notes() == {"extractor": DEFAULT_EXTRACTOR}
+    size = first.stat("simhash/index/size")
+
+    precision = {"SIMHASH_EXTRACTOR_FAVOR_PRECISION": True}
+    done = scrapy_crawl(site + "/", tmp_path, {"SIMHASH_INDEX": index, "SIMHASH_WORKERS": 1, **precision})
+    assert done.returncode != 0
+    [line] = [line for line in done.stderr.splitlines() if "ERROR: simhash: " in line]
+    assert (
+        f"the index at {index} stores pages fingerprinted by the extractor {DEFAULT_EXTRACTOR}, and this "
+        f"crawl's is {PRECISION_EXTRACTOR} (precision=0 -> 1)" in line
+    )
+    assert "SIMHASH_RESET = True" in line and "or set SIMHASH_EXTRACTOR_MIX = True" in line
+    assert line.endswith("The crawl does not start.")
+    assert "Spider opened" not in done.stderr
+    with open_index(index, read_only=True) as stored:
+        assert len(stored) == size and stored.notes() == {"extractor": DEFAULT_EXTRACTOR}
+
+    mixed = run_crawl(
+        site + "/", tmp_path / "two", _settings(tmp_path, **precision, SIMHASH_EXTRACTOR_MIX=True)
+    )
+    assert mixed.stat("simhash/computed") > 0 and mixed.stat("simhash/revisit") > 0
+    assert mixed.log.count(f"adds pages made by {PRECISION_EXTRACTOR}, as asked") == 1
+    with open_index(index, read_only=True) as stored:
+        assert stored.notes() == {"extractor": DEFAULT_EXTRACTOR, f"extractor+{PRECISION_EXTRACTOR}": "1"}
+
+
+@pytest.mark.parametrize(
+    ("recorded", "said"),
+    [
+        (  # trafilatura upgraded: the same extraction asked for
+            "trafilatura/0.0.1;" + DEFAULT_EXTRACTOR.split(";", 1)[1],
+            "uses the same extractor and options at another version",
+        ),
+        (None, "does not record its extractor (written by an earlier version of scrapy-simhash"),
+    ],
+)
+def test_an_index_of_another_version_or_without_record_warns_once_and_the_crawl_goes_on(
+    site, tmp_path, recorded, said
+):
+    from scrapy_simhash.index.extractor_record import check_extractor
+
+    with open_index(tmp_path / "index") as index:
+        if recorded is not None:
+            check_extractor(index, recorded)
+        index.add(0x1234_5678_9ABC_DEF0, "https://example.org/elsewhere")
+    result = run_crawl(site + "/", tmp_path / "run", _settings(tmp_path))
+    assert result.stat("simhash/near_duplicate") == NEAR_DUPLICATES
+    [line] = [line for line in result.log.splitlines() if said in line]
+    assert "WARNING: simhash: the index at" in line
+    with open_index(tmp_path / "index", read_only=True) as index:
+        assert index.notes() == {"extractor": recorded or DEFAULT_EXTRACTOR}  # the index's own stays
 
 
 @pytest.mark.parametrize(
@@ -487,6 +550,31 @@ def test_a_redis_namespace_created_with_another_distance_refuses_the_crawl(site,
     )
     assert "The crawl does not start." in done.stderr
     assert "Spider opened" not in done.stderr and "index_unavailable" not in done.stderr
+
+
+@pytest.mark.slow  # a redis-server and a Scrapy crawl, ~5 s
+def test_a_redis_index_of_another_extractor_refuses_the_crawl(site, tmp_path):
+    from redis_server import RedisServer
+
+    from scrapy_simhash.index.extractor_record import check_extractor
+
+    server = RedisServer(tmp_path / "redis").start()
+    try:
+        uri = f"{server.url}?prefix=crawl-{uuid.uuid4().hex[:8]}"
+        with open_index(uri) as index:
+            check_extractor(index, PRECISION_EXTRACTOR)
+        done = scrapy_crawl(site + "/", tmp_path, {"SIMHASH_INDEX": uri, "SIMHASH_WORKERS": 1})
+        with open_index(uri) as index:  # still the namespace it was
+            assert len(index) == 0 and index.notes() == {"extractor": PRECISION_EXTRACTOR}
+    finally:
+        server.stop()
+    assert done.returncode != 0, done.stderr[-3000:]
+    assert (
+        f"stores pages fingerprinted by the extractor {PRECISION_EXTRACTOR}, and this crawl's is"
+        in done.stderr
+    )
+    assert "The crawl does not start." in done.stderr
+    assert "Spider opened" not in done.stderr
 
 
 SUMMARY = re.compile(r"simhash: (\d+) pages fingerprinted, .*, (\d+) skipped, (\d+) errors; index (.*)")

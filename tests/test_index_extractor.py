@@ -290,3 +290,19 @@ def test_tag_records_its_extractor_in_a_new_index_and_index_info_shows_it(warc, 
     _with_page(str(tmp_path / "old"), None)
     old = _cli("index", "info", tmp_path / "old", cwd=tmp_path)
     assert "extractor: not recorded (written before indexes recorded their extractor)" in old.stdout
+
+
+def test_scrapy_simhash_tag_mixes_when_the_project_allows_it(warc, tmp_path):
+    """Inside Scrapy the setting is the option: SIMHASH_EXTRACTOR_MIX = True is --mix-extractors."""
+    index = tmp_path / "index"
+    _with_page(str(index), PRECISION)
+    scrapy = Path(sys.executable).with_name("scrapy")
+    command = [str(scrapy), "simhash-tag", str(warc), "--index", str(index), "--workers", "1"]
+    command.append("--no-progress")
+    refused = subprocess.run(command, capture_output=True, text=True, cwd=warc.parent, timeout=180)
+    assert refused.returncode == 2 and "pass --mix-extractors" in refused.stderr
+    command += ["-s", "SIMHASH_EXTRACTOR_MIX=True"]
+    mixed = subprocess.run(command, capture_output=True, text=True, cwd=warc.parent, timeout=180)
+    assert mixed.returncode == 0, mixed.stderr
+    with open_index(index, read_only=True) as stored:
+        assert recorded_extractors(stored.notes()) == (PRECISION, (DEFAULT,))

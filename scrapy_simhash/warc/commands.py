@@ -5,7 +5,7 @@ and exit status as ``scrapy-simhash tag`` / ``dedupe`` (both call
 :mod:`.commandline`); inside a project, ``simhash-tag``'s ``--index`` defaults to the project's
 ``SIMHASH_INDEX`` (``simhash-dedupe`` uses no index unless given one: a report must not add its pages
 to the crawl's index), ``--mode`` and ``--similarity`` to the project's ``SIMHASH_MODE`` and
-``SIMHASH_SIMILARITY``.
+``SIMHASH_SIMILARITY``; ``SIMHASH_EXTRACTOR_MIX = True`` is ``--mix-extractors``.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ class _ReprocessCommand(ScrapyCommand):
     def _finish(self, opts: argparse.Namespace) -> argparse.Namespace:
         if not opts.index and self.settings is not None and self.index_from_settings:
             opts.index = self.settings.get("SIMHASH_INDEX") or None
+        if self.settings is not None and self.settings.getbool("SIMHASH_EXTRACTOR_MIX"):
+            opts.mix_extractors = True  # as the crawl may mix, so may the reprocessing of its archives
         # the crawl's rule (SIMHASH_MODE, SIMHASH_SIMILARITY) unless the command line chose one
         if self.settings is not None and getattr(opts, "method", None) is None:
             if opts.mode is None:

@@ -266,6 +266,22 @@ def test_tag_into_an_index_of_another_extractor_is_refused_then_allowed_with_mix
         assert recorded_extractors(stored.notes()) == (PRECISION, (DEFAULT,))
 
 
+def test_dedupe_into_an_index_of_another_extractor_is_refused_then_allowed(warc, tmp_path):
+    index, report = tmp_path / "index", tmp_path / "report.jsonl"
+    _with_page(str(index), OTHER_NAME)
+    command = ("dedupe", warc, "--index", index, "--report", report, "--workers", "1", "--no-progress")
+    refused = _cli(*command, cwd=tmp_path)
+    assert refused.returncode == 2, refused.stderr
+    assert f"stores pages fingerprinted by the extractor {OTHER_NAME}, and this run's is {DEFAULT}" in (
+        refused.stderr
+    )
+    assert not report.exists()
+    allowed = _cli(*command, "--mix-extractors", cwd=tmp_path)
+    assert allowed.returncode == 0, allowed.stderr
+    with open_index(index, read_only=True) as stored:
+        assert recorded_extractors(stored.notes()) == (OTHER_NAME, (DEFAULT,))
+
+
 def test_tag_into_an_index_of_another_version_warns_and_goes_on(warc, tmp_path):
     index = tmp_path / "index"
     _with_page(str(index), OTHER_VERSION)

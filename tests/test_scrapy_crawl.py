@@ -267,7 +267,7 @@ def test_an_index_of_another_extractor_refuses_the_crawl_until_mixing_is_allowed
     precision = {"SIMHASH_EXTRACTOR_FAVOR_PRECISION": True}
     done = scrapy_crawl(site + "/", tmp_path, {"SIMHASH_INDEX": index, "SIMHASH_WORKERS": 1, **precision})
     assert done.returncode != 0
-    [line] = [line for line in done.stderr.splitlines() if "ERROR: simhash: " in line]
+    line = next(line for line in done.stderr.splitlines() if "ERROR: simhash: " in line)
     assert (
         f"the index at {index} stores pages fingerprinted by the extractor {DEFAULT_EXTRACTOR}, and this "
         f"crawl's is {PRECISION_EXTRACTOR} (precision=0 -> 1)" in line

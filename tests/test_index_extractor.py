@@ -18,6 +18,7 @@ from redis_server import RedisServer
 
 from scrapy_simhash.extract import TrafilaturaExtractor
 from scrapy_simhash.extract.identity import ExtractorIdentity, parse_description
+from scrapy_simhash.extract.resiliparse import ResiliparseExtractor
 from scrapy_simhash.index import IndexLostError, open_index
 from scrapy_simhash.index.extractor_record import (
     BEFORE_RECORDS,
@@ -30,7 +31,7 @@ from scrapy_simhash.index.extractor_record import (
 DEFAULT = TrafilaturaExtractor().description
 PRECISION = TrafilaturaExtractor(favor_precision=True).description  # another extractor: other options
 OTHER_VERSION = "trafilatura/0.0.1;" + DEFAULT.split(";", 1)[1]  # the same one at another version
-OTHER_NAME = "fastex/1.2;main=1"
+OTHER_NAME = ResiliparseExtractor().description  # another extractor altogether
 CLI = Path(sys.executable).with_name("scrapy-simhash")
 
 
@@ -43,6 +44,7 @@ def test_a_description_parses_into_name_version_and_options():
         "trafilatura", "2.0.0", (("fast", "1"), ("comments", "0"), ("fallback", "none"))
     )
     assert parse_description("fastex") == ExtractorIdentity("fastex", "", ())
+    assert parse_description(OTHER_NAME).name == "resiliparse"
     assert parse_description(DEFAULT).same_extractor(parse_description(OTHER_VERSION))
     assert not parse_description(DEFAULT).same_extractor(parse_description(PRECISION))
     assert parse_description(DEFAULT).differences(parse_description(PRECISION)) == "precision=0 -> 1"

@@ -157,6 +157,10 @@ def test_an_index_written_before_records_can_be_mixed_with_another_extractor(loc
         check = check_extractor(index, OTHER_NAME, mix=True)
     assert (check.outcome, check.recorded, check.mixed) == ("mixed", BEFORE_RECORDS, (OTHER_NAME,))
     assert _recorded(location) == (BEFORE_RECORDS, (OTHER_NAME,))
+    with open_index(location) as index:  # trafilatura of unknown options: the next trafilatura run's
+        check = check_extractor(index, DEFAULT)
+    assert (check.outcome, check.recorded) == ("assumed", DEFAULT)
+    assert _recorded(location) == (DEFAULT, (OTHER_NAME,))
 
 
 def test_an_index_keeps_its_record_when_emptied(location):

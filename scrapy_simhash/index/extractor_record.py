@@ -16,7 +16,8 @@ as its note ``extractor``, and a run that writes to it checks its own against it
 - pages but nothing recorded: the index was written before indexes recorded their extractor, when
   trafilatura was the only one. A trafilatura run records its own description (``"assumed"``: the
   options the old pages were made with cannot be checked, callers warn); any other extractor is a
-  mismatch with ``trafilatura`` of unknown version and options.
+  mismatch with ``trafilatura`` of unknown version and options (mixed in when asked: the record is
+  then ``trafilatura``, which the next trafilatura run replaces with its own description).
 
 The record is compare-and-set (:meth:`~.base.NearDuplicateIndex.note`), so two crawlers opening a
 server index at the same moment with different extractors cannot both record theirs.
@@ -96,6 +97,10 @@ def check_extractor(index: NearDuplicateIndex, current: str, *, mix: bool = Fals
             if recorded == current:
                 return ExtractorCheck("assumed" if pages else "recorded", recorded, current, mixed)
             # another writer recorded its own in the meantime: compared with it below
+    elif recorded == BEFORE_RECORDS and me.name == BEFORE_RECORDS:  # mixed in before a trafilatura run
+        recorded = index.note(EXTRACTOR, current, replacing=BEFORE_RECORDS)
+        if recorded == current:
+            return ExtractorCheck("assumed", recorded, current, mixed)
     stored = _identity(recorded)
     if stored.same_extractor(me):
         return ExtractorCheck("same" if stored.version == me.version else "version", recorded, current, mixed)

@@ -23,6 +23,8 @@ ARTICLE = (
     + '<form><input type="text" value="FORMFIELDMARKER"></form>'
     + "<noscript>NOSCRIPTMARKER</noscript>"
     + "</article>"
+    '<section id="comments" class="comments"><h3>Comments</h3><div class="comment">'
+    "<p>COMMENTMARKER I really liked this article about lighthouses and keepers.</p></div></section>"
     '<footer class="footer"><p>Copyright FOOTERMARKER. All rights reserved.</p></footer>'
     "</body></html>"
 )
@@ -32,14 +34,15 @@ def test_registered_by_name():
     assert get_extractor("resiliparse") == ResiliparseExtractor()
 
 
-def test_main_text_without_alt_texts_form_fields_noscript_or_footer():
+def test_main_text_without_alt_texts_form_fields_noscript_comments_or_footer():
+    """Reader comments change over time, the article does not: they stay out, as with trafilatura."""
     result = ResiliparseExtractor()(ARTICLE.encode())
     assert result.ok, result
     text = result.text
     assert "Paragraph 0 tells the reader" in text and "Paragraph 7" in text
     assert "their families" in text  # a link's text is the article's text; its target is not
     assert "/keepers" not in text
-    for marker in ("ALTTEXTMARKER", "FORMFIELDMARKER", "NOSCRIPTMARKER", "FOOTERMARKER"):
+    for marker in ("ALTTEXTMARKER", "FORMFIELDMARKER", "NOSCRIPTMARKER", "FOOTERMARKER", "COMMENTMARKER"):
         assert marker not in text, marker
 
 
@@ -48,7 +51,7 @@ def test_description_names_library_version_and_options():
 
     description = ResiliparseExtractor().description
     assert description.startswith(f"resiliparse/{version('resiliparse')};main=1;")
-    for option in ("alt=0", "links=0", "forms=0", "noscript=0"):
+    for option in ("alt=0", "links=0", "forms=0", "noscript=0", "comments=0", "meta=0"):
         assert option in description.split(";")
     assert ResiliparseExtractor(main_content=False).description != description
 

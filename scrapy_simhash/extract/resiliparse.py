@@ -1,12 +1,16 @@
 """Main text with Resiliparse: a lexbor HTML parser and main-content heuristics in C++.
 
-About seven times cheaper in CPU than trafilatura in fast mode on the corpus's real pages
-(docs/quality.md). Configured for fingerprints of what a reader reads:
+About seven times cheaper in CPU than trafilatura in fast mode on the corpus's real pages, at a
+lower extraction quality (``bench/extract.py``, docs/quality.md). Configured for fingerprints of
+what a reader reads:
 
 - ``main_content=True``: navigation, headers, footers and sidebars are dropped by Resiliparse's
   own rules (class and id names, link density);
 - alt texts, link targets, form fields and ``<noscript>`` content are left out: they are not the
-  article, and they change with the site's markup rather than with the text.
+  article, and they change with the site's markup rather than with the text;
+- comment sections and post metadata (bylines, dates) are left out: reader comments change over time,
+  the article does not (trafilatura's configuration leaves comments out too). Resiliparse includes
+  both by default; leaving them out raised token F1 against the corpus's ground truth.
 
 The parser never sees bytes: decoding happens once in :mod:`.base`, as for every extractor.
 """
@@ -28,6 +32,8 @@ class ResiliparseExtractor(Extractor):
 
     main_content: bool = True
     preserve_formatting: bool = True
+    comments: bool = False
+    post_meta: bool = False
 
     def __post_init__(self) -> None:
         # Without the package every page would fail with ``extractor_error``: refuse at configuration.
@@ -49,6 +55,8 @@ class ResiliparseExtractor(Extractor):
             "forms=0",
             "noscript=0",
             f"format={int(self.preserve_formatting)}",
+            f"comments={int(self.comments)}",
+            f"meta={int(self.post_meta)}",
         ]
         return f"resiliparse/{version('resiliparse')};" + ";".join(options)
 
@@ -64,5 +72,7 @@ class ResiliparseExtractor(Extractor):
             links=False,
             form_fields=False,
             noscript=False,
+            comments=self.comments,
+            post_meta=self.post_meta,
         )
         return text or None

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import pickle
+import subprocess
+import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scrapy_simhash.extract import Extraction, ResiliparseExtractor, get_extractor
 
@@ -87,3 +92,43 @@ def test_bad_input_gives_a_reason_not_an_exception(body, reason):
 
 def test_size_cap():
     assert ResiliparseExtractor(max_bytes=100)(ARTICLE.encode()).reason == "too_large"
+
+
+_TAGS = st.sampled_from(
+    ["p", "div", "article", "nav", "script", "style", "table", "td", "li", "a", "noscript", "!--"]
+)
+_HTMLISH = st.lists(
+    st.one_of(
+        st.text(max_size=40),
+        _TAGS.map(lambda t: f"<{t}>"),
+        _TAGS.map(lambda t: f"</{t}>"),
+        st.sampled_from(
+            ["<", ">", "&amp;", "&#0;", "&#xD800;", "<?xml encoding='rot13'?>", "<meta charset=utf-7>"]
+        ),
+    ),
+    max_size=60,
+).map("".join)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(
+    body=st.one_of(
+        st.binary(max_size=2000), _HTMLISH, _HTMLISH.map(lambda s: s.encode("utf-8", "surrogatepass"))
+    )
+)
+def test_fuzzed_input_gives_text_or_a_reason_never_an_error(body):
+    result = ResiliparseExtractor()(body)
+    assert (result.text is None) == (result.reason is not None)
+    assert result.reason != "extractor_error", body
+
+
+def test_same_text_in_another_process():
+    code = (
+        "import sys; from scrapy_simhash.extract import get_extractor; "
+        "sys.stdout.write(get_extractor('resiliparse')(sys.stdin.buffer.read()).text)"
+    )
+    env = {k: v for k, v in os.environ.items() if k.startswith(("PATH", "HOME", "LANG"))}
+    done = subprocess.run(
+        [sys.executable, "-c", code], input=ARTICLE.encode(), capture_output=True, check=True, env=env
+    )
+    assert done.stdout.decode() == ResiliparseExtractor()(ARTICLE.encode()).text

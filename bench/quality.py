@@ -9,7 +9,8 @@ extractor and feature set it reports precision, recall and F1 per kind of change
 per minimum token count, distance histograms, and the distance distribution over all pairs of
 different corpus pages, with the expected number of false pairs extrapolated to 10 million pages.
 
-Extracted texts are cached in ``bench/results/`` (git-ignored), keyed by seed and transform version:
+Extracted texts are cached in ``bench/results/`` (git-ignored), keyed by seed and transform version
+and, within, by each extractor's description (library version and options):
 the first run extracts ~10,000 pages (about 10 minutes on 2 cores), later runs take seconds.
 """
 
@@ -44,7 +45,14 @@ from quality_pairs import (
 )
 from quality_verified import report_verified
 
-from scrapy_simhash.extract import TrafilaturaExtractor as Extractor
+from scrapy_simhash.extract import (
+    Extractor,
+    ResiliparseExtractor,
+    TrafilaturaExtractor,
+    extractor_names,
+    get_extractor,
+)
+from scrapy_simhash.extract.registry import DEFAULT_NAME
 from scrapy_simhash.fingerprint import simhash_features, simhash_with_count, tokens
 from scrapy_simhash.fingerprint.lines import simhash_lines
 from scrapy_simhash.index.batch import popcount64
@@ -71,50 +79,30 @@ def _visible_text(html: str) -> str | None:
     return trafilatura.html2txt(html) or None
 
 
-def _resiliparse_main(html: str) -> str | None:
-    from resiliparse.extract.html2text import extract_plain_text
-    from resiliparse.parse.html import HTMLTree
-
-    text = extract_plain_text(
-        HTMLTree.parse(html),
-        main_content=True,
-        alt_texts=False,
-        links=False,
-        form_fields=False,
-        noscript=False,
-    )
-    return text or None
-
-
-def _trafilatura(extractor: Extractor) -> Callable[[str], str | None]:
+def _text_of(extractor: Extractor) -> Callable[[str], str | None]:
     return lambda html: extractor(html).text
 
 
-def resiliparse_available() -> bool:
-    try:
-        import resiliparse.extract.html2text  # noqa: F401
-    except ImportError:
-        return False
-    return True
+_BENCH_EXTRACTORS: dict[str, Extractor] = {
+    "trafilatura-fast": TrafilaturaExtractor(),  # the registered "trafilatura" under its earlier bench name
+    "trafilatura-full": TrafilaturaExtractor(fast=False),  # trafilatura's own default, with its fallbacks
+    "trafilatura-precision": TrafilaturaExtractor(fast=False, favor_precision=True),
+    "trafilatura-fast-precision": TrafilaturaExtractor(fast=True, favor_precision=True),
+    "resiliparse-comments": ResiliparseExtractor(comments=True, post_meta=True),  # the library's defaults
+}
+"""Configurations measured beside the registered extractors (never shipped under these names)."""
 
+_REGISTERED: dict[str, Extractor] = {name: get_extractor(name) for name in extractor_names()}
 
+# Every registered extractor by its name (what SIMHASH_EXTRACTOR accepts), then the bench-only ones.
 EXTRACTORS: dict[str, Callable[[str], str | None]] = {
-    "trafilatura": _trafilatura(Extractor(fast=False)),
-    "trafilatura-fast": _trafilatura(Extractor(fast=True)),
-    "trafilatura-precision": _trafilatura(Extractor(fast=False, favor_precision=True)),
-    "trafilatura-fast-precision": _trafilatura(Extractor(fast=True, favor_precision=True)),
-    "visible-text": _visible_text,
-}
-if resiliparse_available():
-    EXTRACTORS["resiliparse"] = _resiliparse_main
-EXTRACTOR_NOTES = {
-    "trafilatura": "Extractor(fast=False): trafilatura's default, with its fallback extractors",
-    "trafilatura-fast": "Extractor(fast=True): no fallback extractors (the shipped default)",
-    "trafilatura-precision": "Extractor(fast=False, favor_precision=True): the recommended opt-in",
-    "trafilatura-fast-precision": "Extractor(fast=True, favor_precision=True)",
-    "visible-text": "trafilatura.html2txt: all visible text, no main-text extraction",
-    "resiliparse": "resiliparse extract_plain_text(main_content=True) (optional extra `quality`)",
-}
+    name: _text_of(extractor) for name, extractor in (_REGISTERED | _BENCH_EXTRACTORS).items()
+} | {"visible-text": _visible_text}
+EXTRACTOR_NOTES: dict[str, str] = {
+    name: extractor.description for name, extractor in (_REGISTERED | _BENCH_EXTRACTORS).items()
+} | {"visible-text": "trafilatura.html2txt: all visible text, no main-text extraction"}
+CACHE_KEYS: dict[str, str] = EXTRACTOR_NOTES | {"visible-text": "visible-text"}
+"""What the texts cache files each extractor's texts under: its description (version and options)."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -176,12 +164,17 @@ def extract_all(
     workers: int,
     cache_path: Path,
 ) -> dict[str, dict[str, str | None]]:
-    """Texts of every (page id, kind) for every extractor in ``names``, from the cache where possible."""
+    """Texts of every (page id, kind) for every extractor in ``names``, from the cache where possible.
+
+    The cache keeps texts under each extractor's description (library version and options), not its
+    name: a changed configuration or library is extracted afresh instead of read stale.
+    """
     cache = load_cache(cache_path)
+    keys = {name: CACHE_KEYS[name] for name in names}
     todo = []
     for page_id, kind in jobs_spec:
         have = cache.get(variant_key(page_id, kind, seed), {})
-        missing = tuple(n for n in names if n not in have)
+        missing = tuple(n for n in names if keys[n] not in have)
         if missing:
             todo.append((page_id, kind, seed, missing))
     if todo:
@@ -189,12 +182,15 @@ def extract_all(
         started = time.monotonic()
         with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(str(corpus),)) as pool:
             for done, (key, texts) in enumerate(pool.map(_extract_variant, todo, chunksize=8), 1):
-                cache.setdefault(key, {}).update(texts)
+                cache.setdefault(key, {}).update((keys[n], text) for n, text in texts.items())
                 if done % 500 == 0:
                     print(f"  {done}/{len(todo)} ({time.monotonic() - started:.0f} s)", file=sys.stderr)
                     save_cache(cache_path, cache)
         save_cache(cache_path, cache)
-    return cache
+    return {
+        variant: {name: entry[key] for name, key in keys.items() if key in entry}
+        for variant, entry in cache.items()
+    }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -404,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--extractors", default=",".join(EXTRACTORS))
     parser.add_argument("--features", default=",".join(FEATURES))
     parser.add_argument(
-        "--default", default="trafilatura-fast/tokens/30", help="extractor/features/min tokens to detail"
+        "--default", default=f"{DEFAULT_NAME}/tokens/30", help="extractor/features/min tokens to detail"
     )
     parser.add_argument("--time-pages", type=int, default=150, help="pages timed per extractor (0: skip)")
     parser.add_argument("--json", type=Path, default=RESULTS / "quality.json")
@@ -629,7 +625,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("|---|---|---|---|---|---|---|---|---|---|", file=out)
     for (name, feat), res in results.items():
-        if name in ("visible-text", "resiliparse") and feat != "tokens":
+        if name in ("visible-text", "resiliparse", "resiliparse-comments") and feat != "tokens":
             continue
         ev = res["eval"][d_min_i]
         unrelated = res["unrelated"].get(d_min_i) or res["unrelated"][0]
@@ -664,7 +660,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("|---|---|---|" + "---|" * len(KINDS) + "---|---|---|", file=out)
     related_ids = [tuple(pair) for pair in related]
-    for name in dict.fromkeys(n for n in (d_name, "trafilatura-precision", "trafilatura-fast") if n in names):
+    swept = (d_name, "trafilatura-precision", REFERENCE_EXTRACTOR)
+    for name in dict.fromkeys(n for n in swept if n in names):
         for n_min in (1, 5, 8, 10, 12, 15, 20):
             prints = {key: Print(*simhash_lines(t.get(name) or "", n_min)) for key, t in texts.items()}
             ev = evaluate(prints, positives, negatives, d_min_i)
@@ -687,7 +684,7 @@ def main(argv: list[str] | None = None) -> int:
         sample = random.Random(f"timing:{args.seed}").sample(pages, min(args.time_pages, len(pages)))
         htmls = [p.html() for p in sample]
         print(f"\n## Extraction speed ({len(sample)} pages, one process, same pages for all)\n", file=out)
-        print("| extractor | ms per page | relative to trafilatura-fast |", file=out)
+        print(f"| extractor | ms per page | relative to {REFERENCE_EXTRACTOR} |", file=out)
         print("|---|---|---|", file=out)
         timings = {}
         for name in names:
@@ -696,7 +693,7 @@ def main(argv: list[str] | None = None) -> int:
                 EXTRACTORS[name](html)
             timings[name] = (time.perf_counter() - started) / len(htmls) * 1000
         for name, ms in timings.items():
-            ratio = ms / timings["trafilatura-fast"] if "trafilatura-fast" in timings else float("nan")
+            ratio = ms / timings[REFERENCE_EXTRACTOR] if REFERENCE_EXTRACTOR in timings else float("nan")
             print(f"| {name} | {ms:.1f} | {ratio:.2f} |", file=out)
 
     # 9. Verified decisions (the shipped default rule): bench/quality_verified.py

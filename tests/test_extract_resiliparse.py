@@ -132,3 +132,10 @@ def test_same_text_in_another_process():
         [sys.executable, "-c", code], input=ARTICLE.encode(), capture_output=True, check=True, env=env
     )
     assert done.stdout.decode() == ResiliparseExtractor()(ARTICLE.encode()).text
+
+
+def test_without_the_package_configuring_it_says_how_to_install(monkeypatch):
+    """Refused when configured, instead of every page failing with ``extractor_error``."""
+    monkeypatch.setitem(sys.modules, "resiliparse.extract.html2text", None)
+    with pytest.raises(ImportError, match=r"scrapy-simhash\[resiliparse\]"):
+        ResiliparseExtractor()

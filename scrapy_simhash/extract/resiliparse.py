@@ -40,9 +40,8 @@ class ResiliparseExtractor(Extractor):
         try:
             import resiliparse.extract.html2text  # noqa: F401
         except ImportError as exc:
-            raise ImportError(
-                "the resiliparse extractor needs the resiliparse package (pip install resiliparse)"
-            ) from exc
+            needs = "the resiliparse extractor needs the resiliparse package"
+            raise ImportError(f"{needs}: pip install 'scrapy-simhash[resiliparse]'") from exc
 
     @cached_property
     def description(self) -> str:

@@ -84,16 +84,12 @@ def _text_of(extractor: Extractor) -> Callable[[str], str | None]:
 
 
 _BENCH_EXTRACTORS: dict[str, Extractor] = {
-    "trafilatura-fast": TrafilaturaExtractor(),  # the registered "trafilatura" under its earlier bench name
     "trafilatura-full": TrafilaturaExtractor(fast=False),  # trafilatura's own default, with its fallbacks
     "trafilatura-precision": TrafilaturaExtractor(fast=False, favor_precision=True),
     "trafilatura-fast-precision": TrafilaturaExtractor(fast=True, favor_precision=True),
     "resiliparse-comments": ResiliparseExtractor(comments=True, post_meta=True),  # the library's defaults
 }
 """Configurations measured beside the registered extractors (never shipped under these names)."""
-
-ALIASES = frozenset({"trafilatura-fast"})
-"""Names kept for earlier commands; left out of a run of every extractor (the same texts twice)."""
 
 _REGISTERED: dict[str, Extractor] = {name: get_extractor(name) for name in extractor_names()}
 
@@ -400,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base", type=int, default=0, help="pages to transform (0: all)")
     parser.add_argument("--random-pairs", type=int, default=20_000)
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--extractors", default=",".join(n for n in EXTRACTORS if n not in ALIASES))
+    parser.add_argument("--extractors", default=",".join(EXTRACTORS))
     parser.add_argument("--features", default=",".join(FEATURES))
     parser.add_argument(
         "--default", default=f"{DEFAULT_NAME}/tokens/30", help="extractor/features/min tokens to detail"

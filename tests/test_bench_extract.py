@@ -1,0 +1,56 @@
+"""bench/extract.py: how an extraction is scored against each kind of ground truth, and a short real run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+sys.path.insert(0, str(BENCH))
+
+from extract import score  # noqa: E402
+from quality_pairs import Truth  # noqa: E402
+
+
+def test_token_f1_counts_tokens_with_multiplicity():
+    truth = Truth(text="the cat sat on the mat")
+    assert score("the cat sat on the mat", truth).f1 == 1.0
+    half = score("the cat sat", truth)  # 3 of 6 tokens, nothing extra
+    assert (half.precision, half.recall) == (1.0, 0.5)
+    noisy = score("the cat sat on the mat share this tweet", truth)  # 6 right, 3 extra
+    assert noisy.recall == 1.0 and noisy.precision == pytest.approx(6 / 9)
+    assert score(None, truth).f1 == 0.0
+
+
+def test_snippets_score_found_and_leaked():
+    truth = Truth(with_=("Main   sentence one.", "Main sentence two."), without=("Cookie banner",))
+    assert score("main sentence one. main sentence two.", truth).f1 == 1.0  # case and spaces do not count
+    leaked = score("Main sentence one. Main sentence two. Cookie banner", truth)
+    assert leaked.recall == 1.0 and leaked.precision == pytest.approx(2 / 3)
+    assert score("Main sentence one.", truth).recall == 0.5
+
+
+def test_a_prefix_gives_recall_only():
+    result = score("A beginning of the article and much more after it", Truth(prefix="A beginning"))
+    assert result.recall == 1.0 and result.precision is None and result.f1 is None
+
+
+def test_a_short_run_prints_every_extractor_and_source(corpus):
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
+    env["SCRAPY_SIMHASH_SHARED"] = str(corpus.parent)
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "extract.py"), "--pages", "2", "--extractors", "resiliparse"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {line.split("|")[1].strip(): line for line in done.stdout.splitlines() if line.startswith("| ")}
+    assert {"trafilatura", "resiliparse"} <= set(rows)  # the reference is always measured
+    assert "scrapinghub-aeb F1" in rows["extractor"] and "overall F1" in rows["extractor"]
+    assert rows["trafilatura"].split("|")[4].strip() == "1.00x"

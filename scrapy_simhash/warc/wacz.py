@@ -42,6 +42,7 @@ ARCHIVE_FOLDER = "archive/"
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
 _LOCAL_SIGNATURE = b"PK\x03\x04"
 _WARC_ENDINGS = (".warc", ".warc.gz", ".arc", ".arc.gz")
+_PREAD = getattr(os, "pread", None)  # not on Windows
 
 
 class WaczError(OSError):
@@ -173,7 +174,7 @@ def open_archive(name: str | os.PathLike[str]) -> BinaryIO:
     except Exception:
         raw.close()
         raise
-    return io.BufferedReader(_Range(raw, start, member.size), buffer_size=1 << 16)  # type: ignore[return-value]
+    return io.BufferedReader(_Range(raw, start, member.size))  # type: ignore[return-value]
 
 
 def _data_start(raw: BinaryIO, member: _Member) -> int:
@@ -193,6 +194,7 @@ class _Range(io.RawIOBase):
 
     def __init__(self, raw: BinaryIO, start: int, size: int) -> None:
         self._raw = raw
+        self._fd = raw.fileno()
         self._start = start
         self._size = size
         self._position = 0
@@ -224,8 +226,11 @@ class _Range(io.RawIOBase):
         want = min(len(buffer), self._size - self._position)
         if want <= 0:
             return 0
-        self._raw.seek(self._start + self._position)
-        data = self._raw.read(want)
+        if _PREAD is not None:  # one call, and no shared file position to move
+            data = _PREAD(self._fd, want, self._start + self._position)
+        else:
+            self._raw.seek(self._start + self._position)
+            data = self._raw.read(want)
         buffer[: len(data)] = data
         self._position += len(data)
         return len(data)

@@ -21,7 +21,7 @@ import struct
 import zipfile
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import BinaryIO
+from typing import Any, BinaryIO, cast
 
 __all__ = [
     "SEPARATOR",
@@ -162,19 +162,15 @@ def open_archive(name: str | os.PathLike[str]) -> BinaryIO:
         return open(name, "rb")
     wacz, member = found
     if not member.stored:
-        archive = zipfile.ZipFile(wacz)
-        try:
-            return _ClosingZipStream(archive, archive.open(member.name))
-        except Exception:
-            archive.close()
-            raise
+        with zipfile.ZipFile(wacz) as archive:  # the member's stream keeps the file open until it is closed
+            return cast(BinaryIO, archive.open(member.name))  # zipfile's stream: seekable, decompressing
     raw = open(wacz, "rb")  # noqa: SIM115 - owned by the range
     try:
         start = _data_start(raw, member)
     except Exception:
         raw.close()
         raise
-    return io.BufferedReader(_Range(raw, start, member.size))  # type: ignore[return-value]
+    return cast(BinaryIO, io.BufferedReader(_Range(raw, start, member.size)))
 
 
 def _data_start(raw: BinaryIO, member: _Member) -> int:
@@ -222,7 +218,7 @@ class _Range(io.RawIOBase):
         self._position = position
         return position
 
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def, override]
+    def readinto(self, buffer: Any) -> int:
         want = min(len(buffer), self._size - self._position)
         if want <= 0:
             return 0
@@ -238,42 +234,4 @@ class _Range(io.RawIOBase):
     def close(self) -> None:
         if not self.closed:
             self._raw.close()
-        super().close()
-
-
-class _ClosingZipStream(io.BufferedIOBase):
-    """A compressed member's stream (zipfile's, seekable) that closes its zip file with it."""
-
-    def __init__(self, archive: zipfile.ZipFile, stream: BinaryIO) -> None:
-        self._archive = archive
-        self._stream = stream
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def read(self, size: int | None = -1) -> bytes:
-        return self._stream.read(-1 if size is None else size)
-
-    def read1(self, size: int = -1) -> bytes:
-        return self._stream.read1(size)  # type: ignore[attr-defined, no-any-return]
-
-    def readline(self, size: int | None = -1) -> bytes:
-        return self._stream.readline(-1 if size is None else size)
-
-    def peek(self, size: int = 0) -> bytes:
-        return self._stream.peek(size)  # type: ignore[attr-defined, no-any-return]
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        return self._stream.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self._stream.tell()
-
-    def close(self) -> None:
-        if not self.closed:
-            self._stream.close()
-            self._archive.close()
         super().close()

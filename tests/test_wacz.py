@@ -385,3 +385,23 @@ def test_a_member_opens_as_a_seekable_stream_of_its_own_bytes() -> None:
         fh.seek(0)
         assert fh.read() == data
         assert fh.read(10) == b""  # the member ends where its bytes end, not at the zip's end
+
+
+def test_a_damaged_zip_entry_is_a_problem_of_that_warc_only(tmp_path: Path) -> None:
+    """The zip's directory reads, but one member's local header is damaged: that WARC cannot be opened
+    (one skipped problem naming it), the other WARC of the package is read."""
+    warc = unpacked(PACKAGES / "valid_example_2.wacz", tmp_path)
+    package = stored_package(
+        tmp_path / "p.wacz", {"archive/a.warc": warc.read_bytes(), "archive/b.warc": warc.read_bytes()}
+    )
+    data = bytearray(package.read_bytes())
+    info = zipfile.ZipFile(package).getinfo("archive/a.warc")
+    data[info.header_offset : info.header_offset + 4] = b"XXXX"
+    package.write_bytes(bytes(data))
+    first, second = plan_inputs([package])
+    [problem] = list(ArchiveReader("warcio").read(first.path))
+    assert problem.skipped and problem.file == f"{package}#archive/a.warc"
+    assert "damaged zip entry 'archive/a.warc'" in problem.reason
+    assert records(list(ArchiveReader("warcio").read(second.path))) == records(
+        list(ArchiveReader("warcio").read(warc))
+    )

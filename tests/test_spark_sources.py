@@ -23,7 +23,7 @@ from scrapy_simhash.warc.pipeline import plan_inputs
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[test]' installs it)")
 
 from scrapy_simhash.spark import fingerprint_archives
-from scrapy_simhash.spark.sources import HIDDEN, MISSING, NOT_READ_BY_SPARK, list_sources
+from scrapy_simhash.spark.sources import HIDDEN, MISSING, NOT_READ_BY_SPARK, WACZ_VIA_HADOOP, list_sources
 
 CORPUS_MOUNT = "viewfs://corpus/warcs"
 WORK_MOUNT = "viewfs://corpus/work"
@@ -237,6 +237,24 @@ def test_missing_over_cap_hidden_and_sidecar_inputs_are_problem_rows(spark, corp
     assert rows(df.where(df.input == 0), strip=f"{WORK_MOUNT}/problems/") == rows(
         fingerprint_archives(spark, [root / "small.warc"]), strip=str(root) + "/"
     )
+
+
+def test_a_wacz_through_hadoop_is_a_problem_row_not_a_silent_skip(spark, corpus, work):
+    """Packages are read in place from local paths; through Hadoop each is a skipped problem row saying
+    so (in a directory too), and the WARCs beside it are read."""
+    root = _data(work, "packages")
+    shutil.copy(corpus / "warcs" / "py-wacz" / "valid_example_2.wacz", root / "c.wacz")
+    shutil.copy(corpus / "warcs" / "resiliparse/warcfile.warc.gz", root / "d.warc.gz")
+    for arguments in (
+        [f"{WORK_MOUNT}/packages"],
+        [f"{WORK_MOUNT}/packages/c.wacz", f"{WORK_MOUNT}/packages/d.warc.gz"],
+    ):
+        got = fingerprint_archives(spark, arguments).collect()
+        problems = [r for r in got if r.problem]
+        assert [(r.input, r.file, r.problem, r.skipped) for r in problems] == [
+            (0, f"{WORK_MOUNT}/packages/c.wacz", WACZ_VIA_HADOOP, True)
+        ]
+        assert {r.file for r in got if not r.problem} == {f"{WORK_MOUNT}/packages/d.warc.gz"}
 
 
 def test_file_gone_when_its_task_runs_is_a_problem_row(spark, corpus, work):

@@ -35,7 +35,9 @@ DESCRIPTION = (
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("cdxj", help=HELP, description=DESCRIPTION)
-    parser.add_argument("inputs", nargs="+", metavar="INPUT", help="WARC/ARC files or directories of them")
+    parser.add_argument(
+        "inputs", nargs="+", metavar="INPUT", help="WARC/ARC files, WACZ packages, or directories of them"
+    )
     parser.add_argument("-o", "--output", help="write here (replaced atomically) instead of stdout")
     parser.add_argument(
         "--merge",

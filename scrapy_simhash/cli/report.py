@@ -15,8 +15,8 @@ DESCRIPTION = (
     "size with their original marked, hosts, and the main texts of chosen pairs side by side with "
     "their differences, re-extracted from the WARC records. INPUT: `dedupe --report` files "
     "(JSON lines or CSV), WARC/ARC files holding simhash metadata records (a crawl's or `tag`'s "
-    "sidecars), or one index (a directory or redis:// URI). The page opens from disk and makes no "
-    "network request."
+    "sidecars; WACZ packages and directories are searched for them), or one index (a directory or "
+    "redis:// URI). The page opens from disk and makes no network request."
 )
 
 

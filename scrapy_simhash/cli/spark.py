@@ -33,9 +33,9 @@ TAG_DESCRIPTION = (
 
 
 INPUTS_HELP = (
-    "WARC/ARC files or directories: local paths or file: URIs on a filesystem every executor reads, "
-    "or any URI Spark's Hadoop filesystem reads (hdfs:, s3a:, gs:, abfs:, ...; read through Spark, "
-    "a whole file per task in executor memory)"
+    "WARC/ARC files, WACZ packages (local paths: their WARCs are read in place) or directories: local "
+    "paths or file: URIs on a filesystem every executor reads, or any URI Spark's Hadoop filesystem "
+    "reads (hdfs:, s3a:, gs:, abfs:, ...; read through Spark, a whole file per task in executor memory)"
 )
 
 

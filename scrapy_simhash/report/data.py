@@ -16,6 +16,7 @@ from typing import Any
 
 from ..fingerprint import from_base32
 from ..index import is_server_uri, open_index
+from ..warc.wacz import open_archive
 from .model import DEFAULT_K, MAX_NOTES, Cluster, Page, ReportData, build, group_clusters, rule_for
 from .warcs import load_warcs, read_pages
 
@@ -37,7 +38,7 @@ def input_kind(location: str) -> str:
     if lower.endswith((".jsonl", ".ndjson", ".json", ".csv")):
         return "rows"
     try:
-        with open(location, "rb") as fh:
+        with open_archive(location) as fh:
             head = fh.read(64).lstrip()
     except OSError as exc:
         raise ValueError(f"cannot read {location}: {exc.strerror or exc}") from exc

@@ -11,6 +11,7 @@ from pathlib import Path
 from ..warc.payload import html_page
 from ..warc.reader import ArchiveReader, ArchiveRecord, ReadProblem
 from ..warc.records import WARC_FIELDS, SimhashFields, parse_fields
+from ..warc.wacz import archive_exists, expand_archive, is_wacz_name
 from .model import MAX_NOTES, Page, ReportData, build, group_clusters, rule_for
 
 MAX_TEXT = 20_000
@@ -18,14 +19,26 @@ MAX_TEXT = 20_000
 
 
 def _archives(inputs: list[str]) -> list[str]:
+    """The archives to read: files, WARCs inside WACZ packages, and both found in directories
+    (sidecars included: they hold the fingerprints). A WACZ that cannot be read stays in the list,
+    so that reading it gives its problem."""
     files: list[str] = []
     for location in inputs:
         if os.path.isdir(location):
             for root, _dirs, names in sorted(os.walk(location)):
-                files.extend(os.path.join(root, n) for n in sorted(names) if ".warc" in n or ".arc" in n)
+                for name in sorted(names):
+                    if ".warc" in name or ".arc" in name or is_wacz_name(name):
+                        files.extend(_expanded(os.path.join(root, name)))
         else:
-            files.append(location)
+            files.extend(_expanded(location))
     return files
+
+
+def _expanded(path: str) -> list[str]:
+    try:
+        return expand_archive(path)
+    except OSError:
+        return [path]
 
 
 def read_pages(inputs: list[str], *, backend: str = "auto") -> tuple[list[Page], int, list[str]]:
@@ -157,7 +170,7 @@ def fetch_records(locators: list[Locator], *, backend: str = "auto") -> dict[Loc
     for file, offset in locators:
         if not file or offset is None:
             out[(file, offset)] = Text(None, "the input does not say which WARC record holds this page")
-        elif not os.path.exists(file):
+        elif not archive_exists(file):
             out[(file, offset)] = Text(None, f"file missing: {file}")
         else:
             by_file[file].add(offset)

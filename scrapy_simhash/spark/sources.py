@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..warc.pipeline import NO_ARCHIVES, SIDECAR_INPUT, is_archive_name, is_sidecar_name
+from ..warc.wacz import is_wacz_name
 
 SPARK_BINARY_LIMIT = (1 << 31) - 1 - (1 << 20)
 """Spark holds a file's bytes in one binary value (at most 2**31 - 1 bytes) inside a row: 1 MiB
@@ -35,6 +36,10 @@ MISSING = "no such file or directory (listed through Spark's Hadoop filesystem)"
 HIDDEN = (
     "name starts with '_' or '.': Spark's file reader skips such files; rename it, or copy it to a shared "
     "filesystem and pass a local path or file: URI"
+)
+WACZ_VIA_HADOOP = (
+    "a WACZ package: its WARCs are read in place from local paths and file: URIs only; copy it to a "
+    "shared filesystem and pass a local path or file: URI"
 )
 NOT_READ_BY_SPARK = (
     "not read: the file was gone when its Spark task ran (or Spark's file reader passed it over)"
@@ -125,12 +130,14 @@ def _archives_under(fs: Any, directory: Any) -> list[tuple[str, int, str]]:
     while files.hasNext():
         status = files.next()
         uri = status.getPath().toString()
-        if is_archive_name(_name(uri)):
+        if is_archive_name(_name(uri)) or is_wacz_name(_name(uri)):
             found.append((uri, int(status.getLen()), uri.removeprefix(root)))
     return sorted(found, key=lambda item: item[2].split("/"))
 
 
 def _file(position: int, uri: str, size: int, cap: int, rel: str) -> Source:
+    if is_wacz_name(_name(uri)):
+        return Source(position, uri, size, WACZ_VIA_HADOOP, rel)
     if size > cap:
         return Source(position, uri, size, over_cap(size, cap), rel)
     if _name(uri).startswith(("_", ".")):

@@ -31,6 +31,7 @@ from .progress import Progress
 from .reader import ArchiveReader, ReadProblem
 from .records import SIMHASH, SIMHASH_SCHEME, SOURCE_OFFSET, TEXT_EXTRACTOR, WARC_FIELDS, parse_fields
 from .spans import SpanStream, readable_spans
+from .wacz import SEPARATOR, archive_size, open_archive, split_location
 
 MINHASH = "minhash"
 MINHASH_SCHEME = "minhash-scheme"
@@ -118,7 +119,7 @@ def read_sidecar(entry: Input, summary: CdxjSummary) -> _Found:
     found = _Found()
     if not entry.sidecar.is_file():
         return found
-    size = entry.path.stat().st_size
+    size = archive_size(entry.path)
     try:
         with open(entry.sidecar, "rb") as fh:
             for record in ArchiveIterator(fh, no_record_parse=True):
@@ -291,6 +292,14 @@ def _indexer_class() -> type:
                         self.here.by_id.setdefault(target, keys)
             return bool(super().filter_record(record))
 
+        def _resolve_rel_path(self, filename: str) -> str:
+            """A WARC inside a WACZ is ``collection.wacz#archive/data.warc.gz``: the package's name
+            (base name, or relative to ``dir_root``) and the member's path inside it."""
+            split = split_location(filename)
+            if split is None:
+                return str(super()._resolve_rel_path(filename))
+            return f"{super()._resolve_rel_path(split[0])}{SEPARATOR}{split[1]}"
+
         def _write_line(self, out: Any, index: Any, record: Any, filename: str) -> None:
             self.record_id = record.rec_headers.get_header("WARC-Record-ID")
             super()._write_line(out, index, record, filename)
@@ -339,7 +348,7 @@ def index_lines(
     indexer = _indexer_class()(emit or collected.append, found, computed, summary, dir_root=root)
     for entry in entries:
         try:
-            with open(entry.path, "rb") as fh:
+            with open_archive(entry.path) as fh:
                 indexer.process_one(fh, None, str(entry.path), readable[str(entry.path)].spans)
         except Exception as exc:  # one unreadable archive is reported, the others indexed
             summary.problems.append(f"{entry.path}: not indexed past the failure: {exc}")

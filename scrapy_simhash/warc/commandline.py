@@ -106,7 +106,8 @@ def add_common_arguments(parser: argparse.ArgumentParser, index_help: str) -> No
         "inputs",
         nargs="+",
         metavar="INPUT",
-        help="WARC/ARC files (gzip or not), or directories (searched recursively for them)",
+        help="WARC/ARC files (gzip or not), WACZ packages (their WARCs are read in place and named "
+        "PACKAGE.wacz#archive/NAME), or directories (searched recursively for them)",
     )
     parser.add_argument("--index", help=index_help)
     parser.add_argument(

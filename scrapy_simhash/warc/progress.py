@@ -22,6 +22,8 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
+from .wacz import archive_size
+
 PLAIN_INTERVAL = 10.0
 """Seconds between plain lines when stderr is not a terminal."""
 BAR_INTERVAL = 0.25
@@ -156,7 +158,7 @@ class Progress:
         """Take the size of every input up front: the total that bytes read are shown out of."""
         for path in paths:
             try:
-                self._sizes[os.fspath(path)] = os.path.getsize(path)
+                self._sizes[os.fspath(path)] = archive_size(path)
             except OSError:  # missing or unreadable: reported by the reader, counts 0 here
                 self._sizes[os.fspath(path)] = 0
         self.total_bytes = sum(self._sizes.values())

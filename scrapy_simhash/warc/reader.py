@@ -29,6 +29,7 @@ from typing import BinaryIO, Literal
 from .framing import OffsetStream, Recorder, record_type, resync, warcio_iterator
 from .gzip_members import MemberStream, SingleStream, scan
 from .sniff import FileKind, sniff
+from .wacz import archive_size, open_archive
 
 __all__ = ["ArchiveReader", "ArchiveRecord", "FileKind", "ReadProblem", "fastwarc_available", "sniff"]
 
@@ -159,10 +160,11 @@ class ArchiveReader:
     def _read(self, path: str) -> Iterator[ArchiveRecord | ReadProblem]:
         try:
             kind = sniff(path)
+            size = archive_size(path)
         except OSError as exc:
             yield ReadProblem(path, None, f"cannot open: {exc}")
             return
-        if os.path.getsize(path) == 0:
+        if size == 0:
             return
         if kind.compression in ("lz4", "zstd"):
             if self.backend != "fastwarc":
@@ -209,7 +211,7 @@ class ArchiveReader:
         already returned are not returned twice): the damage is then located and
         reported the same way whichever backend was chosen.
         """
-        with open(path, "rb") as raw:
+        with open_archive(path) as raw:
             if kind.single_stream:
                 yield from self._read_single_stream(path, kind, raw)
                 return
@@ -265,7 +267,7 @@ class ArchiveReader:
         record that cannot be parsed, parsing restarts at the member after the
         one where the last good record began.
         """
-        size = os.fstat(raw.fileno()).st_size
+        size = raw.seek(0, io.SEEK_END)
         warcio = False
         last: tuple[int, int] = (-1, -1)  # (member offset, position in member) of the last record yielded
         clipped_members: set[int] = set()

@@ -28,6 +28,7 @@ from .pipeline import (
 from .progress import Progress
 from .reader import ReadProblem
 from .records import Duplicate, SimhashFields, metadata_record
+from .wacz import archive_size
 from .writer import WarcFileWriter, base_warcinfo_fields, warcinfo_record
 
 __all__ = ["Options", "dedupe", "plan_inputs", "tag", "write_report"]
@@ -122,7 +123,7 @@ def _open_sidecar(entry: Input, extractor_name: str) -> WarcFileWriter:
                 f"simhash metadata for the records of {source}; offsets are positions in that file",
             ),
             ("source-file", source),
-            ("source-size", str(entry.path.stat().st_size)),
+            ("source-size", str(archive_size(entry.path))),
             ("simhash-scheme", SCHEME),
             ("text-extractor", extractor_name),
         ]

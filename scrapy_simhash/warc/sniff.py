@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Literal
 
 from .gzip_members import GZIP_MAGIC, next_intact
+from .wacz import open_archive
 
 LZ4_MAGIC = b"\x04\x22\x4d\x18"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -109,7 +110,7 @@ def _declared_length(header: bytes) -> int:
 
 def sniff(path: str) -> FileKind:
     """Compression and format of a file, and whether it is gzipped as a single stream."""
-    with open(path, "rb") as fh:
+    with open_archive(path) as fh:
         magic = fh.read(4)
         if magic.startswith(GZIP_MAGIC):
             fh.seek(0)

@@ -15,6 +15,7 @@ from typing import BinaryIO
 
 from .reader import ArchiveReader, ArchiveRecord, ReadProblem
 from .sniff import sniff
+from .wacz import archive_size
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ def readable_spans(path: str | os.PathLike[str], reader: ArchiveReader) -> Reada
     A stretch ends where a problem starts (a damaged gzip member, a clipped record, a cut header) and
     the next one begins at the next record read after it. Notes (nothing lost) cut nothing."""
     path = os.fspath(path)
-    size = os.path.getsize(path)
+    size = archive_size(path)
     kind = sniff(path)
     if kind.single_stream or kind.compression in ("lz4", "zstd"):
         return Readable(None, [])

@@ -45,6 +45,7 @@ RULE_COLUMNS = [
     "similarity",
     "method",
     "rule",
+    "keep",
 ]
 MINHASH_COLUMNS = [
     "cluster",
@@ -57,6 +58,7 @@ MINHASH_COLUMNS = [
     "scheme",
     "similarity",
     "rule",
+    "keep",
 ]
 EARLY, LATE = "2024-01-01T00:00:00Z", "2024-06-01T00:00:00Z"
 

@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..defaults import MIN_TOKENS, MODE, MODES, SIMILARITY
-from ..warc.commandline import add_rule_arguments, run_mode
+from ..warc.commandline import add_keep_argument, add_rule_arguments, run_mode
 
 HELP = "run on Apache Spark (spark dedupe, spark tag)"
 DEDUPE_DESCRIPTION = (
@@ -71,10 +71,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="DIR",
         action="append",
         default=[],
-        help="a table an earlier run wrote with --save (repeatable, oldest first): its records count as "
-        "earlier; only clusters reached by a pair with a new record are reported; its WARCs are not read",
+        help="a table an earlier run wrote with --save (repeatable, oldest first): its records join "
+        "the clusters (the --keep policy chooses the originals among all); only clusters reached by a "
+        "pair with a new record are reported; its WARCs are not read",
     )
     add_rule_arguments(dedupe)
+    add_keep_argument(dedupe)
     dedupe.add_argument(
         "--min-tokens", type=int, default=MIN_TOKENS, help=f"fewer tokens: no fingerprint ({MIN_TOKENS})"
     )
@@ -159,6 +161,7 @@ def _dedupe(spark: Any, args: argparse.Namespace, mode: str, similarity: float) 
         reader=args.reader,
         save=args.save,
         against=args.against,
+        keep=args.keep,
     )
     write_report(rows, args.report, args.format)
     out = sys.stdout if args.report not in (None, "-") else sys.stderr
@@ -174,6 +177,7 @@ def _dedupe(spark: Any, args: argparse.Namespace, mode: str, similarity: float) 
     )
     clusters = len({row["cluster"] for row in rows})
     print(f"clusters: {clusters} covering {len(rows)} records ({len(rows) - clusters} redundant)", file=out)
+    print(f"originals: chosen by --keep {args.keep}", file=out)
     return 1 if any(p.skipped for p in problems) else 0
 
 

@@ -238,6 +238,7 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
     notes: list[str] = []
     bad: Counter[str] = Counter()
     labels: Counter[str] = Counter()
+    keeps: Counter[str] = Counter()
     minhash_rows = False
     clusters: dict[tuple[int, Any], Cluster] = {}
     pages: list[Page] = []
@@ -254,6 +255,9 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
                 continue
             if label:
                 labels[label] += 1
+            keep = row.get("keep")
+            if isinstance(keep, str) and keep:
+                keeps[keep] += 1
             minhash_rows = minhash_rows or row.get("scheme") is not None
             pages.append(page)
             cluster.members.append(page)
@@ -286,6 +290,9 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
         notes.append("in a chain a~b~c a member can be farther than k from its original")
     if mode == "simhash" and given_threshold is None:
         threshold = None  # simhash mode decides by distance alone: no similarity threshold to draw
+    if len(keeps) > 1:
+        listed = ", ".join(f"{name} ({count} rows)" for name, count in keeps.most_common())
+        notes.append(f"the rows' originals were chosen by several keep policies: {listed}")
     return build(
         "dedupe report",
         paths,
@@ -295,6 +302,7 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
         threshold=threshold if has_similarity or given_threshold is not None else None,
         notes=notes,
         mode=mode,
+        keep=" / ".join(name for name, _ in keeps.most_common()) or None,
     )
 
 
@@ -338,6 +346,7 @@ def pages_of_index(index: Iterable[Any], sketch_of: Any = None) -> list[Page]:
                 record_id=meta.get("record_id"),
                 simhash=match.simhash,
                 sketch=None if sketch_of is None else sketch_of(match.key),
+                replaces=meta.get("replaces"),
             )
         )
     return pages
@@ -395,6 +404,13 @@ def load_index(
             )
     else:
         notes.append("an index holds only the fingerprinted pages: pages skipped are not in it")
+    replacements = sum(1 for page in pages if page.replaces)
+    if replacements:
+        notes.append(
+            f"{replacements:,} page(s) replaced the stored original of their cluster as a more preferred "
+            "copy (SIMHASH_KEEP = \"preferred\": the canonical URL, or one without tracking parameters): "
+            "each cluster's original is its newest such copy"
+        )
     return build(
         "index",
         [location],

@@ -155,6 +155,11 @@ def rule_text(data: ReportData) -> str:
     return f"rule not in the input; drawn: {', '.join(drawn)}" if drawn else "no threshold known"
 
 
+def keep_text(data: ReportData) -> str:
+    """Which policy chose the originals, when the input says (a dedupe report's ``keep`` column)."""
+    return "" if data.keep is None else f" (chosen by the keep policy: {data.keep})"
+
+
 def _hosts(data: ReportData) -> str:
     rows = "".join(
         f'<tr><td>{esc(h)}</td><td class="num">{n:,}</td><td class="num">{d:,}</td>'
@@ -193,8 +198,8 @@ def render(data: ReportData, diffs: list[PairDiff]) -> str:
 <h2>Histograms</h2><div id="charts">{_charts(data)}</div>
 <h2>Clusters</h2>
 <p id="cluster-count" data-count="{data.totals.clusters}">{data.totals.clusters:,} clusters; the
-{shown:,} largest are listed (at most {MEMBERS_SHOWN} members each), the original (earliest) first, marked
-&#9733;.</p>
+{shown:,} largest are listed (at most {MEMBERS_SHOWN} members each), the original first, marked
+&#9733;<span id="keep">{esc(keep_text(data))}</span>.</p>
 <p><button id="prev">&larr; previous</button><span id="cluster-page"></span>
 <button id="next">next &rarr;</button></p><div id="clusters"></div>
 <h2 id="pairs">Pair texts</h2>

@@ -44,6 +44,9 @@ class Page:
     original: bool = False
     sketch: Any = field(default=None, repr=False, compare=False)
     """The page's minhash-doc/1 sketch when the input holds it: clusters then follow the verified rule."""
+    replaces: str | None = None
+    """The key of the stored original this page replaced as its cluster's original (a crawl with
+    ``SIMHASH_KEEP = "preferred"``), as the index records it."""
 
     @property
     def host(self) -> str:
@@ -110,6 +113,8 @@ class ReportData:
     """What the input could not tell, and records passed over (each said once)."""
     mode: str | None = None
     """The rule that made the clusters: ``verified``, ``simhash``, ``minhash``; None when unknown."""
+    keep: str | None = None
+    """The policy that chose each cluster's original (``dedupe --keep``); None when the input does not say."""
     archives: list[str] = field(default_factory=list)
     """WARC files or directories holding the pages' records, looked up by record id for the pair texts
     when the input names no file (a crawl's index, with the crawl's own WARCs)."""
@@ -129,6 +134,7 @@ def build(
     notes: list[str] | None = None,
     mode: str | None = None,
     archives: list[str] | None = None,
+    keep: str | None = None,
 ) -> ReportData:
     """Derive the histograms, hosts and totals from ``pages`` (every page the input knows) and clusters."""
     clusters = sorted(clusters, key=lambda c: -c.size)
@@ -173,6 +179,7 @@ def build(
         notes=notes,
         mode=mode,
         archives=list(archives or []),
+        keep=keep,
     )
 
 
@@ -246,9 +253,9 @@ def rule_for(k: int | None = None, similarity: float | None = None, mode: str | 
 
 
 def group_clusters(pages: list[Page], rule: Rule) -> list[Cluster]:
-    """Connected components of ``rule``'s graph over ``pages`` (in age order: the first is the
-    original), each member's distance (and similarity, where both have sketches) to its original
-    filled in. In verified mode pages with sketches are paired by the sketches, pages without by
+    """Connected components of ``rule``'s graph over ``pages`` (in age order: the original is the
+    first that no member replaced, see :attr:`Page.replaces`), each member's distance (and similarity,
+    where both have sketches) to its original filled in. In verified mode pages with sketches are paired by the sketches, pages without by
     simhash within the rule's distance, as ``dedupe`` pairs them."""
     from ..index.batch import cluster_groups, clusters
     from ..warc.dedupe import rule_pairs
@@ -261,7 +268,9 @@ def group_clusters(pages: list[Page], rule: Rule) -> list[Cluster]:
     out = []
     for number, group in enumerate(cluster_groups(clusters(pairs=pairs, n=len(hashed)))):
         members = [hashed[int(i)] for i in group]
-        first = members[0]
+        replaced = {m.replaces for m in members if m.replaces}
+        first = next((m for m in members if m.key not in replaced), members[0])
+        members = [first] + [m for m in members if m is not first]
         for i, member in enumerate(members):
             assert member.simhash is not None and first.simhash is not None  # hashed pages only
             verdict = rule.compare_values(member.simhash, first.simhash, member.sketch, first.sketch)

@@ -2,8 +2,9 @@
 
 fingerprint_archives -> near_duplicates (by the decision rule: verified by default, LSH bands of the
 sketches checked by the rule, simhash for pages without sketch) -> clusters. Records are numbered
-``input << 40 | offset`` so that "smallest id" is "earliest record" in the order ``dedupe`` reads
-(input order, then offset): every cluster keeps the same original.
+``input << 40 | offset``, the order ``dedupe`` reads (input order, then offset), so that clusters are
+numbered as ``dedupe`` numbers them; within a cluster the keep policy (:mod:`..keep`) orders the members
+by the records' own fields, as ``dedupe`` does, so every cluster keeps the same original.
 Only the clustered records reach the driver.
 """
 
@@ -17,6 +18,7 @@ from urllib.parse import urlparse
 from ..decision import Rule
 from ..defaults import DISTANCE, MODE, SIMILARITY
 from ..fingerprint.minhash import MinHash
+from ..keep import DEFAULT_KEEP, check_policy, meta_order
 from ..warc.dedupe import rule_row
 from .archives import fingerprint_archives
 from .components import clusters
@@ -49,6 +51,7 @@ def dedupe_rows(
     similarity: float = SIMILARITY,
     save: str | None = None,
     against: Iterable[str] = (),
+    keep: str = DEFAULT_KEEP,
     **options: Any,
 ) -> tuple[list[dict[str, Any]], list[Any]]:
     """(report rows as ``dedupe`` writes them, problem rows of the read). ``options`` as for
@@ -56,12 +59,14 @@ def dedupe_rows(
 
     ``save``: also write the fingerprinted records to this Parquet directory (any Hadoop URI), to be
     given as ``against`` in a later run. ``against``: Parquet tables of earlier runs, the stored
-    collection: their records count as earlier than the new ones (tables in the order given), only
+    collection: their records join the clusters (clusters are numbered as if read first, tables in the
+    order given; the ``keep`` policy chooses each original among all members), only
     clusters joined by at least one pair with a new record are reported, and the stored archives are
-    not read again.
+    not read again. ``keep``: the policy that chooses each cluster's original, as for ``dedupe``.
     """
     from pyspark.sql import functions as F
 
+    check_policy(keep)
     rule = Rule(mode=mode, distance=k, similarity=similarity)
     read = fingerprint_archives(spark, paths, mode=mode, similarity=similarity, **options).cache()
     try:
@@ -85,18 +90,12 @@ def dedupe_rows(
         groups.setdefault(row.cluster, []).append(row)
     rows: list[dict[str, Any]] = []
     for number, cluster in enumerate(sorted(groups)):
-        group = sorted(groups[cluster], key=lambda r: r.id)
-        first = _page(group[0])
-        for i, member in enumerate(group):
-            meta = {
-                "url": member.uri,
-                "date": member.date,
-                "record_id": member.record_id,
-                "file": _report_name(member.file),
-                "offset": member.offset,
-            }
+        metas = [(_meta(member), member) for member in groups[cluster]]
+        group = sorted(metas, key=lambda pair: meta_order(keep, pair[0]))
+        first = _page(group[0][1])
+        for i, (meta, member) in enumerate(group):
             role = "original" if i == 0 else "duplicate"
-            rows.append(rule_row(number, meta, _page(member), first, role, rule))
+            rows.append({**rule_row(number, meta, _page(member), first, role, rule), "keep": keep})
     return rows, problems
 
 
@@ -122,6 +121,18 @@ def _with_stored(spark: Any, fresh: Any, tables: list[str]) -> tuple[Any, str | 
         stored_rows = stored_rows.unionByName(part)
     both = stored_rows.withColumn("new", F.lit(False)).unionByName(fresh.withColumn("new", F.lit(True)))
     return both, "new"
+
+
+def _meta(row: Any) -> dict[str, Any]:
+    """A member row as ``dedupe`` describes a record (its report columns and token count)."""
+    return {
+        "url": row.uri,
+        "date": row.date,
+        "record_id": row.record_id,
+        "file": _report_name(row.file),
+        "offset": row.offset,
+        "tokens": row.tokens,
+    }
 
 
 def _report_name(file: str) -> str:

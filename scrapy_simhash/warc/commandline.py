@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from ..defaults import DISTANCE, MIN_TOKENS, MODE, MODES, SIMILARITY
 from ..extract import DEFAULT_EXTRACTOR, DEFAULT_MAX_BYTES
+from ..keep import DEFAULT_KEEP, KEEP_POLICIES
 
 T = TypeVar("T")
 
@@ -164,6 +165,18 @@ def add_tag_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="DIR", help="write sidecars here instead of next to each input")
 
 
+def add_keep_argument(parser: argparse.ArgumentParser) -> None:
+    """``--keep``: which member of a cluster is its original (also used by ``spark dedupe``)."""
+    parser.add_argument(
+        "--keep",
+        choices=KEEP_POLICIES,
+        default=DEFAULT_KEEP,
+        help=f"which record of a cluster is the original ({DEFAULT_KEEP}): earliest or latest capture "
+        "date, longest main text, or shortest URL; ties go to the earlier capture, then URL, file name "
+        "and offset",
+    )
+
+
 def add_dedupe_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(
         parser,
@@ -190,6 +203,7 @@ def add_dedupe_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"with --method minhash: the least estimated Jaccard similarity of a pair ({DEFAULT_THRESHOLD}; "
         "an existing --index keeps the threshold it was created with)",
     )
+    add_keep_argument(parser)
 
 
 def run_mode(args: argparse.Namespace) -> str:
@@ -358,7 +372,7 @@ def run_dedupe(args: argparse.Namespace) -> int:
     options = options_from(args)
     summary, rows = run_with_index(
         args,
-        lambda index: dedupe(inputs, options, index, method=method, threshold=threshold),
+        lambda index: dedupe(inputs, options, index, method=method, threshold=threshold, keep=args.keep),
         options.extractor.description,
     )
     write_report(rows, args.report, args.format, method)
@@ -367,4 +381,5 @@ def run_dedupe(args: argparse.Namespace) -> int:
     for line in summary.lines():
         print(line, file=out)
     print(f"clusters: {clusters} covering {len(rows)} records ({len(rows) - clusters} redundant)", file=out)
+    print(f"originals: chosen by --keep {args.keep}", file=out)
     return summary.exit_status

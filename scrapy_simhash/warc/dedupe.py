@@ -6,7 +6,8 @@ and their estimated Jaccard similarity is at least the threshold, in ``simhash``
 fingerprints are within Hamming distance k; a page without sketch is judged by simhash alone.
 Each row gives ``distance`` and ``similarity`` to its cluster's original and the ``method`` of that
 comparison. ``minhash`` is the earlier MinHash-only method (``--method minhash --threshold J``, its
-own index kind). Either way clusters are connected components and the original is the earliest record.
+own index kind). Either way clusters are connected components, and the original is the member the keep
+policy puts first (:mod:`..keep`: by default the earliest capture), whatever order the records were read in.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
@@ -24,6 +26,7 @@ from ..decision import Rule
 from ..fingerprint import to_base32
 from ..fingerprint.minhash import SCHEME as MINHASH_SCHEME
 from ..fingerprint.minhash import MinHash
+from ..keep import DEFAULT_KEEP, check_policy, keep_order, meta_order
 from .outcome import RunSummary, check_and_add, count_result, index_meta, record_key, same_record
 from .pipeline import (
     FileEnd,
@@ -50,10 +53,12 @@ REPORT_FIELDS = [
     "similarity",
     "method",
     "rule",
+    "keep",
 ]
 """Rows of the rule (both modes): ``distance`` (bits) and ``similarity`` (estimated Jaccard, None when a
 side has no sketch) to the cluster's original, ``method`` how that pair is judged (verified or simhash),
-``rule`` the run's rule (:func:`rule_label`), so that a reader of the rows knows the thresholds."""
+``rule`` the run's rule (:func:`rule_label`), so that a reader of the rows knows the thresholds, ``keep``
+the policy that chose each cluster's original (:data:`~scrapy_simhash.keep.KEEP_POLICIES`)."""
 MINHASH_REPORT_FIELDS = [
     "cluster",
     "record_id",
@@ -64,6 +69,7 @@ MINHASH_REPORT_FIELDS = [
     "scheme",
     "similarity",
     "rule",
+    "keep",
 ]
 """``--method minhash`` rows: ``similarity`` is the estimated Jaccard to the cluster's original; ``rule``
 is ``minhash threshold=T`` (:func:`minhash_label`)."""
@@ -83,6 +89,7 @@ def dedupe(
     *,
     method: str = "rule",
     threshold: float = DEFAULT_THRESHOLD,
+    keep: str = DEFAULT_KEEP,
 ) -> tuple[RunSummary, list[dict[str, Any]]]:
     """Near-duplicate clusters across all inputs; rows ordered by cluster, the first row its original.
 
@@ -93,7 +100,9 @@ def dedupe(
     Jaccard similarity is at least ``threshold``; with an ``index`` (a
     :class:`~scrapy_simhash.index.minhash_store.MinHashIndex`) the index's own threshold decides,
     and pages it stored in earlier runs join the clusters.
+    ``keep`` (:data:`~scrapy_simhash.keep.KEEP_POLICIES`) chooses each cluster's original.
     """
+    check_policy(keep)
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     if method == "minhash":
@@ -123,21 +132,23 @@ def dedupe(
     if method == "minhash":
         sketched = [r for r in results if r.minhash is not None]
         rows = (
-            _clusters_minhash_with_index(sketched, index)
+            _clusters_minhash_with_index(sketched, index, keep)
             if index is not None
-            else _clusters_minhash(sketched, threshold)
+            else _clusters_minhash(sketched, threshold, keep)
         )
         summary.near_duplicates = sum(1 for row in rows if row["role"] == "duplicate")
     else:
         rule = options.rule
         rows = (
-            _clusters_with_index(results, index, rule)
+            _clusters_with_index(results, index, rule, keep)
             if index is not None
-            else _clusters_batch(results, rule)
+            else _clusters_batch(results, rule, keep)
         )
         duplicates = [row for row in rows if row["role"] == "duplicate"]
         summary.near_duplicates = len(duplicates)
         summary.by_simhash = sum(1 for row in duplicates if row["method"] == "simhash")
+    for row in rows:
+        row["keep"] = keep
     summary.seconds = progress.elapsed
     return summary, rows
 
@@ -242,8 +253,20 @@ def rule_pairs(hashes: Sequence[int], sketches: Sequence[Any], rule: Rule) -> np
     return np.concatenate(found)
 
 
-def _clusters_batch(results: list[PageResult], rule: Rule) -> list[dict[str, Any]]:
-    """Connected components of the rule's pairs over all pages, the earliest record first."""
+def result_order(keep: str, result: PageResult) -> tuple[Any, ...]:
+    """The ``keep`` policy's sort key of a page read in this run (the smallest is the original)."""
+    return keep_order(
+        keep,
+        date=result.date,
+        uri=result.uri,
+        file=os.path.abspath(result.file),
+        offset=result.offset,
+        tokens=result.tokens,
+    )
+
+
+def _clusters_batch(results: list[PageResult], rule: Rule, keep: str) -> list[dict[str, Any]]:
+    """Connected components of the rule's pairs over all pages, in the ``keep`` policy's order."""
     from ..index.batch import cluster_groups, clusters
 
     if len(results) < 2:
@@ -252,8 +275,9 @@ def _clusters_batch(results: list[PageResult], rule: Rule) -> list[dict[str, Any
     pairs = rule_pairs([h for h, _ in pages], [s for _, s in pages], rule)
     labels = clusters(pairs=pairs, n=len(pages))
     rows: list[dict[str, Any]] = []
-    for number, group in enumerate(cluster_groups(labels)):
-        first = pages[int(group[0])]
+    for number, positions in enumerate(cluster_groups(labels)):
+        group = sorted(positions.tolist(), key=lambda i: result_order(keep, results[i]))
+        first = pages[group[0]]
         for position in group:
             role = "original" if position == group[0] else "duplicate"
             rows.append(
@@ -262,8 +286,8 @@ def _clusters_batch(results: list[PageResult], rule: Rule) -> list[dict[str, Any
     return rows
 
 
-def _clusters_minhash(results: list[PageResult], threshold: float) -> list[dict[str, Any]]:
-    """Connected components of the "estimated Jaccard >= threshold" graph, earliest record first.
+def _clusters_minhash(results: list[PageResult], threshold: float, keep: str) -> list[dict[str, Any]]:
+    """Connected components of the "estimated Jaccard >= threshold" graph, in the ``keep`` policy's order.
 
     ``similarity`` is each member's estimate against the original, so in a chain (a~b, b~c) it
     can be below the threshold for c.
@@ -278,18 +302,21 @@ def _clusters_minhash(results: list[PageResult], threshold: float) -> list[dict[
     sketches = np.stack([r.minhash.values for r in results if r.minhash is not None])
     labels = minhash_clusters(sketches, threshold)
     rows: list[dict[str, Any]] = []
-    for number, group in enumerate(cluster_groups(labels)):
-        first = results[int(group[0])].minhash
+    for number, positions in enumerate(cluster_groups(labels)):
+        group = sorted(positions.tolist(), key=lambda i: result_order(keep, results[i]))
+        first = results[group[0]].minhash
         assert first is not None
         for position in group:
-            member = results[int(position)]
+            member = results[position]
             assert member.minhash is not None
             role = "original" if position == group[0] else "duplicate"
             rows.append(_minhash_row(number, index_meta(member), member.minhash, first, role, threshold))
     return rows
 
 
-def _clusters_with_index(results: list[PageResult], index: Any, rule: Rule) -> list[dict[str, Any]]:
+def _clusters_with_index(
+    results: list[PageResult], index: Any, rule: Rule, keep: str
+) -> list[dict[str, Any]]:
     """Clusters of the graph built from the index's answers (earlier runs' records included).
 
     Rows compare each member with its original by ``rule``; a stored page's sketch comes from the
@@ -304,12 +331,12 @@ def _clusters_with_index(results: list[PageResult], index: Any, rule: Rule) -> l
     return [
         rule_row(number, meta, value, first, role, rule)
         for number, meta, value, first, role in _index_components(
-            results, lambda r: (r.simhash, r.minhash if rule.verified else None), matches
+            results, lambda r: (r.simhash, r.minhash if rule.verified else None), matches, keep
         )
     ]
 
 
-def _clusters_minhash_with_index(results: list[PageResult], index: Any) -> list[dict[str, Any]]:
+def _clusters_minhash_with_index(results: list[PageResult], index: Any, keep: str) -> list[dict[str, Any]]:
     """Clusters of the "estimated Jaccard >= the index's threshold" graph from a MinHash index's answers."""
 
     def matches(result: PageResult, key: str) -> list[tuple[str, dict[str, Any], Any]]:
@@ -320,7 +347,7 @@ def _clusters_minhash_with_index(results: list[PageResult], index: Any) -> list[
 
     return [
         _minhash_row(number, meta, value, first, role, index.threshold)
-        for number, meta, value, first, role in _index_components(results, lambda r: r.minhash, matches)
+        for number, meta, value, first, role in _index_components(results, lambda r: r.minhash, matches, keep)
     ]
 
 
@@ -346,13 +373,17 @@ def _index_components(
     results: list[PageResult],
     value_of: Callable[[PageResult], Any],
     matches: Callable[[PageResult, str], list[tuple[str, dict[str, Any], Any]]],
+    keep: str,
 ) -> list[tuple[int, dict[str, Any], Any, Any, str]]:
     """Connected components of the graph of the index's answers, as (cluster, meta, value, original's
     value, role); ``matches(result, key)`` stores the page and returns what the index held before as
-    (key, meta, value). Stored pages rank before this run's page that found them."""
+    (key, meta, value). Clusters are numbered in the order they were found (stored pages rank before
+    this run's page that found them); members are in the ``keep`` policy's order (by their meta)."""
     parent: dict[str, str] = {}
     nodes: dict[str, tuple[dict[str, Any], Any]] = {}
-    rank: dict[str, tuple[int, int]] = {}  # (position of the record that found it, 0 if already stored)
+    # (position of the record that found it, 0 if already stored, then the order found): distinct for every
+    # node, so that two stored pages found by one record are joined like any other two
+    rank: dict[str, tuple[int, int, int]] = {}
 
     def find(key: str) -> str:
         while parent.setdefault(key, key) != key:
@@ -363,13 +394,13 @@ def _index_components(
     for position, result in enumerate(results):
         key = record_key(result)
         nodes[key] = (index_meta(result), value_of(result))
-        rank[key] = (position, 1)
+        rank[key] = (position, 1, 0)
         for match_key, match_meta, match_value in matches(result, key):
             if match_key == key or same_record(match_meta, result.record_id):
                 continue  # the record itself (stored by an earlier run, or by the crawl under its URL)
             if match_key not in nodes:
                 nodes[match_key] = (match_meta, match_value)
-                rank[match_key] = (position, 0)
+                rank[match_key] = (position, 0, len(rank))
             a, b = find(match_key), find(key)
             if a != b:
                 parent[max(a, b, key=rank.__getitem__)] = min(a, b, key=rank.__getitem__)
@@ -378,7 +409,8 @@ def _index_components(
         groups.setdefault(find(key), []).append(key)
     out: list[tuple[int, dict[str, Any], Any, Any, str]] = []
     members_list = [members for members in groups.values() if len(members) > 1]
-    for number, members in enumerate(members_list):
+    for number, found in enumerate(members_list):
+        members = sorted(found, key=lambda key: meta_order(keep, nodes[key][0]))
         first_value = nodes[members[0]][1]
         for i, key in enumerate(members):
             meta, value = nodes[key]

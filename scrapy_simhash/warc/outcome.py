@@ -111,12 +111,15 @@ def check_and_add(index: Any, result: PageResult) -> list[Any]:
 
 
 def index_meta(result: PageResult) -> dict[str, Any]:
+    """What an index stores with a page: where its record is, and its main text's token count (for
+    ``dedupe --keep longest`` against pages stored by earlier runs)."""
     return {
         "url": result.uri,
         "date": result.date,
         "record_id": result.record_id,
         "file": os.path.abspath(result.file),
         "offset": result.offset,
+        "tokens": result.tokens,
     }
 
 

@@ -13,12 +13,18 @@ For each fingerprinted response, ``response.meta["simhash"]`` holds::
      "minhash": "<base64url>", "minhash_scheme": "minhash-doc/1", "mode": "verified",
      "extractor": "trafilatura/...", "tokens": 812, "near_duplicate": True,
      "duplicate_of": {"key": ..., "url": ..., "date": ..., "record_id": ...,
-                      "distance": 7, "similarity": 0.9297, "method": "verified"}}
+                      "distance": 7, "similarity": 0.9297, "method": "verified"},
+     "canonical": "https://example.org/a", "replaces": None}
 
 ``distance`` is the Hamming distance of the simhashes in bits, ``similarity`` the estimated
 Jaccard similarity of the minhash-doc/1 sketches (0..1; None when the decision was made by
 simhash alone: ``SIMHASH_MODE = "simhash"``, or a stored page without sketch, counted in
 ``simhash/decided_by_simhash``). ``minhash`` is None in simhash mode.
+
+``canonical`` is the URL the page declares canonical (None: none, or ``SIMHASH_KEEP = "first"``).
+``replaces`` describes, like ``duplicate_of``, the stored original a more preferred copy replaced as
+its cluster's original (``SIMHASH_KEEP = "preferred"``, :mod:`.preferred`); such a page is not a
+near-duplicate and is never dropped.
 
 Responses that are not fingerprinted carry the reason in
 ``response.meta["simhash_skipped"]``. ``request.meta["dont_simhash"] = True``
@@ -51,6 +57,7 @@ from .index import (
 from .index_guard import IndexGuard, IndexSkipped
 from .page import PageFingerprint
 from .pool import FingerprintPool
+from .preferred import Preference
 from .settings import SimhashConfigError, SimhashSettings
 from .signals import fingerprint_computed
 
@@ -94,14 +101,21 @@ def duplicate_of(matches: list[Match], key: str, known: Match | None) -> Match |
     """The page this one duplicates: the best match other than itself (the index orders them: most
     similar, then closest, then oldest).
 
-    When the URL was stored before with the same content (``known``), only
-    pages older than that first visit count: a re-crawled original stays the
-    original.
+    A match that another match replaced as its cluster's original (that one's meta says
+    ``replaces``) is passed over: the copies of a cluster name its newest original. When the URL was
+    stored before with the same content (``known``), only pages older than that first visit count (a
+    re-crawled original stays the original), and the page that replaced it, if any.
     """
+    replacers = {meta["replaces"]: m for m in matches if (meta := m.meta or {}).get("replaces")}
+    successors = set()
+    current = key
+    while current in replacers and replacers[current].key not in successors:
+        current = replacers[current].key
+        successors.add(current)
     for match in matches:
-        if match.key == key:
+        if match.key == key or match.key in replacers:
             continue
-        if known is not None and match.seq > known.seq:
+        if known is not None and match.seq > known.seq and match.key not in successors:
             continue
         return match
     return None
@@ -125,8 +139,10 @@ class SimhashMiddleware:
             min_tokens=config.min_tokens,
             timeout=config.timeout,
             minhash=config.verified,
+            canonical=config.keep == "preferred",
             **({"function": load_object(function)} if function else {}),
         )
+        self.preference = Preference.with_extra(config.tracking_params)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -327,14 +343,14 @@ class SimhashMiddleware:
         self.stats.inc_value("simhash/computed")
         assert self.guard is not None, "the index opens with the spider"
         try:
-            original = await maybe_deferred_to_future(
+            original, replaced = await maybe_deferred_to_future(
                 self.guard.run(lambda: self._record(page, response.url, request))
             )
         except IndexSkipped as skipped:  # the index is known to be down: no call, no wait
             return self._skip(request, response, skipped.reason)
         except SimhashIndexError as exc:
             return self._index_failed(request, response, exc)
-        result = self._result(page, original)
+        result = self._result(page, None if replaced else original, original if replaced else None)
         request.meta["simhash"] = result
         self.crawler.signals.send_catch_log(
             fingerprint_computed,
@@ -346,18 +362,23 @@ class SimhashMiddleware:
         if original is None:
             self.stats.inc_value("simhash/unique")
             return response
+        url = original.meta.get("url", original.key)
+        if replaced:  # a more preferred copy than the stored original: it is the original from now on
+            self.stats.inc_value("simhash/original_replaced")
+            logger.info("simhash: %s replaces %s as original (%s)", response.url, url, verdict_text(original))
+            return response
         self.stats.inc_value("simhash/near_duplicate")
         if self.config.verified and original.similarity is None:
             self.stats.inc_value("simhash/decided_by_simhash")
-        url = original.meta.get("url", original.key)
         logger.debug("simhash: %s is a near-duplicate of %s (%s)", response.url, url, verdict_text(original))
         if self.config.action == "drop":
             self.stats.inc_value("simhash/dropped")
             raise IgnoreRequest(f"near-duplicate of {url} ({verdict_text(original)})")
         return response
 
-    def _record(self, page: PageFingerprint, url: str, request: Request) -> Match | None:
-        """On the index thread: look the page up and store it; the match it duplicates, if any."""
+    def _record(self, page: PageFingerprint, url: str, request: Request) -> tuple[Match | None, bool]:
+        """On the index thread: look the page up and store it; the match it duplicates, if any, and
+        whether the page replaces that match as its cluster's original (``SIMHASH_KEEP``)."""
         if self.index is None:
             if not isinstance(self._open_error, IndexUnavailableError):  # retrying will not help
                 raise IndexUnavailableError(
@@ -386,16 +407,39 @@ class SimhashMiddleware:
                 add_sketch = getattr(index, "add_sketch", None)
                 if add_sketch is not None and add_sketch(url, page.minhash):
                     self.stats.inc_value("simhash/index/sketch_added")
-            return duplicate_of(self._aged(index.query(simhash, **sketch)), url, known)
-        meta = {
+            return duplicate_of(self._aged(index.query(simhash, **sketch)), url, known), False
+        meta: dict[str, Any] = {
             "url": url,
             "date": request.meta.get("warc_date") or _now(),
             "record_id": request.meta.get("warc_record_id"),
         }
+        if page.canonical is not None:
+            meta["canonical"] = page.canonical
+        replaces = (
+            self._replaces(page, url, index.query(simhash, **sketch))
+            if self.config.keep == "preferred"
+            else None
+        )
+        if replaces is not None:
+            meta["replaces"] = replaces.key
         matches = index.check_and_add(simhash, url, meta, **sketch)
         if known is None:
             self.stats.inc_value("simhash/index/size")
-        return duplicate_of(matches, url, None)
+        original = duplicate_of(matches, url, None)
+        # the index's answer decides (atomic in Redis); the replacement stands if it names the same original
+        return original, replaces is not None and original is not None and original.key == replaces.key
+
+    def _replaces(self, page: PageFingerprint, url: str, matches: list[Match]) -> Match | None:
+        """On the index thread: the stored original this page, a more preferred copy, replaces; None
+        when it is not more preferred (or duplicates nothing)."""
+        original = duplicate_of(matches, url, None)
+        if original is None:
+            return None
+        meta = original.meta or {}
+        old_url = meta.get("url", original.key)
+        if self.preference.prefers(url, page.canonical, old_url, meta.get("canonical")):
+            return original
+        return None
 
     def _stored_sketch(self, known: Match | None) -> Any:
         """On the index thread: the sketch stored with ``known`` (None: no such page, no sketch, or
@@ -423,7 +467,11 @@ class SimhashMiddleware:
             aged.append(dataclasses.replace(match, seq=stored.seq) if stored is not None else match)
         return aged
 
-    def _result(self, page: PageFingerprint, original: Match | None) -> dict[str, Any]:
+    def _result(
+        self, page: PageFingerprint, original: Match | None, replaced: Match | None = None
+    ) -> dict[str, Any]:
+        """``response.meta["simhash"]``: ``duplicate_of`` the original this page duplicates, or
+        ``replaces`` the stored original this more preferred copy replaces (both described alike)."""
         assert page.simhash is not None
         sketch = page.minhash if self.config.verified else None
         return {
@@ -435,18 +483,10 @@ class SimhashMiddleware:
             "mode": self.config.mode,
             "extractor": self.config.extractor.description,
             "tokens": page.tokens,
+            "canonical": page.canonical,
             "near_duplicate": original is not None,
-            "duplicate_of": None
-            if original is None
-            else {
-                "key": original.key,
-                "url": original.meta.get("url", original.key),
-                "date": original.meta.get("date"),
-                "record_id": original.meta.get("record_id"),
-                "distance": original.distance,
-                "similarity": None if original.similarity is None else round(original.similarity, 4),
-                "method": "simhash" if original.similarity is None else "verified",
-            },
+            "duplicate_of": None if original is None else _described(original),
+            "replaces": None if replaced is None else _described(replaced),
         }
 
     def _index_failed(self, request: Request, response: Response, exc: Exception) -> Response:
@@ -459,3 +499,17 @@ class SimhashMiddleware:
             logger.error("simhash: index error, page passed on untagged: %s: %s", response.url, exc)
         request.meta["simhash_skipped"] = reason
         return response
+
+
+def _described(match: Match) -> dict[str, Any]:
+    """A stored page as ``duplicate_of`` and ``replaces`` describe it, with its verdict against this page."""
+    meta = match.meta or {}
+    return {
+        "key": match.key,
+        "url": meta.get("url", match.key),
+        "date": meta.get("date"),
+        "record_id": meta.get("record_id"),
+        "distance": match.distance,
+        "similarity": None if match.similarity is None else round(match.similarity, 4),
+        "method": "simhash" if match.similarity is None else "verified",
+    }

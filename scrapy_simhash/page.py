@@ -24,12 +24,15 @@ class PageFingerprint:
     ``extractor_error``) or ``too_few_tokens``. ``minhash`` is the page's
     minhash-doc/1 sketch (set whenever the page has a simhash, unless ``minhash=False``
     was asked for): the verified decision rule (:mod:`scrapy_simhash.decision`) needs it.
+    ``canonical`` is the URL the page declares canonical, absolute (:mod:`scrapy_simhash.canonical`),
+    set by the crawl's workers when it prefers canonical copies (``SIMHASH_KEEP``); None otherwise.
     """
 
     simhash: int | None
     tokens: int
     reason: str | None = None
     minhash: MinHash | None = None
+    canonical: str | None = None
 
 
 def fingerprint_page(

@@ -14,6 +14,7 @@ own page only:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 import os
@@ -27,6 +28,7 @@ from typing import Any
 
 from twisted.internet.defer import Deferred, succeed
 
+from .canonical import canonical_url
 from .extract import Extractor
 from .page import PageFingerprint, fingerprint_page
 from .workers import (
@@ -56,6 +58,21 @@ def _init_worker(function: FingerprintFunction, options: dict[str, Any]) -> None
 
 def _run_in_worker(body: bytes, url: str | None, encoding: str | None) -> PageFingerprint:
     return _worker_function(body, url, encoding, **_worker_options)
+
+
+def with_canonical(
+    page: PageFingerprint, body: bytes, url: str | None, encoding: str | None
+) -> PageFingerprint:
+    """``page`` with the canonical URL ``body`` declares (read from the head: no second parse), when it
+    has a fingerprint; pages without one are never compared, so their head is not read."""
+    if page.simhash is None or page.canonical is not None:
+        return page
+    canonical = canonical_url(body, url, encoding)
+    return page if canonical is None else dataclasses.replace(page, canonical=canonical)
+
+
+def _run_in_worker_with_canonical(body: bytes, url: str | None, encoding: str | None) -> PageFingerprint:
+    return with_canonical(_run_in_worker(body, url, encoding), body, url, encoding)
 
 
 @dataclass(eq=False)
@@ -111,7 +128,8 @@ class FingerprintPool:
     """Fingerprints pages in ``workers`` processes (0: inline, in the calling thread).
 
     Each answer is the worker's :class:`PageFingerprint` as pickled back, its minhash-doc/1 sketch
-    included (``minhash=False``: computed without one).
+    included (``minhash=False``: computed without one), and with ``canonical=True`` the canonical URL
+    the page declares (read in the worker from the bytes it already has).
     """
 
     PREFETCH = 2
@@ -130,8 +148,12 @@ class FingerprintPool:
         function: FingerprintFunction = fingerprint_page,
         reactor: Any = None,
         minhash: bool = True,
+        canonical: bool = False,
     ) -> None:
         self.workers = workers
+        # canonical: each fingerprinted page also carries the canonical URL it declares (SIMHASH_KEEP)
+        self.canonical = canonical
+        self._runner = _run_in_worker_with_canonical if canonical else _run_in_worker
         self.timeout = timeout
         self.function = function
         self.options: dict[str, Any] = {"extractor": extractor, "min_tokens": min_tokens}
@@ -194,7 +216,8 @@ class FingerprintPool:
         if self._main is None:
             if self._closed:
                 return succeed(PageFingerprint(None, 0, "worker_error"))
-            return succeed(self.function(body, url, encoding, **self.options))
+            page = self.function(body, url, encoding, **self.options)
+            return succeed(with_canonical(page, body, url, encoding) if self.canonical else page)
         task = _Task(body, url, encoding)
         self._main.pending.append(task)
         self._dispatch(self._main)
@@ -206,7 +229,7 @@ class FingerprintPool:
         while workers.ready and workers.pending and len(workers.in_flight) < depth:
             task = workers.pending.popleft()
             try:
-                future = workers.executor.submit(_run_in_worker, task.body, task.url, task.encoding)
+                future = workers.executor.submit(self._runner, task.body, task.url, task.encoding)
             except (BrokenProcessPool, RuntimeError):  # broke between two of our callbacks
                 workers.pending.appendleft(task)
                 self._replace(workers)

@@ -44,6 +44,8 @@ DEFAULTS: dict[str, object] = {
     "SIMHASH_ITEM_FIELD": None,
     "SIMHASH_ITEM_ACTION": "tag",
     "SIMHASH_REPORT": None,
+    "SIMHASH_KEEP": "preferred",
+    "SIMHASH_TRACKING_PARAMS": [],
 }
 
 _ACTIONS = ("tag", "drop")
@@ -112,6 +114,10 @@ class SimhashSettings:
     item_action: str
     extractor_mix: bool = False
     """Let the crawl store pages in an index that records another extractor (name or options)."""
+    keep: str = "preferred"
+    """Which copy is a cluster's original: ``preferred`` (:mod:`.preferred`) or the ``first`` fetched."""
+    tracking_params: tuple[str, ...] = ()
+    """Query parameters counted as tracking besides :data:`~.preferred.DEFAULT_TRACKING_PARAMS`."""
 
     @property
     def verified(self) -> bool:
@@ -165,4 +171,10 @@ class SimhashSettings:
             item_field=settings.get("SIMHASH_ITEM_FIELD") or None,
             item_action=_choice(settings, "SIMHASH_ITEM_ACTION", _ACTIONS),
             extractor_mix=settings.getbool("SIMHASH_EXTRACTOR_MIX", False),
+            keep=_choice(settings, "SIMHASH_KEEP", ("preferred", "first")),
+            tracking_params=tuple(
+                name.strip().lower()
+                for name in settings.getlist("SIMHASH_TRACKING_PARAMS", [])
+                if name.strip()
+            ),
         )

@@ -283,6 +283,15 @@ def fields_from_result(result: dict[str, Any]) -> SimhashFields:
             distance=int(original["distance"]),
             similarity=None if similarity is None else float(similarity),
         )
+    old = result.get("replaces")
+    replaces = None
+    if old:
+        replaces = Duplicate(
+            record_id=old.get("record_id"),
+            uri=old.get("url"),
+            date=old.get("date"),
+            distance=int(old["distance"]),
+        )
     sketch = result.get("minhash")
     return SimhashFields(
         simhash=from_base32(result["simhash"]),
@@ -291,4 +300,5 @@ def fields_from_result(result: dict[str, Any]) -> SimhashFields:
         scheme=result["scheme"],
         duplicate=duplicate,
         minhash=None if sketch is None else MinHash.from_text(sketch),
+        replaces=replaces,
     )

@@ -47,6 +47,12 @@ MINHASH_SCHEME_FIELD = "minhash-scheme"
 SOURCE_FILE = "source-file"
 """Sidecars only: the file holding the described record; with ``source-offset``, a CDX-style locator."""
 SOURCE_OFFSET = "source-offset"
+REPLACES_ORIGINAL = "replaces-original"
+"""Crawls with ``SIMHASH_KEEP = "preferred"``: this page, a more preferred copy (its canonical URL, or one
+without tracking parameters), replaces as its cluster's original the record named here (its id), with
+``replaces-original-uri`` and ``replaces-original-date``; later copies name this page as their original."""
+REPLACES_ORIGINAL_URI = "replaces-original-uri"
+REPLACES_ORIGINAL_DATE = "replaces-original-date"
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,8 @@ class SimhashFields:
     source_offset: int | None = None
     minhash: MinHash | None = None
     """Absent in records written before sketches (they are then compared by simhash alone)."""
+    replaces: Duplicate | None = None
+    """The stored original this page replaced as its cluster's original (:data:`REPLACES_ORIGINAL`)."""
 
     def to_pairs(self) -> list[tuple[str, str]]:
         pairs = [
@@ -101,6 +109,14 @@ class SimhashFields:
                 (NEAR_DUPLICATE_SIMILARITY, None if dup.similarity is None else f"{dup.similarity:.4f}"),
             ]
             pairs.extend((name, value) for name, value in optional if value is not None)
+        old = self.replaces
+        if old is not None:
+            replaced = [
+                (REPLACES_ORIGINAL, old.record_id),
+                (REPLACES_ORIGINAL_URI, old.uri),
+                (REPLACES_ORIGINAL_DATE, old.date),
+            ]
+            pairs.extend((name, value) for name, value in replaced if value is not None)
         return pairs
 
     @classmethod
@@ -123,6 +139,14 @@ class SimhashFields:
         if sketch is not None and values.get(MINHASH_SCHEME_FIELD, MINHASH_SCHEME) != MINHASH_SCHEME:
             sketch = None  # another scheme's sketch cannot be compared with ours: judged by simhash alone
         source_offset = values.get(SOURCE_OFFSET)
+        replaces = None
+        if REPLACES_ORIGINAL_URI in values or REPLACES_ORIGINAL in values:
+            replaces = Duplicate(
+                record_id=values.get(REPLACES_ORIGINAL),
+                uri=values.get(REPLACES_ORIGINAL_URI),
+                date=values.get(REPLACES_ORIGINAL_DATE),
+                distance=0,
+            )
         return cls(
             simhash=from_base32(values[SIMHASH]),
             tokens=int(values[TOKENS]),
@@ -132,6 +156,7 @@ class SimhashFields:
             source_file=values.get(SOURCE_FILE),
             source_offset=None if source_offset is None else int(source_offset),
             minhash=None if sketch is None else MinHash.from_text(sketch),
+            replaces=replaces,
         )
 
 

@@ -8,9 +8,11 @@ later becomes the cluster's original when it is *more preferred* than the stored
    canonical link does (:mod:`.canonical`);
 2. else a URL without tracking parameters (:data:`DEFAULT_TRACKING_PARAMS`, extended by
    ``SIMHASH_TRACKING_PARAMS``);
-3. else the shorter URL.
+3. else, for two addresses of one path (same host and path, other query strings), the shorter URL.
 
-Only a strictly better copy replaces the original: on a tie the first copy stays.
+Only a strictly better copy replaces the original: on a tie the first copy stays. Length alone decides only
+within one path: a shorter URL elsewhere (a partner's copy, another section) is not by itself the copy a
+person would keep.
 """
 
 from __future__ import annotations
@@ -87,10 +89,6 @@ class Preference:
         query = urlsplit(url).query
         return any(self.is_tracking(name) for name, _ in parse_qsl(query, keep_blank_values=True))
 
-    def rank(self, url: str, canonical: bool) -> tuple[int, int, int]:
-        """Smaller is preferred: (not declared canonical, has tracking parameters, URL length)."""
-        return (0 if canonical else 1, 1 if self.has_tracking(url) else 0, len(url))
-
     def prefers(
         self, new_url: str, new_canonical: str | None, old_url: str, old_canonical: str | None
     ) -> bool:
@@ -100,4 +98,15 @@ class Preference:
             return False
         new_is = same_url(new_canonical, new_url) or same_url(old_canonical, new_url)
         old_is = same_url(old_canonical, old_url) or same_url(new_canonical, old_url)
-        return self.rank(new_url, new_is) < self.rank(old_url, old_is)
+        if new_is != old_is:
+            return new_is
+        new_tracked, old_tracked = self.has_tracking(new_url), self.has_tracking(old_url)
+        if new_tracked != old_tracked:
+            return old_tracked
+        return _same_path(new_url, old_url) and len(new_url) < len(old_url)
+
+
+def _same_path(a: str, b: str) -> bool:
+    """Whether two URLs address one path of one host (their query strings aside)."""
+    first, second = urlsplit(a), urlsplit(b)
+    return first.netloc.lower() == second.netloc.lower() and (first.path or "/") == (second.path or "/")

@@ -172,8 +172,9 @@ def test_the_preferred_copy_is_canonical_then_untracked_then_shorter() -> None:
     assert prefer(plain, plain, printed, plain)  # the canonical URL beats every other copy
     assert prefer(plain, None, printed, plain)  # ...also when only the stored copy declares it
     assert not prefer(printed, plain, plain, plain)
-    assert prefer("http://x/a", None, "http://x/abc", None)  # else the shorter URL
-    assert not prefer("http://x/abc", None, "http://x/abd", None)  # a tie keeps the first copy
+    assert prefer(plain, None, plain + "?print=1&page=all", None)  # else the shorter URL of one path
+    assert not prefer(plain + "?page=1", None, plain + "?page=2", None)  # a tie keeps the first copy
+    assert not prefer("http://x/p/a/", None, plain, None)  # a shorter URL elsewhere is not better
     assert not prefer("http://x/a?ref=home", None, "http://x/a-long-address", None)
     assert not Preference().has_tracking("http://x/a?page=2")
     custom = Preference.with_extra(["SessionID", "track*"])

@@ -408,7 +408,7 @@ def load_index(
     if replacements:
         notes.append(
             f"{replacements:,} page(s) replaced the stored original of their cluster as a more preferred "
-            "copy (SIMHASH_KEEP = \"preferred\": the canonical URL, or one without tracking parameters): "
+            'copy (SIMHASH_KEEP = "preferred": the canonical URL, or one without tracking parameters): '
             "each cluster's original is its newest such copy"
         )
     return build(

@@ -255,8 +255,9 @@ def rule_for(k: int | None = None, similarity: float | None = None, mode: str | 
 def group_clusters(pages: list[Page], rule: Rule) -> list[Cluster]:
     """Connected components of ``rule``'s graph over ``pages`` (in age order: the original is the
     first that no member replaced, see :attr:`Page.replaces`), each member's distance (and similarity,
-    where both have sketches) to its original filled in. In verified mode pages with sketches are paired by the sketches, pages without by
-    simhash within the rule's distance, as ``dedupe`` pairs them."""
+    where both have sketches) to its original filled in. In verified mode pages with sketches are
+    paired by the sketches, pages without by simhash within the rule's distance, as ``dedupe`` pairs
+    them."""
     from ..index.batch import cluster_groups, clusters
     from ..warc.dedupe import rule_pairs
 

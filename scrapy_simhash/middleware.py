@@ -415,31 +415,22 @@ class SimhashMiddleware:
         }
         if page.canonical is not None:
             meta["canonical"] = page.canonical
-        replaces = (
-            self._replaces(page, url, index.query(simhash, **sketch))
-            if self.config.keep == "preferred"
-            else None
-        )
-        if replaces is not None:
-            meta["replaces"] = replaces.key
         matches = index.check_and_add(simhash, url, meta, **sketch)
         if known is None:
             self.stats.inc_value("simhash/index/size")
         original = duplicate_of(matches, url, None)
-        # the index's answer decides (atomic in Redis); the replacement stands if it names the same original
-        return original, replaces is not None and original is not None and original.key == replaces.key
+        if original is None or self.config.keep != "preferred" or not self._preferred(page, url, original):
+            return original, False
+        # the page is stored again, saying which original it replaces: later lookups pass that one over
+        index.add(simhash, url, {**meta, "replaces": original.key}, **sketch)
+        return original, True
 
-    def _replaces(self, page: PageFingerprint, url: str, matches: list[Match]) -> Match | None:
-        """On the index thread: the stored original this page, a more preferred copy, replaces; None
-        when it is not more preferred (or duplicates nothing)."""
-        original = duplicate_of(matches, url, None)
-        if original is None:
-            return None
+    def _preferred(self, page: PageFingerprint, url: str, original: Match) -> bool:
+        """Whether this page is a more preferred copy than the stored ``original`` it duplicates."""
         meta = original.meta or {}
-        old_url = meta.get("url", original.key)
-        if self.preference.prefers(url, page.canonical, old_url, meta.get("canonical")):
-            return original
-        return None
+        return self.preference.prefers(
+            url, page.canonical, meta.get("url", original.key), meta.get("canonical")
+        )
 
     def _stored_sketch(self, known: Match | None) -> Any:
         """On the index thread: the sketch stored with ``known`` (None: no such page, no sketch, or

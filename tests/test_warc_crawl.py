@@ -56,6 +56,8 @@ process = CrawlerProcess({
     "SIMHASH_WARC_MAX_SIZE": 40000,  # small: the crawl rolls over to several files
     "SIMHASH_INDEX": out_dir + "/index",
     "SIMHASH_WORKERS": 1,
+    # the copy's tracking parameter would make /a replace it when it arrives first (the order varies)
+    "SIMHASH_KEEP": "first",
     "CONCURRENT_REQUESTS": 1,
     "ROBOTSTXT_OBEY": False,
     "TELNETCONSOLE_ENABLED": False,

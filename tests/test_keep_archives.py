@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,17 +13,16 @@ from keep_support import EARLIEST, EXPECTED, LATEST, LONGEST, SHORTEST, TIED, ke
 
 from scrapy_simhash.keep import KEEP_POLICIES, capture_instant, keep_order
 
-ENTRY = "import sys; from scrapy_simhash.cli import main; sys.exit(main())"
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``scrapy-simhash ARGS`` in a subprocess with a clean environment (no variable the tests set)."""
+    tool = Path(sys.executable).with_name("scrapy-simhash")
+    env = {name: os.environ[name] for name in ("PATH", "HOME", "LANG") if name in os.environ}
+    return subprocess.run([str(tool), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
 def dedupe_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", ENTRY, "dedupe", *args, "--no-progress"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-    )
+    return cli("dedupe", *args, "--no-progress", cwd=cwd)
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +65,15 @@ def test_each_policy_chooses_its_original_whatever_the_worker_count(
             assert (row["distance"], row["similarity"]) == (0, 1.0)
     first = next(row for row in rows if row["cluster"] == rows[0]["cluster"])
     assert first["role"] == "original"  # each cluster's rows start with its original
+    # the HTML report built from the rows says which policy chose, and marks the same originals
+    page = tmp_path / "report.html"
+    done = cli("report", str(tmp_path / "w1.jsonl"), "-o", str(page), "--diffs", "0", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    text = page.read_text(encoding="utf-8")
+    assert f"(chosen by the keep policy: {keep})" in text
+    data = json.loads(text.split('id="report-data">', 1)[1].split("</script>", 1)[0].replace("<\\/", "</"))
+    marked = {member[0] for cluster in data["clusters"] for member in cluster["members"] if member[5]}
+    assert marked == {EXPECTED[keep], TIED[1]}
 
 
 def test_the_default_is_earliest_and_an_unknown_policy_is_a_usage_error(

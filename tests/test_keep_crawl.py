@@ -68,21 +68,21 @@ def site():
         yield base
 
 
-def crawl(site: str, tmp: Path, keep: str) -> tuple:
+def crawl(site: str, tmp: Path, keep: str, action: str = "drop", run: str = "run") -> tuple:
     settings = {
-        "SIMHASH_ACTION": "drop",
+        "SIMHASH_ACTION": action,
         "SIMHASH_KEEP": keep,
         "SIMHASH_WORKERS": 1,
         "SIMHASH_INDEX": str(tmp / "index"),
         "SIMHASH_WARC_ENABLED": True,
-        "SIMHASH_WARC_DIR": str(tmp / "warcs"),
-        "SIMHASH_REPORT": str(tmp / "report.html"),
+        "SIMHASH_WARC_DIR": str(tmp / run / "warcs"),
+        "SIMHASH_REPORT": str(tmp / run / "report.html"),
         "CONCURRENT_REQUESTS": 1,  # one page at a time, in link order: the variants come first
         "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
         "LOG_LEVEL": "DEBUG",
     }
-    result = run_crawl(site + "/", tmp, settings)
-    return result, _metadata(tmp / "warcs")
+    result = run_crawl(site + "/", tmp / run, settings)
+    return result, _metadata(tmp / run / "warcs")
 
 
 def _metadata(directory: Path) -> dict[str, SimhashFields]:
@@ -125,7 +125,20 @@ def test_drop_keeps_the_canonical_page_and_names_it_the_original(site: str, tmp_
     assert metadata[site + STORY_B].replaces.uri == site + B_REF  # type: ignore[union-attr]
     assert (metadata[site + STORY_B].replaces.record_id or "").startswith("<urn:uuid:")  # type: ignore[union-attr]
     # the crawl's report shows each cluster with the page a person would keep as its original
-    assert _report_originals(tmp_path / "report.html") == {site + STORY_A, site + STORY_B}
+    assert _report_originals(tmp_path / "run" / "report.html") == {site + STORY_A, site + STORY_B}
+    # the index keeps it: a re-crawl (tagging) finds every copy a near-duplicate of the new original
+    again, _ = crawl(site, tmp_path, "preferred", action="tag", run="again")
+    assert again.stat("simhash/revisit") == len(LINK_ORDER) and again.stat("simhash/original_replaced") == 0
+    named = {path: item["near_duplicate_of"] for path, item in again.by_path(site).items() if path != "/"}
+    assert named == {
+        A_UTM: site + STORY_A,
+        A_PRINT: site + STORY_A,
+        STORY_A: None,
+        A_FBCLID: site + STORY_A,
+        B_REF: site + STORY_B,
+        STORY_B: None,
+        STORY_C: None,
+    }
 
 
 def test_keep_first_is_the_order_of_arrival(site: str, tmp_path: Path) -> None:
@@ -135,7 +148,7 @@ def test_keep_first_is_the_order_of_arrival(site: str, tmp_path: Path) -> None:
     assert result.stat("simhash/original_replaced") == 0 and result.stat("simhash/dropped") == 4
     assert metadata[site + STORY_A].duplicate.uri == site + A_UTM  # type: ignore[union-attr]
     assert all(fields.replaces is None for fields in metadata.values())
-    assert _report_originals(tmp_path / "report.html") == {site + A_UTM, site + B_REF}
+    assert _report_originals(tmp_path / "run" / "report.html") == {site + A_UTM, site + B_REF}
 
 
 # -- the parts, without a crawl ------------------------------------------------------------------------

@@ -78,6 +78,7 @@ _SKIP_REASONS = {
     "binary",
     "too_large",
     "no_text",
+    "boilerplate",
     "too_few_tokens",
 }
 

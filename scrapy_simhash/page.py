@@ -21,7 +21,7 @@ class PageFingerprint:
 
     ``reason`` is None when ``simhash`` is set; otherwise one of the
     extractor's reasons (``empty``, ``binary``, ``too_large``, ``no_text``,
-    ``extractor_error``) or ``too_few_tokens``. ``minhash`` is the page's
+    ``boilerplate``, ``extractor_error``) or ``too_few_tokens``. ``minhash`` is the page's
     minhash-doc/1 sketch (set whenever the page has a simhash, unless ``minhash=False``
     was asked for): the verified decision rule (:mod:`scrapy_simhash.decision`) needs it.
     ``canonical`` is the URL the page declares canonical, absolute (:mod:`scrapy_simhash.canonical`),

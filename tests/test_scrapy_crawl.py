@@ -7,6 +7,7 @@ import re
 import uuid
 import zlib
 
+import boilerplate_site as briefs_site
 import pytest
 import scrapy.crawler
 from crawl_support import demo_site, run_crawl, scrapy_crawl
@@ -162,6 +163,20 @@ def test_drop_mode_drops_near_duplicates(site, tmp_path):
     assert not any(i.get("near_duplicate_of") for i in result.items)
     dropped_paths = {path for cluster in CLUSTERS for path in cluster} - set(result.by_path(site))
     assert len(dropped_paths) == NEAR_DUPLICATES
+
+
+def test_short_briefs_in_one_template_are_not_dropped_as_near_duplicates(tmp_path):
+    """Short briefs whose extracted text is mostly the site's template (cookie banner, menu, footer)
+    were near-duplicates of each other; a drop crawl dropped all but one. Now each is skipped as
+    ``boilerplate`` (or fingerprinted by its own text) and none is dropped."""
+    with briefs_site.serve_site() as base:
+        result = run_crawl(base + "/", tmp_path / "run", _settings(tmp_path, SIMHASH_ACTION="drop"))
+    assert result.stat("simhash/dropped") == 0
+    assert result.stat("simhash/near_duplicate") == 0
+    crawled = result.by_path(base)
+    assert set(briefs_site.BRIEFS) <= set(crawled)
+    # every page of this site (the briefs, and the front page: links only) is all template
+    assert result.stat("simhash/skipped/boilerplate") == result.stat("downloader/response_status_count/200")
 
 
 def test_second_run_sees_the_first_and_reset_forgets(site, tmp_path):

@@ -1,13 +1,16 @@
 """What every main-text extractor shares: the result type, the guards and the decoding.
 
 An extractor turns a page's bytes into its main text or a short reason why there is none
-(``binary``, ``too_large``, ``empty``, ``no_text``, ``extractor_error``, ...), never an exception:
+(``binary``, ``too_large``, ``empty``, ``no_text``, ``boilerplate``, ``extractor_error``, ...), never an
+exception:
 callers count reasons in their statistics. Subclasses implement :meth:`Extractor.main_text` on
-decoded HTML; the checks on size, emptiness and binary bodies, and the decoding, happen here once so
-that every extractor answers the same bad input with the same reason.
+decoded HTML; the checks on size, emptiness and binary bodies, the decoding, and the removal of the
+site's template from the result (:mod:`.boilerplate`) happen here once, so that every extractor answers
+the same bad input with the same reason and every one benefits from the same cleanup.
 
 Fingerprints made by different extractors (or options) are not comparable, so an extractor
-describes itself in one string, ``name/version;option=value;...``, stored next to every fingerprint.
+describes itself in one string, ``name/version;option=value;...``, stored next to every fingerprint:
+the subclass's :attr:`Extractor.identity`, then the shared steps that change text (``;boilerplate=1``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import logging
 from dataclasses import dataclass
 from typing import ClassVar
 
+from .boilerplate import split_template
 from .charset import decode_html
 
 logger = logging.getLogger(__name__)
@@ -54,10 +58,22 @@ class Extractor:
     """The name :func:`~scrapy_simhash.extract.get_extractor` knows it by (``SIMHASH_EXTRACTOR``)."""
 
     max_bytes: int = DEFAULT_MAX_BYTES
+    drop_boilerplate: bool = True
+    """Drop the site's template (banners, navigation, footers) from the main text, and answer
+    ``boilerplate`` for a page that has little text of its own (:mod:`.boilerplate`)."""
 
     @property
     def description(self) -> str:
-        """``name/version;option=value;...``: written next to every fingerprint."""
+        """``name/version;option=value;...``: written next to every fingerprint.
+
+        Fingerprints are only comparable between equal descriptions, so every step that changes the
+        text is in it: the extractor's own :attr:`identity`, then ``;boilerplate=1``.
+        """
+        return self.identity + (";boilerplate=1" if self.drop_boilerplate else "")
+
+    @property
+    def identity(self) -> str:
+        """The extractor and its options, ``name/version;option=value;...`` (subclasses say it)."""
         raise NotImplementedError
 
     def main_text(self, html: str, url: str | None) -> str | None:
@@ -95,4 +111,8 @@ class Extractor:
         text = self.main_text(html, url)
         if not text or not text.strip():
             return Extraction(None, "no_text")
+        if self.drop_boilerplate:
+            text = split_template(html, text).text
+            if text is None:
+                return Extraction(None, "boilerplate")
         return Extraction(text, None)

@@ -44,7 +44,7 @@ class ResiliparseExtractor(Extractor):
             raise ImportError(f"{needs}: pip install 'scrapy-simhash[resiliparse]'") from exc
 
     @cached_property
-    def description(self) -> str:
+    def identity(self) -> str:
         from importlib.metadata import version
 
         options = [

@@ -36,7 +36,7 @@ class TrafilaturaExtractor(Extractor):
     fallback: Literal["none", "visible"] = "none"
 
     @cached_property
-    def description(self) -> str:
+    def identity(self) -> str:
         import trafilatura
 
         options = [

@@ -1,0 +1,209 @@
+"""The site's template is not the page's text: drop it from an extraction, or say the page has none.
+
+Main-text extractors sometimes return a cookie banner, the navigation or the footer, most often on short
+pages where the article alone looks too small to be the main text. Two short briefs on one site then
+share most of their extracted text and look like near-duplicates. This step runs after every extractor
+(:meth:`~scrapy_simhash.extract.base.Extractor.__call__`) and reads the page once more with lxml:
+
+- **template regions** are ``nav``, ``aside``, ``form``, page-level ``header`` and ``footer`` (not those
+  of an article or section), elements with ``role=navigation|banner|contentinfo|search``, elements whose
+  ``id`` or ``class`` names a template part (cookie, consent, gdpr, banner, newsletter, menu, breadcrumb,
+  share, related, header, footer, ...), and link lists (``ul``/``ol``/``dl``, and ``p``/``div`` blocks
+  with two or more links, whose text is mostly link text). A region that holds the article
+  (``article``, ``main``, an ``h1``, ``role=main``, ``itemprop=articleBody``, three long paragraphs) is
+  never template: a page wrapped in one big ``form`` keeps its text;
+- an extracted **line is template** when its text occurs in a template region and nowhere else on the
+  page (a headline that is also a menu entry stays);
+- template lines are dropped; when what remains of the page's own text is short
+  (:data:`MIN_OWN_CHARS`) and the template text dropped is longer, the page has **no main text of its
+  own** (reason ``boilerplate``).
+
+Everything is decided from the page's own bytes: no state across pages, so the same bytes give the same
+text in any order and in any process.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+
+from lxml import etree
+
+MIN_OWN_CHARS = 200
+"""Below this many non-space characters of the page's own text, a page whose extraction was mostly
+template is ``boilerplate`` (a news brief of two sentences with its headline has ~100)."""
+
+LONG_PARAGRAPH = 100
+"""An element that holds three paragraphs of this many characters is the article, not the template,
+whatever its tag or name (``class="article-body no-share"``)."""
+
+LINK_DENSITY = 0.7
+"""A block whose text is at least this share link text is a link list (menus, footers, related links)."""
+
+TEMPLATE_WORDS = (
+    "cookie",
+    "consent",
+    "gdpr",
+    "banner",
+    "newsletter",
+    "menu",
+    "breadcrumb",
+    "share",
+    "sharing",
+    "social",
+    "related",
+    "navbar",
+    "sidebar",
+    "header",
+    "footer",
+    "colophon",
+    "site-info",
+    "copyright",
+    "masthead",
+    "subscribe",
+    "skip-link",
+)
+"""``id``/``class`` fragments (case-insensitive substrings) that name a part of the site's template."""
+
+_NAMED = re.compile("|".join(re.escape(word) for word in TEMPLATE_WORDS))
+_ROLES = frozenset({"navigation", "banner", "contentinfo", "search"})
+_NAMED_XPATH = etree.XPath(".//*[@id or @class]")
+_ROLE_XPATH = etree.XPath(".//*[@role]")
+_LINK_BLOCKS_XPATH = etree.XPath(
+    ".//ul[not(ancestor::ul | ancestor::ol)] | .//ol[not(ancestor::ul | ancestor::ol)] | .//dl"
+    " | .//p[count(.//a) >= 2] | .//div[count(.//a) >= 2][not(.//div | .//p)]"
+)
+_IN_CONTENT = etree.XPath("boolean(ancestor::article | ancestor::main | ancestor::section)")
+_ANCHORS_XPATH = etree.XPath(".//article | .//main | .//h1 | .//*[@role='main' or @itemprop='articleBody']")
+_LONG_PARAGRAPHS_XPATH = etree.XPath(f".//p[string-length(normalize-space()) >= {LONG_PARAGRAPH}]")
+_INVISIBLE = ("script", "style", "noscript", "template", "head")
+_BULLETS = "•·-*–—"
+_LOCAL = threading.local()
+
+
+@dataclass(frozen=True)
+class Cleaned:
+    """An extraction without the template: its text (None: nothing of the page's own is left), and
+    how many non-space characters of it were the page's own and the template's."""
+
+    text: str | None
+    own_chars: int
+    template_chars: int
+
+
+def _flat(text: str) -> str:
+    return "".join(text.split())
+
+
+def _text(element: etree._Element) -> str:
+    return _flat("".join(element.itertext()))
+
+
+def _is_link_list(block: etree._Element) -> bool:
+    text = len(_text(block))
+    return text > 0 and sum(len(_text(a)) for a in block.iter("a")) >= LINK_DENSITY * text
+
+
+def _content_holders(body: etree._Element) -> set[etree._Element]:
+    """The elements that hold the article, so are never template: ``article``, ``main``, an ``h1``,
+    ``role=main``, ``itemprop=articleBody`` and their ancestors, and every element that holds three
+    long paragraphs (:data:`LONG_PARAGRAPH`)."""
+    holders: set[etree._Element] = set()
+    for anchor in _ANCHORS_XPATH(body):
+        holders.add(anchor)
+        holders.update(anchor.iterancestors())
+    paragraphs: dict[etree._Element, int] = {}
+    for paragraph in _LONG_PARAGRAPHS_XPATH(body):
+        for ancestor in paragraph.iterancestors():
+            paragraphs[ancestor] = paragraphs.get(ancestor, 0) + 1
+    holders.update(el for el, count in paragraphs.items() if count >= 3)
+    return holders
+
+
+def _outermost(elements: list[etree._Element], holders: set[etree._Element]) -> list[etree._Element]:
+    chosen = dict.fromkeys(el for el in elements if el not in holders)  # an element can be found twice
+    return [el for el in chosen if not any(a in chosen for a in el.iterancestors())]
+
+
+def _marked_regions(body: etree._Element, holders: set[etree._Element]) -> list[etree._Element]:
+    """The outermost elements whose tag, role, id or class says they are the site's template."""
+    found = list(body.iter("nav", "aside", "form"))
+    found += [el for el in body.iter("header", "footer") if not _IN_CONTENT(el)]
+    found += [el for el in _ROLE_XPATH(body) if el.get("role") in _ROLES]
+    found += [
+        el for el in _NAMED_XPATH(body) if _NAMED.search(f"{el.get('id', '')} {el.get('class', '')}".lower())
+    ]
+    return _outermost(found, holders)
+
+
+def _link_lists(body: etree._Element, holders: set[etree._Element]) -> list[etree._Element]:
+    """The outermost blocks whose text is mostly link text (menus, link lists in footers and sidebars)."""
+    return _outermost(
+        [el for el in _LINK_BLOCKS_XPATH(body) if el not in holders and _is_link_list(el)], holders
+    )
+
+
+def _remove(element: etree._Element) -> None:
+    """Remove ``element`` from its tree, keeping its tail (the text after it is not part of it)."""
+    parent = element.getparent()
+    if parent is None:
+        return
+    if element.tail:
+        previous = element.getprevious()
+        if previous is not None:
+            previous.tail = (previous.tail or "") + element.tail
+        else:
+            parent.text = (parent.text or "") + element.tail
+    parent.remove(element)
+
+
+def _key(line: str) -> str:
+    return _flat(line).lstrip(_BULLETS)
+
+
+def split_template(html: str, text: str) -> Cleaned:
+    """``text`` (an extractor's result for ``html``) without the lines that are the site's template."""
+    try:
+        doc = etree.fromstring(html, _parser())
+    except (ValueError, etree.XMLSyntaxError):  # nothing to compare with: the extraction stands
+        doc = None
+    body = doc.find("body") if doc is not None else None
+    if body is None:
+        return Cleaned(text, len(_flat(text)), 0)
+    etree.strip_elements(doc, *_INVISIBLE, with_tail=False)
+    holders = _content_holders(body)
+    parts = []
+    for find in (_marked_regions, _link_lists):  # link lists among what the marked regions leave
+        for region in find(body, holders):
+            parts.append(_text(region))
+            _remove(region)
+    template = "\x00".join(parts)
+    if not template:
+        return Cleaned(text, len(_flat(text)), 0)
+    own: str | None = None
+    kept: list[str] = []
+    own_chars = template_chars = 0
+    for line in text.splitlines():
+        key = _key(line)
+        if len(key) > 1 and key in template:
+            if own is None:
+                own = _text(doc)
+            if key not in own:
+                template_chars += len(key)
+                continue
+        own_chars += len(key)
+        kept.append(line)
+    if not template_chars:
+        return Cleaned(text, own_chars, 0)
+    if own_chars < MIN_OWN_CHARS and template_chars > own_chars:
+        return Cleaned(None, own_chars, template_chars)
+    return Cleaned("\n".join(kept), own_chars, template_chars)
+
+
+def _parser() -> etree.HTMLParser:
+    """An HTML parser that leaves comments out; one a thread (lxml parsers are not thread-safe)."""
+    parser = getattr(_LOCAL, "parser", None)
+    if parser is None:
+        parser = _LOCAL.parser = etree.HTMLParser(remove_comments=True, remove_pis=True)
+    return parser

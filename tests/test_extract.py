@@ -33,6 +33,8 @@ def test_every_corpus_page_extracts_without_exception(pages):
     # Nearly every page of an extraction benchmark has a main text.
     assert reasons[None] / len(pages) > 0.95, reasons
     assert "extractor_error" not in reasons, reasons
+    # Real articles are not taken for the site's template: measured 7 of 1,424 pages
+    assert reasons["boilerplate"] <= 10, reasons
 
 
 def test_coverage_of_ground_truth_tokens(corpus):

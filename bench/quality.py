@@ -4,7 +4,8 @@
     .venv/bin/python bench/quality.py --base 200      # transform only 200 pages (quicker)
 
 Positives are real pages against copies changed the way the web changes pages (``quality_pairs``);
-negatives are different articles of one site and template, and random pairs. For every text
+negatives are different articles of one site and template, pairs of short briefs in one real site's
+page (its template: menu, banners, footer, around two sentences of its own), and random pairs. For every text
 extractor and feature set it reports precision, recall and F1 per kind of change at k = 1..6 and
 per minimum token count, distance histograms, and the distance distribution over all pairs of
 different corpus pages, with the expected number of false pairs extrapolated to 10 million pages.
@@ -34,10 +35,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _stats import beta_binomial_pmf
 from quality_pairs import (
+    BRIEF_KINDS,
     KINDS,
     TRANSFORMS_VERSION,
     Page,
     article_matches_truth,
+    brief_templates,
     load_pages,
     random_pairs,
     same_site_pairs,
@@ -88,6 +91,9 @@ _BENCH_EXTRACTORS: dict[str, Extractor] = {
     "trafilatura-precision": TrafilaturaExtractor(fast=False, favor_precision=True),
     "trafilatura-fast-precision": TrafilaturaExtractor(fast=True, favor_precision=True),
     "resiliparse-comments": ResiliparseExtractor(comments=True, post_meta=True),  # the library's defaults
+    # without the template step (scrapy_simhash/extract/boilerplate.py): the extractors' own texts
+    "trafilatura-raw": TrafilaturaExtractor(drop_boilerplate=False),
+    "resiliparse-raw": ResiliparseExtractor(drop_boilerplate=False),
 }
 """Configurations measured beside the registered extractors (never shipped under these names)."""
 
@@ -395,6 +401,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--base", type=int, default=0, help="pages to transform (0: all)")
     parser.add_argument("--random-pairs", type=int, default=20_000)
+    parser.add_argument(
+        "--briefs", type=int, default=200, help="pairs of short briefs in one site's template"
+    )
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--extractors", default=",".join(EXTRACTORS))
     parser.add_argument("--features", default=",".join(FEATURES))
@@ -421,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
 
     pages = load_pages(args.corpus)
     started = time.monotonic()
-    base = [p for p in pages if article_matches_truth(p)]
+    base = confirmed = [p for p in pages if article_matches_truth(p)]
     print(
         f"{len(base)} pages whose article the ground truth confirms ({time.monotonic() - started:.0f} s)",
         file=sys.stderr,
@@ -431,6 +440,8 @@ def main(argv: list[str] | None = None) -> int:
         base.sort(key=lambda p: p.id)
     jobs_spec: list[tuple[str, str | None]] = [(p.id, None) for p in pages]
     jobs_spec += [(p.id, kind) for p in base for kind in KINDS]
+    templates = brief_templates(confirmed, args.briefs, args.seed)
+    jobs_spec += [(p.id, kind) for p in templates for kind in BRIEF_KINDS]
     cache_path = RESULTS / f"quality-texts-seed{args.seed}-v{TRANSFORMS_VERSION}.json.gz"
     texts = extract_all(args.corpus, jobs_spec, args.seed, names, args.jobs, cache_path)
 
@@ -445,12 +456,14 @@ def main(argv: list[str] | None = None) -> int:
             for a, b in random_pairs(pages, args.random_pairs, args.seed)
             if frozenset((a.id, b.id)) not in related
         ],
+        "briefs": [tuple(variant_key(p.id, kind, args.seed) for kind in BRIEF_KINDS) for p in templates],
     }
     out = sys.stdout
     print("# Detection quality (bench/quality.py)\n", file=out)
     print(
         f"corpus: {len(pages)} pages; positives: {len(base)} pages x {len(KINDS)} kinds of change; "
-        f"negatives: {len(negatives['same-site'])} same-site pairs, {len(negatives['random'])} random pairs; "
+        f"negatives: {len(negatives['same-site'])} same-site pairs, {len(negatives['briefs'])} pairs of "
+        f"short briefs in one site's template, {len(negatives['random'])} random pairs; "
         f"all pairs of different pages: {len(pages) * (len(pages) - 1) // 2}, of which {len(related)} carry "
         f"the same article (token Jaccard >= {RELATED_JACCARD}) and are left out of every negative; "
         f"seed {args.seed}\n",

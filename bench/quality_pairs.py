@@ -13,7 +13,9 @@ extractor has to cope with the change exactly as it would in a crawl:
 
 Negatives are pairs of different real articles: from the same site and template (readability's
 ``nytimes-*``, ``wapo-*``, ``yahoo-*``, ``medium-*``, ``wikipedia*``, the hosts that appear twice in
-the other sources) and random pairs.
+the other sources) and random pairs; and pairs of short briefs in one real site's page
+(:data:`BRIEF_KINDS`): the page's article replaced by a headline, a dateline and two sentences, with a
+cookie banner added, so that most of the page's text is its template.
 
 Everything is seeded: a transform depends only on ``(seed, page id, kind)``.
 """
@@ -44,6 +46,9 @@ TRANSFORMS_VERSION = 2
 
 KINDS = ("template", "ad", "timestamp", "comments", "print", "edit")
 """The kinds of change a positive pair is made with."""
+
+BRIEF_KINDS = ("brief-a", "brief-b")
+"""Two different short briefs in the same page's template: a negative pair."""
 
 # readability test pages that come from one site and share its template.
 _READABILITY_SITES = re.compile(r"^(nytimes|wapo|yahoo|medium|wikipedia|webmd|ehow|lifehacker)(-\d+)?$")
@@ -508,6 +513,49 @@ def transform_edit(doc: lxml.html.HtmlElement, rng: random.Random, other: lxml.h
     setattr(element, attribute, " ".join(parts))
 
 
+_COOKIE_BANNERS = (
+    '<div role="dialog" aria-label="cookieconsent" class="cc-window cc-banner cc-type-opt-in cc-bottom">'
+    '<span class="cc-message">We use cookies to give you the best experience on our website, to analyse '
+    "traffic and to personalise advertising. By continuing to browse you agree to our use of cookies. "
+    '<a class="cc-link" href="/privacy">Learn more</a></span><div class="cc-compliance">'
+    '<a class="cc-btn cc-deny">Decline</a><a class="cc-btn cc-allow">Allow cookies</a></div></div>',
+    '<div id="onetrust-consent-sdk"><div id="onetrust-banner-sdk" class="otFlat" role="region" '
+    'aria-label="Cookie banner"><div id="onetrust-policy-text">Wir und unsere Partner verwenden Cookies und '
+    "ähnliche Technologien, um Ihnen ein optimales Nutzungserlebnis zu bieten, Inhalte zu personalisieren "
+    "und "
+    'Zugriffe zu analysieren.</div><button id="onetrust-accept-btn-handler">Alle akzeptieren</button>'
+    '<button id="onetrust-pc-btn-handler">Einstellungen</button></div></div>',
+    '<div class="cookie-notice-container"><p>This site uses cookies. Some of them are essential, others help '
+    "us improve your experience and show you relevant offers. Read our cookie policy to find out more.</p>"
+    '<p><a href="/cookie-policy">Cookie policy</a> <a href="#" class="accept">OK</a></p></div>',
+)
+
+
+def transform_brief(doc: lxml.html.HtmlElement, rng: random.Random, other: lxml.html.HtmlElement) -> None:
+    """The page's article replaced by a short brief (headline, dateline, two sentences of another page)
+    and a cookie banner put on top: a page whose text is mostly its site's template."""
+    material = sentences_of(other) or ["The council confirmed the change in a short statement on Monday."]
+    start = rng.randrange(len(material))
+    text = " ".join(material[start : start + 2])
+    headline = " ".join(material[rng.randrange(len(material))].split()[:6]).rstrip(".,;:")
+    brief = _fragment(
+        f'<article class="brief"><h1>{_escape(headline)}</h1><p class="dateline">{_date_line(rng)}</p>'
+        f"<p>{_escape(text)}</p></article>"
+    )
+    slot = find_article(doc)
+    if slot.tag in ("body", "html") or slot.getparent() is None:
+        for child in list(slot):
+            slot.remove(child)
+        slot.text = None
+        slot.append(brief)
+    else:
+        brief.tail = slot.tail
+        slot.getparent().replace(slot, brief)
+    body = doc.find("body")
+    if body is not None:
+        body.insert(0, _fragment(rng.choice(_COOKIE_BANNERS)))
+
+
 def _other_page(pages: list[Page], page: Page, rng: random.Random) -> Page:
     while True:
         other = pages[rng.randrange(len(pages))]
@@ -532,6 +580,8 @@ def transform(page: Page, kind: str, pages: list[Page], seed: int) -> str:
         doc = transform_print(doc, page.url)
     elif kind == "edit":
         transform_edit(doc, rng, parse(_other_page(pages, page, rng).html()))
+    elif kind in BRIEF_KINDS:
+        transform_brief(doc, rng, parse(_other_page(pages, page, rng).html()))
     else:
         raise ValueError(f"unknown kind of change {kind!r}; choose from {', '.join(KINDS)}")
     return serialize(doc)
@@ -555,6 +605,18 @@ class Variant:
         if self.kind is None:
             return self.page.html()
         return transform(self.page, self.kind, list(self.pages), self.seed)
+
+
+def brief_templates(pages: list[Page], count: int, seed: int) -> list[Page]:
+    """``count`` pages drawn with ``seed`` (one a site) whose template carries the brief pairs.
+
+    Give it pages whose article element the ground truth confirms (:func:`article_matches_truth`): on
+    other pages the brief may replace only part of the article, and two briefs that keep the rest of
+    one article are near-duplicates indeed."""
+    by_site = {page.site: page for page in pages}
+    candidates = sorted(by_site.values(), key=lambda p: p.id)
+    chosen = random.Random(f"briefs:{seed}").sample(candidates, min(count, len(candidates)))
+    return sorted(chosen, key=lambda p: p.id)
 
 
 def positive_variants(pages: list[Page], base: list[Page], seed: int) -> Iterator[Variant]:

@@ -6,8 +6,6 @@ import itertools
 import json
 import subprocess
 import sys
-from dataclasses import dataclass
-from typing import ClassVar
 
 import pytest
 from boilerplate_site import BRIEFS, brief_page, build_site
@@ -18,30 +16,8 @@ from scrapy_simhash.extract.boilerplate import split_template
 from scrapy_simhash.page import fingerprint_page
 
 
-@dataclass(frozen=True)
-class ResiliparseMain(Extractor):
-    """Resiliparse's main-content extraction behind the shared contract (the template step included)."""
-
-    name: ClassVar[str] = "test-resiliparse"
-
-    @property
-    def identity(self) -> str:
-        return "test-resiliparse"
-
-    def main_text(self, html: str, url: str | None) -> str | None:
-        from resiliparse.extract.html2text import extract_plain_text
-        from resiliparse.parse.html import HTMLTree
-
-        return extract_plain_text(HTMLTree.parse(html), main_content=True)
-
-
 def _extractors(**options) -> list[Extractor]:
-    found = [get_extractor(name, **options) for name in extractor_names()]
-    try:
-        import resiliparse.extract.html2text  # noqa: F401
-    except ImportError:
-        return found
-    return [*found, ResiliparseMain(**options)]
+    return [get_extractor(name, **options) for name in extractor_names()]
 
 
 EXTRACTORS = _extractors()

@@ -218,7 +218,8 @@ def test_dedupe_fingerprint_and_cdxj_use_the_chosen_extractor(archive: Path, tmp
                    "--report", str(report), cwd=tmp_path)  # fmt: skip
         assert done.returncode == 0, done.stderr
         reports[name] = [json.loads(line) for line in report.read_text().splitlines()]
-    assert reports[OTHER] and reports[DEFAULT_NAME]
+    for name, rows in reports.items():  # every row names the extractor of the run
+        assert rows and {row["extractor"].split("/")[0] for row in rows} == {name}
     # the fingerprints differ with the extractor: the chosen one reached the worker processes
     assert {r["simhash"] for r in reports[OTHER]} != {r["simhash"] for r in reports[DEFAULT_NAME]}
 

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..defaults import MIN_TOKENS, MODE, MODES, SIMILARITY
+from ..extract import Extractor
 from ..warc.commandline import (
     add_extractor_argument,
     add_keep_argument,
@@ -156,7 +157,7 @@ def run_dedupe(args: argparse.Namespace) -> int:
     return _on_spark("dedupe", args.master, lambda spark: _dedupe(spark, args, mode, similarity, extractor))
 
 
-def _dedupe(spark: Any, args: argparse.Namespace, mode: str, similarity: float, extractor: Any) -> int:
+def _dedupe(spark: Any, args: argparse.Namespace, mode: str, similarity: float, extractor: Extractor) -> int:
     from ..spark.dedupe import dedupe_rows
     from ..warc.dedupe import write_report
 
@@ -173,7 +174,7 @@ def _dedupe(spark: Any, args: argparse.Namespace, mode: str, similarity: float, 
         against=args.against,
         keep=args.keep,
     )
-    write_report(rows, args.report, args.format)
+    write_report(rows, args.report, args.format, extractor=extractor.description)
     out = sys.stdout if args.report not in (None, "-") else sys.stderr
     for problem in problems:
         where = problem.file if problem.offset is None else f"{problem.file} @ {problem.offset}"
@@ -198,7 +199,7 @@ def run_tag(args: argparse.Namespace) -> int:
     return _on_spark("tag", args.master, lambda spark: _tag(spark, args, extractor))
 
 
-def _tag(spark: Any, args: argparse.Namespace, extractor: Any) -> int:
+def _tag(spark: Any, args: argparse.Namespace, extractor: Extractor) -> int:
     from ..spark.tag import tag_archives
 
     summary, lines = tag_archives(

@@ -54,11 +54,14 @@ REPORT_FIELDS = [
     "method",
     "rule",
     "keep",
+    "extractor",
 ]
 """Rows of the rule (both modes): ``distance`` (bits) and ``similarity`` (estimated Jaccard, None when a
 side has no sketch) to the cluster's original, ``method`` how that pair is judged (verified or simhash),
 ``rule`` the run's rule (:func:`rule_label`), so that a reader of the rows knows the thresholds, ``keep``
-the policy that chose each cluster's original (:data:`~scrapy_simhash.keep.KEEP_POLICIES`)."""
+the policy that chose each cluster's original (:data:`~scrapy_simhash.keep.KEEP_POLICIES`), and
+``extractor`` the description of the extractor the run read the pages with (fingerprints of different
+extractors are not comparable)."""
 MINHASH_REPORT_FIELDS = [
     "cluster",
     "record_id",
@@ -70,9 +73,10 @@ MINHASH_REPORT_FIELDS = [
     "similarity",
     "rule",
     "keep",
+    "extractor",
 ]
 """``--method minhash`` rows: ``similarity`` is the estimated Jaccard to the cluster's original; ``rule``
-is ``minhash threshold=T`` (:func:`minhash_label`)."""
+is ``minhash threshold=T`` (:func:`minhash_label`); ``extractor`` as in :data:`REPORT_FIELDS`."""
 
 METHODS = ("rule", "simhash", "minhash")
 """``rule``: the run's mode (:attr:`Options.mode`); ``simhash``: simhash mode whatever the options say;
@@ -425,14 +429,22 @@ def report_fields(method: str = "rule") -> list[str]:
 
 
 def write_report(
-    rows: list[dict[str, Any]], path: str | None, fmt: str | None = None, method: str = "rule"
+    rows: list[dict[str, Any]],
+    path: str | None,
+    fmt: str | None = None,
+    method: str = "rule",
+    *,
+    extractor: str | None = None,
 ) -> None:
     """JSON Lines (default) or CSV (``fmt="csv"`` or a ``.csv`` file name); ``-`` or None is stdout.
 
-    The columns are the method's (:data:`REPORT_FIELDS` or :data:`MINHASH_REPORT_FIELDS`).
+    The columns are the method's (:data:`REPORT_FIELDS` or :data:`MINHASH_REPORT_FIELDS`);
+    ``extractor`` (the run's :attr:`~scrapy_simhash.extract.Extractor.description`) fills the
+    ``extractor`` column of rows that have none.
     """
     fmt = fmt or ("csv" if path and path.lower().endswith(".csv") else "jsonl")
     fields = report_fields(method)
+    rows = [row if row.get("extractor") else {**row, "extractor": extractor} for row in rows]
     out: TextIO
     if path in (None, "-"):
         out = sys.stdout

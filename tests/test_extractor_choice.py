@@ -134,6 +134,7 @@ def test_a_crawl_fingerprints_with_the_chosen_extractor_and_its_records_name_it(
         "SIMHASH_WORKERS": 1,  # through a worker process: the extractor travels there pickled
         "SIMHASH_WARC_ENABLED": True,
         "SIMHASH_WARC_DIR": str(warcs),
+        "SIMHASH_REPORT": str(tmp_path / "report.html"),
     }
     result = run_crawl(site + "/", tmp_path / "run", settings)
     assert result.stat("simhash/computed") > 5
@@ -143,6 +144,8 @@ def test_a_crawl_fingerprints_with_the_chosen_extractor_and_its_records_name_it(
     named = [f[TEXT_EXTRACTOR] for f in fields if TEXT_EXTRACTOR in f]
     assert len(named) > result.stat("simhash/computed")  # every metadata record, and warcinfo
     assert all(value.startswith(f"{OTHER}/") for value in named), set(named)
+    report = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert f'<span id="extractor">{OTHER}/' in report  # the report names the crawl's extractor
 
 
 def test_an_unknown_extractor_refuses_the_crawl_naming_the_setting(site, tmp_path) -> None:
@@ -222,6 +225,10 @@ def test_dedupe_fingerprint_and_cdxj_use_the_chosen_extractor(archive: Path, tmp
         assert rows and {row["extractor"].split("/")[0] for row in rows} == {name}
     # the fingerprints differ with the extractor: the chosen one reached the worker processes
     assert {r["simhash"] for r in reports[OTHER]} != {r["simhash"] for r in reports[DEFAULT_NAME]}
+    # the HTML report of the rows names their extractor
+    done = cli("report", str(tmp_path / f"{OTHER}.jsonl"), "-o", str(tmp_path / "r.html"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f'<span id="extractor">{OTHER}/' in (tmp_path / "r.html").read_text(encoding="utf-8")
 
 
 @needs_another
@@ -246,3 +253,40 @@ def test_scrapy_simhash_tag_in_a_project_uses_the_projects_extractor(archive: Pa
                           cwd=project, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert extractors_named(again / (archive.name + ".simhash.warc.gz")) == {DEFAULT_NAME}
+
+
+# -- the HTML report ------------------------------------------------------------------------------
+
+
+@needs_another
+def test_the_report_re_extracts_pair_texts_with_the_extractor_the_rows_name(corpus: Path) -> None:
+    from scrapy_simhash.extract import extractor_for, get_extractor
+    from scrapy_simhash.report.warcs import fetch_texts
+    from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord
+
+    chosen = get_extractor(OTHER)
+    assert extractor_for(chosen.description) == chosen
+    assert extractor_for(None) is None and extractor_for("no-such-extractor/1.0;x=1") is None
+    path = str(corpus / "warcs" / WARC)
+    offsets = [r.offset for r in ArchiveReader("warcio").read(path) if isinstance(r, ArchiveRecord)]
+    locators = [(path, offset) for offset in offsets]
+    by_default = fetch_texts(locators)
+    by_chosen = fetch_texts(locators, extractor=chosen)
+    differ = [where for where in locators if by_chosen[where].text != by_default[where].text]
+    assert differ  # the two extractors read these pages differently, and the chosen one was used
+    for where in differ:
+        text = by_chosen[where].text
+        assert text is None or chosen(*_page_of(where)).text.startswith(text)
+
+
+def _page_of(where: tuple[str, int]) -> tuple[bytes, str | None, str | None]:
+    from scrapy_simhash.warc.payload import html_page
+    from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord
+
+    path, offset = where
+    record = next(
+        r for r in ArchiveReader("warcio").read(path) if isinstance(r, ArchiveRecord) and r.offset == offset
+    )
+    page = html_page(record)
+    assert page is not None
+    return page.body, page.url, page.encoding

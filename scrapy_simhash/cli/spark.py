@@ -174,7 +174,7 @@ def _dedupe(spark: Any, args: argparse.Namespace, mode: str, similarity: float, 
         against=args.against,
         keep=args.keep,
     )
-    write_report(rows, args.report, args.format, extractor=extractor.description)
+    write_report(rows, args.report, args.format)
     out = sys.stdout if args.report not in (None, "-") else sys.stderr
     for problem in problems:
         where = problem.file if problem.offset is None else f"{problem.file} @ {problem.offset}"

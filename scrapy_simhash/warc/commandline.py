@@ -409,7 +409,7 @@ def run_dedupe(args: argparse.Namespace) -> int:
         lambda index: dedupe(inputs, options, index, method=method, threshold=threshold, keep=args.keep),
         options.extractor.description,
     )
-    write_report(rows, args.report, args.format, method, extractor=options.extractor.description)
+    write_report(rows, args.report, args.format, method)
     clusters = len({row["cluster"] for row in rows})
     out = sys.stdout if args.report not in (None, "-") else sys.stderr
     for line in summary.lines():

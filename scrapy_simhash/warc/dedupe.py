@@ -151,8 +151,10 @@ def dedupe(
         duplicates = [row for row in rows if row["role"] == "duplicate"]
         summary.near_duplicates = len(duplicates)
         summary.by_simhash = sum(1 for row in duplicates if row["method"] == "simhash")
+    extractor = options.extractor.description
     for row in rows:
         row["keep"] = keep
+        row["extractor"] = extractor
     summary.seconds = progress.elapsed
     return summary, rows
 
@@ -429,22 +431,14 @@ def report_fields(method: str = "rule") -> list[str]:
 
 
 def write_report(
-    rows: list[dict[str, Any]],
-    path: str | None,
-    fmt: str | None = None,
-    method: str = "rule",
-    *,
-    extractor: str | None = None,
+    rows: list[dict[str, Any]], path: str | None, fmt: str | None = None, method: str = "rule"
 ) -> None:
     """JSON Lines (default) or CSV (``fmt="csv"`` or a ``.csv`` file name); ``-`` or None is stdout.
 
-    The columns are the method's (:data:`REPORT_FIELDS` or :data:`MINHASH_REPORT_FIELDS`);
-    ``extractor`` (the run's :attr:`~scrapy_simhash.extract.Extractor.description`) fills the
-    ``extractor`` column of rows that have none.
+    The columns are the method's (:data:`REPORT_FIELDS` or :data:`MINHASH_REPORT_FIELDS`).
     """
     fmt = fmt or ("csv" if path and path.lower().endswith(".csv") else "jsonl")
     fields = report_fields(method)
-    rows = [row if row.get("extractor") else {**row, "extractor": extractor} for row in rows]
     out: TextIO
     if path in (None, "-"):
         out = sys.stdout

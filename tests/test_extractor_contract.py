@@ -74,6 +74,7 @@ def test_bad_input_gives_its_reason(extractor: Extractor, body: bytes | str, rea
     [
         "<div>" * 5000 + "deep" + "</div>" * 5000,
         b"<<<<>>>><html<body",  # HTML5 reads "<<<<>>>>" as text: a text or no_text, as the extractor sees it
+        b"<p>\xff\xfe\xfd broken \xc3 bytes \xe2\x82</p>" * 50,
     ],
 )
 def test_malformed_html_gives_a_text_or_a_reason(extractor: Extractor, body: bytes | str) -> None:

@@ -39,6 +39,7 @@ class SimhashReportExtension:
         self.path = path
         self.index = config.index
         self.rule = config.rule  # the crawl's own: applied and drawn
+        self.extractor = config.extractor  # the crawl's own: names the fingerprints, re-reads the pair texts
         warcs = crawler.settings.getbool("SIMHASH_WARC_ENABLED", False)
         self.archives = (
             [os.path.abspath(crawler.settings.get("SIMHASH_WARC_DIR") or "warcs")] if warcs else []
@@ -83,7 +84,8 @@ class SimhashReportExtension:
                 stats=stats,
                 archives=self.archives,
             )
-            return write_report(data, self.path)
+            data.extractor = self.extractor.description
+            return write_report(data, self.path, extractor=self.extractor)
         except Exception as exc:  # a report is a by-product: it never fails the crawl
             return exc
 

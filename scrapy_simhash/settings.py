@@ -33,6 +33,7 @@ DEFAULTS: dict[str, object] = {
     "SIMHASH_WORKERS": None,
     "SIMHASH_TIMEOUT": 30.0,
     "SIMHASH_MAX_BODY_SIZE": 8 * 1024 * 1024,
+    "SIMHASH_EXTRACTOR": None,
     "SIMHASH_EXTRACTOR_FAST": True,
     "SIMHASH_EXTRACTOR_FAVOR_PRECISION": False,
     "SIMHASH_EXTRACTOR_FAVOR_RECALL": False,
@@ -49,6 +50,15 @@ DEFAULTS: dict[str, object] = {
 }
 
 _ACTIONS = ("tag", "drop")
+
+_TRAFILATURA_OPTIONS = {
+    "SIMHASH_EXTRACTOR_FAST": "fast",
+    "SIMHASH_EXTRACTOR_FAVOR_PRECISION": "favor_precision",
+    "SIMHASH_EXTRACTOR_FAVOR_RECALL": "favor_recall",
+    "SIMHASH_EXTRACTOR_TABLES": "include_tables",
+    "SIMHASH_EXTRACTOR_FALLBACK": "fallback",
+}
+"""The settings that configure the trafilatura extractor, and its option each one sets."""
 
 
 class SimhashConfigError(ValueError):
@@ -75,6 +85,45 @@ def _number(settings: BaseSettings, name: str, low: float, high: float | None = 
         bound = f"between {low:g} and {high:g}" if high is not None else f"at least {low:g}"
         raise SimhashConfigError(f"{name} must be {bound}; got {raw!r}")
     return value
+
+
+def extractor_from_settings(settings: BaseSettings, max_bytes: int) -> Extractor:
+    """``SIMHASH_EXTRACTOR`` (the registry's default when unset), with ``max_bytes`` and, for
+    trafilatura, the ``SIMHASH_EXTRACTOR_*`` options.
+
+    Those options configure trafilatura only: set to anything but their default with another
+    extractor they would be silently ignored, so the crawl refuses to start instead.
+    """
+    from .extract.registry import DEFAULT_NAME, extractor_names, get_extractor
+
+    name = str(settings.get("SIMHASH_EXTRACTOR") or DEFAULT_NAME).strip().lower()
+    if name not in extractor_names():
+        raise SimhashConfigError(
+            f"SIMHASH_EXTRACTOR must name a registered extractor ({', '.join(extractor_names())}); "
+            f"got {settings.get('SIMHASH_EXTRACTOR')!r}"
+        )
+    fallback = _choice(settings, "SIMHASH_EXTRACTOR_FALLBACK", ("none", "visible"))
+    values: dict[str, object] = {
+        setting: settings.getbool(setting, bool(DEFAULTS[setting]))
+        for setting in _TRAFILATURA_OPTIONS
+        if setting != "SIMHASH_EXTRACTOR_FALLBACK"
+    }
+    values["SIMHASH_EXTRACTOR_FALLBACK"] = fallback
+    options: dict[str, object] = {"max_bytes": max_bytes}
+    if name == "trafilatura":
+        options.update({_TRAFILATURA_OPTIONS[setting]: value for setting, value in values.items()})
+    else:
+        changed = [setting for setting, value in values.items() if value != DEFAULTS[setting]]
+        if changed:
+            raise SimhashConfigError(
+                f"{', '.join(changed)} configure{'s' if len(changed) == 1 else ''} the trafilatura "
+                f"extractor only, and SIMHASH_EXTRACTOR is {name!r}: remove "
+                f"{'it' if len(changed) == 1 else 'them'}, or set SIMHASH_EXTRACTOR = 'trafilatura'"
+            )
+    try:
+        return get_extractor(name, **options)
+    except ImportError as exc:  # an extractor whose library is not installed
+        raise SimhashConfigError(f"SIMHASH_EXTRACTOR = {name!r} cannot be used: {exc}") from None
 
 
 def _similarity(settings: BaseSettings) -> float:
@@ -132,8 +181,6 @@ class SimhashSettings:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> SimhashSettings:
-        from .extract import TrafilaturaExtractor
-
         workers_raw = settings.get("SIMHASH_WORKERS", DEFAULTS["SIMHASH_WORKERS"])
         if workers_raw in (None, ""):
             workers = os.cpu_count() or 1
@@ -143,7 +190,6 @@ class SimhashSettings:
         content_types = settings.getlist(
             "SIMHASH_CONTENT_TYPES", cast("list[str]", DEFAULTS["SIMHASH_CONTENT_TYPES"])
         )
-        fallback = _choice(settings, "SIMHASH_EXTRACTOR_FALLBACK", ("none", "visible"))
         return cls(
             enabled=settings.getbool("SIMHASH_ENABLED", True),
             mode=_choice(settings, "SIMHASH_MODE", defaults.MODES),
@@ -158,14 +204,7 @@ class SimhashSettings:
             workers=workers,
             timeout=_number(settings, "SIMHASH_TIMEOUT", 0.001),
             max_body_size=max_body,
-            extractor=TrafilaturaExtractor(
-                fast=settings.getbool("SIMHASH_EXTRACTOR_FAST", True),
-                favor_precision=settings.getbool("SIMHASH_EXTRACTOR_FAVOR_PRECISION", False),
-                favor_recall=settings.getbool("SIMHASH_EXTRACTOR_FAVOR_RECALL", False),
-                include_tables=settings.getbool("SIMHASH_EXTRACTOR_TABLES", True),
-                fallback=fallback,  # type: ignore[arg-type]
-                max_bytes=max_body,
-            ),
+            extractor=extractor_from_settings(settings, max_body),
             on_index_error=_choice(settings, "SIMHASH_ON_INDEX_ERROR", ("continue", "stop")),
             index_retry_after=_number(settings, "SIMHASH_INDEX_RETRY_AFTER", 0),
             item_field=settings.get("SIMHASH_ITEM_FIELD") or None,

@@ -46,6 +46,7 @@ RULE_COLUMNS = [
     "method",
     "rule",
     "keep",
+    "extractor",
 ]
 MINHASH_COLUMNS = [
     "cluster",
@@ -59,6 +60,7 @@ MINHASH_COLUMNS = [
     "similarity",
     "rule",
     "keep",
+    "extractor",
 ]
 EARLY, LATE = "2024-01-01T00:00:00Z", "2024-06-01T00:00:00Z"
 

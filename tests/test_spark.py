@@ -405,6 +405,46 @@ def test_spark_tag_sidecars_same_as_tag(spark, corpus, tmp_path, capsys):
     assert "files: 2 processed, 2 already complete" in capsys.readouterr().out
 
 
+def test_spark_tag_and_dedupe_read_pages_with_the_chosen_extractor(spark, corpus, tmp_path, capsys):
+    """``--extractor`` reaches the executors (the extractor is pickled into their tasks): the sidecars
+    and the report are ``tag``'s and ``dedupe``'s with the same extractor, and name it."""
+    from scrapy_simhash.cli import main
+    from scrapy_simhash.extract import extractor_names
+    from scrapy_simhash.extract.registry import DEFAULT_NAME
+
+    others = [name for name in extractor_names() if name != DEFAULT_NAME]
+    if not others:
+        pytest.skip("only one extractor is registered")
+    chosen = ["--extractor", others[0]]
+    inputs = [
+        str(corpus / "warcs" / name) for name in ("resiliparse/warcfile.warc.gz", "resiliparse/warcfile.warc")
+    ]
+    local, distributed = tmp_path / "tag", tmp_path / "spark"
+    assert main(["tag", inputs[0], "--workers", "1", "--no-progress", "--out", str(local), *chosen]) == 0
+    assert main(["spark", "tag", inputs[0], "--master", "local[2]", "--out", str(distributed), *chosen]) == 0
+    name = "warcfile.warc.gz.simhash.warc.gz"
+    records = sidecar_records(distributed / name)
+    assert records == sidecar_records(local / name)
+    named = {
+        payload.split(b"text-extractor: ")[1].split(b"/")[0]
+        for _, _, payload in records
+        if b"text-extractor: " in payload
+    }
+    assert named == {others[0].encode()}
+    reports = tmp_path / "dedupe.jsonl", tmp_path / "spark.jsonl"
+    assert (
+        main(["dedupe", *inputs, "--workers", "1", "--no-progress", "--report", str(reports[0]), *chosen])
+        == 0
+    )
+    assert (
+        main(["spark", "dedupe", *inputs, "--master", "local[2]", "--report", str(reports[1]), *chosen]) == 0
+    )
+    want = reports[0].read_text(encoding="utf-8")
+    assert reports[1].read_text(encoding="utf-8") == want
+    assert {json.loads(line)["extractor"].split("/")[0] for line in want.splitlines()} == {others[0]}
+    capsys.readouterr()
+
+
 def test_spark_tag_task_failure_is_a_problem_not_a_crash(corpus, tmp_path):
     """An executor task that cannot write its sidecar reports the input as skipped (exit 1) and returns."""
     from scrapy_simhash.spark.tag import tag_input
@@ -537,7 +577,7 @@ def test_spark_dedupe_pairs_the_one_sentence_edit_as_dedupe_does(spark, corpus, 
     assert main(["dedupe", *inputs, "--workers", "1", "--no-progress", *common, str(local)]) == 0
     assert main(["spark", "dedupe", *inputs, "--master", "local[2]", *common, str(distributed)]) == 0
     want = local.read_text(encoding="utf-8")
-    assert want.splitlines()[0].endswith("simhash,distance,similarity,method,rule,keep")
+    assert want.splitlines()[0].endswith("simhash,distance,similarity,method,rule,keep,extractor")
     assert ("http://b/edit" in want) == (mode == "verified")  # only the verified rule pairs the edit
     assert distributed.read_text(encoding="utf-8") == want
     assert f"decisions: {mode} mode" in capsys.readouterr().out

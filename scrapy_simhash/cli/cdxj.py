@@ -21,6 +21,7 @@ from ..warc.cdxj import (
     merge_index,
     replace_atomically,
 )
+from ..warc.commandline import add_extractor_argument, extractor_from
 
 HELP = "write CDXJ index lines with simhash fields (or add them to an existing CDXJ index)"
 DESCRIPTION = (
@@ -63,6 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--workers", type=int, default=1, help="processes fingerprinting with --compute (default 1)"
     )
+    add_extractor_argument(parser)
     parser.set_defaults(func=run_cdxj)
 
 
@@ -70,7 +72,12 @@ def run_cdxj(args: argparse.Namespace) -> int:
     summary = CdxjSummary()
     if args.workers < 1:
         raise ValueError(f"--workers must be at least 1, not {args.workers}")
-    compute = Options(workers=args.workers) if args.compute else None
+    if args.extractor is not None and not args.compute:
+        raise ValueError(
+            "--extractor applies to --compute only (the other fingerprints are read as they were "
+            "recorded, with the extractor each record names)"
+        )
+    compute = Options(workers=args.workers, extractor=extractor_from(args)) if args.compute else None
     if args.output:
         out, commit = replace_atomically(args.output)
     else:

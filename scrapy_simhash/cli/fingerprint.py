@@ -16,6 +16,7 @@ import zlib
 from pathlib import Path
 
 from ..fingerprint import SCHEME, simhash_with_count, to_base32, to_hex
+from ..warc.commandline import add_extractor_argument, extractor_from
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -38,6 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "markup included, and HTML-looking input gets a warning)",
     )
     parser.add_argument("--url", help="the page's URL (helps the extractor with --html)")
+    add_extractor_argument(parser)
     parser.add_argument("--encoding", help="encoding of the file (default: detected; UTF-8 for text)")
     parser.add_argument(
         "--scheme",
@@ -119,13 +121,19 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.extractor is not None and not args.html:
+        print(
+            "scrapy-simhash fingerprint: --extractor applies to --html only (without it the file is "
+            "hashed as text, nothing is extracted)",
+            file=sys.stderr,
+        )
+        return 2
+    extractor = extractor_from(args) if args.html else None
     data = _read(args.file)
     extractor_name = None
-    if args.html:
-        from ..extract import DEFAULT_EXTRACTOR
-
-        extraction = DEFAULT_EXTRACTOR(data, url=args.url, encoding=args.encoding)
-        extractor_name = DEFAULT_EXTRACTOR.description
+    if extractor is not None:
+        extraction = extractor(data, url=args.url, encoding=args.encoding)
+        extractor_name = extractor.description
         if extraction.text is None:
             print(
                 f"scrapy-simhash fingerprint: no main text in {args.file} ({extraction.reason})",

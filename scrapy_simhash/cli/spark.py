@@ -11,7 +11,14 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..defaults import MIN_TOKENS, MODE, MODES, SIMILARITY
-from ..warc.commandline import add_keep_argument, add_rule_arguments, run_mode
+from ..extract import Extractor
+from ..warc.commandline import (
+    add_extractor_argument,
+    add_keep_argument,
+    add_rule_arguments,
+    extractor_from,
+    run_mode,
+)
 
 HELP = "run on Apache Spark (spark dedupe, spark tag)"
 DEDUPE_DESCRIPTION = (
@@ -77,6 +84,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_rule_arguments(dedupe)
     add_keep_argument(dedupe)
+    add_extractor_argument(dedupe)
     dedupe.add_argument(
         "--min-tokens", type=int, default=MIN_TOKENS, help=f"fewer tokens: no fingerprint ({MIN_TOKENS})"
     )
@@ -102,6 +110,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--min-tokens", type=int, default=MIN_TOKENS, help=f"fewer tokens: no fingerprint ({MIN_TOKENS})"
     )
     tag.add_argument("--reader", choices=["auto", "warcio", "fastwarc"], default="auto", help="WARC reader")
+    add_extractor_argument(tag)
     tag.add_argument(
         "--mode",
         choices=MODES,
@@ -138,16 +147,17 @@ def run_dedupe(args: argparse.Namespace) -> int:
     """Writes the report; exit status 1 when data was skipped (as ``dedupe``), 2 on a bad argument or
     when Spark fails."""
     mode = run_mode(args)  # a usage error before Spark starts
+    extractor = extractor_from(args)
     similarity = SIMILARITY if args.similarity is None else args.similarity
     if args.save and not _remote(args.save) and Path(args.save.removeprefix("file://")).exists():
         raise ValueError(f"--save {args.save}: already exists (a table is written once; choose a new name)")
     for table in args.against:
         if not _remote(table) and not Path(table.removeprefix("file://")).is_dir():
             raise ValueError(f"--against {table}: no such table (a directory written by --save)")
-    return _on_spark("dedupe", args.master, lambda spark: _dedupe(spark, args, mode, similarity))
+    return _on_spark("dedupe", args.master, lambda spark: _dedupe(spark, args, mode, similarity, extractor))
 
 
-def _dedupe(spark: Any, args: argparse.Namespace, mode: str, similarity: float) -> int:
+def _dedupe(spark: Any, args: argparse.Namespace, mode: str, similarity: float, extractor: Extractor) -> int:
     from ..spark.dedupe import dedupe_rows
     from ..warc.dedupe import write_report
 
@@ -159,6 +169,7 @@ def _dedupe(spark: Any, args: argparse.Namespace, mode: str, similarity: float) 
         similarity=similarity,
         min_tokens=args.min_tokens,
         reader=args.reader,
+        extractor=extractor,
         save=args.save,
         against=args.against,
         keep=args.keep,
@@ -184,10 +195,11 @@ def _dedupe(spark: Any, args: argparse.Namespace, mode: str, similarity: float) 
 def run_tag(args: argparse.Namespace) -> int:
     """Problems and notes on stderr, then ``tag``'s summary lines; ``tag``'s exit status (1: data lost),
     2 when Spark fails."""
-    return _on_spark("tag", args.master, lambda spark: _tag(spark, args))
+    extractor = extractor_from(args)  # a usage error before Spark starts
+    return _on_spark("tag", args.master, lambda spark: _tag(spark, args, extractor))
 
 
-def _tag(spark: Any, args: argparse.Namespace) -> int:
+def _tag(spark: Any, args: argparse.Namespace, extractor: Extractor) -> int:
     from ..spark.tag import tag_archives
 
     summary, lines = tag_archives(
@@ -198,6 +210,7 @@ def _tag(spark: Any, args: argparse.Namespace) -> int:
         reader=args.reader,
         min_tokens=args.min_tokens,
         mode=args.mode,
+        extractor=extractor,
     )
     for line in lines:
         print(line, file=sys.stderr)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .base import DEFAULT_MAX_BYTES, Extraction, Extractor, looks_binary
 from .charset import declared_encoding, decode_html, document_charset
-from .registry import DEFAULT_EXTRACTOR, extractor_names, get_extractor
+from .registry import DEFAULT_EXTRACTOR, extractor_for, extractor_names, get_extractor
 from .resiliparse import ResiliparseExtractor
 from .trafilatura import TrafilaturaExtractor
 
@@ -26,6 +26,7 @@ __all__ = [
     "decode_html",
     "document_charset",
     "extract_text",
+    "extractor_for",
     "extractor_names",
     "get_extractor",
     "looks_binary",

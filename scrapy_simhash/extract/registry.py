@@ -25,6 +25,18 @@ def extractor_names() -> tuple[str, ...]:
     return (DEFAULT_NAME, *sorted(n for n in _EXTRACTORS if n != DEFAULT_NAME))
 
 
+def extractor_for(description: str | None) -> Extractor | None:
+    """The registered extractor a description (``name/version;options``) names, with its default
+    options; None when it names none registered (callers then use the default)."""
+    name = (description or "").split("/", 1)[0]
+    if name not in _EXTRACTORS:
+        return None
+    try:
+        return get_extractor(name)
+    except ImportError:  # its library is not installed here
+        return None
+
+
 def get_extractor(name: str, **options: Any) -> Extractor:
     """The extractor registered as ``name``, configured with ``options``.
 

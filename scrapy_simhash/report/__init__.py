@@ -12,9 +12,12 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .model import ReportData
+
+if TYPE_CHECKING:
+    from ..extract import Extractor
 
 DEFAULT_DIFFS = 20
 """Pairs of texts re-extracted and diffed (the largest clusters' original and farthest member)."""
@@ -29,14 +32,28 @@ class Written:
 
 
 def write_report(
-    data: ReportData, output: str | os.PathLike[str], *, diffs: int = DEFAULT_DIFFS, backend: str = "auto"
+    data: ReportData,
+    output: str | os.PathLike[str],
+    *,
+    diffs: int = DEFAULT_DIFFS,
+    backend: str = "auto",
+    extractor: Extractor | None = None,
 ) -> Written:
-    """Render ``data`` to ``output`` (written to a temporary name, then renamed into place)."""
+    """Render ``data`` to ``output`` (written to a temporary name, then renamed into place).
+
+    The pair texts are re-extracted by ``extractor``; by default by the one ``data.extractor`` names
+    (with that extractor's default options), else the default extractor."""
+    from ..extract import extractor_for
     from .diffs import pair_diffs
     from .html import render
 
     start = time.monotonic()
-    pairs = pair_diffs(data.clusters, diffs, backend=backend, archives=data.archives) if diffs > 0 else []
+    extractor = extractor or extractor_for(data.extractor)
+    pairs = (
+        pair_diffs(data.clusters, diffs, backend=backend, archives=data.archives, extractor=extractor)
+        if diffs > 0
+        else []
+    )
     text = render(data, pairs)
     path = Path(output)
     partial = path.with_name(path.name + ".partial")

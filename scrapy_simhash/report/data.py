@@ -239,6 +239,7 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
     bad: Counter[str] = Counter()
     labels: Counter[str] = Counter()
     keeps: Counter[str] = Counter()
+    extractors: Counter[str] = Counter()
     minhash_rows = False
     clusters: dict[tuple[int, Any], Cluster] = {}
     pages: list[Page] = []
@@ -258,6 +259,8 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
             keep = row.get("keep")
             if isinstance(keep, str) and keep:
                 keeps[keep] += 1
+            if row.get("extractor"):
+                extractors[str(row["extractor"])] += 1
             minhash_rows = minhash_rows or row.get("scheme") is not None
             pages.append(page)
             cluster.members.append(page)
@@ -293,6 +296,11 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
     if len(keeps) > 1:
         listed = ", ".join(f"{name} ({count} rows)" for name, count in keeps.most_common())
         notes.append(f"the rows' originals were chosen by several keep policies: {listed}")
+    if len(extractors) > 1:
+        notes.append(
+            f"the rows name {len(extractors)} extractors ({', '.join(sorted(extractors))}): fingerprints of "
+            "different extractors are not comparable; the pair texts are re-extracted with the default"
+        )
     return build(
         "dedupe report",
         paths,
@@ -303,6 +311,7 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
         notes=notes,
         mode=mode,
         keep=" / ".join(name for name, _ in keeps.most_common()) or None,
+        extractor=next(iter(extractors)) if len(extractors) == 1 else None,
     )
 
 

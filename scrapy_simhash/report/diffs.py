@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .model import Cluster, Page
 from .textdiff import ratio, side_by_side
 from .warcs import Text, fetch_texts, locate_records
+
+if TYPE_CHECKING:
+    from ..extract import Extractor
 
 
 @dataclass(frozen=True)
@@ -33,9 +37,15 @@ def explain(text: Text, page: Page) -> str:
 
 
 def pair_diffs(
-    clusters: list[Cluster], count: int, *, backend: str = "auto", archives: list[str] | None = None
+    clusters: list[Cluster],
+    count: int,
+    *,
+    backend: str = "auto",
+    archives: list[str] | None = None,
+    extractor: Extractor | None = None,
 ) -> list[PairDiff]:
-    """Diffs of (original, farthest member) for the ``count`` largest clusters; texts re-extracted.
+    """Diffs of (original, farthest member) for the ``count`` largest clusters; texts re-extracted
+    (by ``extractor``, default: the default extractor).
 
     A page whose input names no file (a crawl's index) is looked up by its record id in ``archives``
     (the crawl's WARCs), and takes the file and offset found."""
@@ -46,7 +56,8 @@ def pair_diffs(
         for page in unplaced:
             if page.record_id in found:
                 page.file, page.offset = found[page.record_id]
-    texts = fetch_texts([(p.file, p.offset) for _, a, b in chosen for p in (a, b)], backend=backend)
+    locators = [(p.file, p.offset) for _, a, b in chosen for p in (a, b)]
+    texts = fetch_texts(locators, backend=backend, extractor=extractor)
     out = []
     for position, a, b in chosen:
         ta, tb = texts[(a.file, a.offset)], texts[(b.file, b.offset)]

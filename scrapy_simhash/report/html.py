@@ -160,6 +160,13 @@ def keep_text(data: ReportData) -> str:
     return "" if data.keep is None else f" (chosen by the keep policy: {data.keep})"
 
 
+def _extractor(data: ReportData) -> str:
+    """The extractor that made the fingerprints, when the input says."""
+    if not data.extractor:
+        return ""
+    return f'; extractor: <span id="extractor">{esc(data.extractor)}</span>'
+
+
 def _hosts(data: ReportData) -> str:
     rows = "".join(
         f'<tr><td>{esc(h)}</td><td class="num">{n:,}</td><td class="num">{d:,}</td>'
@@ -192,7 +199,7 @@ def render(data: ReportData, diffs: list[PairDiff]) -> str:
 <title>scrapy-simhash report</title><style>{asset("page.css")}</style></head><body>
 <h1>Near-duplicates: scrapy-simhash report</h1>
 <p class="muted">{esc(data.kind)}: {esc(", ".join(data.sources))}<br>written {when} by scrapy-simhash
-{esc(__version__)}; <span id="rule">{esc(rule_text(data))}</span></p>
+{esc(__version__)}; <span id="rule">{esc(rule_text(data))}</span>{_extractor(data)}</p>
 <h2>Totals</h2>{_totals(data)}
 {f"<ul>{notes}</ul>" if notes else ""}
 <h2>Histograms</h2><div id="charts">{_charts(data)}</div>

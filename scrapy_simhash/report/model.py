@@ -118,6 +118,9 @@ class ReportData:
     archives: list[str] = field(default_factory=list)
     """WARC files or directories holding the pages' records, looked up by record id for the pair texts
     when the input names no file (a crawl's index, with the crawl's own WARCs)."""
+    extractor: str | None = None
+    """The description of the extractor that made the fingerprints (a dedupe report's ``extractor``
+    column, a crawl's ``SIMHASH_EXTRACTOR``); the pair texts are re-extracted with it. None: unknown."""
 
 
 def build(
@@ -135,6 +138,7 @@ def build(
     mode: str | None = None,
     archives: list[str] | None = None,
     keep: str | None = None,
+    extractor: str | None = None,
 ) -> ReportData:
     """Derive the histograms, hosts and totals from ``pages`` (every page the input knows) and clusters."""
     clusters = sorted(clusters, key=lambda c: -c.size)
@@ -180,6 +184,7 @@ def build(
         mode=mode,
         archives=list(archives or []),
         keep=keep,
+        extractor=extractor,
     )
 
 

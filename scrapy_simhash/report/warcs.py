@@ -7,12 +7,16 @@ import os
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..warc.payload import html_page
 from ..warc.reader import ArchiveReader, ArchiveRecord, ReadProblem
 from ..warc.records import WARC_FIELDS, SimhashFields, parse_fields
 from ..warc.wacz import archive_exists, expand_archive, is_wacz_name
 from .model import MAX_NOTES, Page, ReportData, build, group_clusters, rule_for
+
+if TYPE_CHECKING:
+    from ..extract import Extractor
 
 MAX_TEXT = 20_000
 """Characters of each main text kept for a diff: a report stays small, the start shows the change."""
@@ -193,12 +197,16 @@ def fetch_records(locators: list[Locator], *, backend: str = "auto") -> dict[Loc
     return out
 
 
-def fetch_texts(locators: list[Locator], *, backend: str = "auto") -> dict[Locator, Text]:
-    """Main texts of the records at (file, offset), extracted as the fingerprint was."""
+def fetch_texts(
+    locators: list[Locator], *, backend: str = "auto", extractor: Extractor | None = None
+) -> dict[Locator, Text]:
+    """Main texts of the records at (file, offset), extracted as the fingerprint was: by ``extractor``
+    (default: the default extractor)."""
     from ..extract import DEFAULT_EXTRACTOR
 
+    chosen = extractor or DEFAULT_EXTRACTOR
     return {
-        where: found if isinstance(found, Text) else text_of(found, DEFAULT_EXTRACTOR)
+        where: found if isinstance(found, Text) else text_of(found, chosen)
         for where, found in fetch_records(locators, backend=backend).items()
     }
 

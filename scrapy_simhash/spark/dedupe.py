@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 
 from ..decision import Rule
 from ..defaults import DISTANCE, MODE, SIMILARITY
+from ..extract import DEFAULT_EXTRACTOR
 from ..fingerprint.minhash import MinHash
 from ..keep import DEFAULT_KEEP, check_policy, meta_order
 from ..warc.dedupe import rule_row
@@ -68,6 +69,7 @@ def dedupe_rows(
 
     check_policy(keep)
     rule = Rule(mode=mode, distance=k, similarity=similarity)
+    extractor = options.get("extractor", DEFAULT_EXTRACTOR).description
     read = fingerprint_archives(spark, paths, mode=mode, similarity=similarity, **options).cache()
     try:
         problems = read.where(F.col("problem").isNotNull()).collect()
@@ -95,7 +97,8 @@ def dedupe_rows(
         first = _page(group[0][1])
         for i, (meta, member) in enumerate(group):
             role = "original" if i == 0 else "duplicate"
-            rows.append({**rule_row(number, meta, _page(member), first, role, rule), "keep": keep})
+            row = {**rule_row(number, meta, _page(member), first, role, rule), "keep": keep}
+            rows.append({**row, "extractor": extractor})
     return rows, problems
 
 

@@ -21,7 +21,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..defaults import DISTANCE, MIN_TOKENS, MODE, MODES, SIMILARITY
-from ..extract import DEFAULT_EXTRACTOR, DEFAULT_MAX_BYTES
+from ..extract import DEFAULT_MAX_BYTES, Extractor, extractor_names, get_extractor
+from ..extract.registry import DEFAULT_NAME as DEFAULT_EXTRACTOR_NAME
 from ..keep import DEFAULT_KEEP, KEEP_POLICIES
 
 T = TypeVar("T")
@@ -78,6 +79,38 @@ def _size(value: str) -> int:
     return number
 
 
+def add_extractor_argument(parser: argparse.ArgumentParser) -> None:
+    """``--extractor NAME``: the main-text extractor, for every command that fingerprints HTML.
+
+    The default is None, so that the ``scrapy simhash-*`` commands can tell "not given" from the
+    default and take the project's ``SIMHASH_EXTRACTOR``; :func:`extractor_from` resolves it.
+    """
+    parser.add_argument(
+        "--extractor",
+        choices=extractor_names(),
+        metavar="NAME",
+        help=f"main-text extractor: {', '.join(extractor_names())} ({DEFAULT_EXTRACTOR_NAME}); "
+        "its name and version are written next to every fingerprint",
+    )
+
+
+def extractor_from(args: argparse.Namespace, max_bytes: int = DEFAULT_MAX_BYTES) -> Extractor:
+    """The extractor ``--extractor`` names (the default when not given), capped at ``max_bytes``;
+    ValueError (status 2) naming the option when it cannot be used (its library is missing).
+
+    ``args.extractor`` may also be a configured :class:`Extractor` (the project's, set by the
+    ``scrapy simhash-*`` commands), which is kept with its options.
+    """
+    chosen = getattr(args, "extractor", None)
+    if isinstance(chosen, Extractor):
+        return dataclasses.replace(chosen, max_bytes=max_bytes)
+    name = chosen or DEFAULT_EXTRACTOR_NAME
+    try:
+        return get_extractor(name, max_bytes=max_bytes)
+    except (ImportError, ValueError) as exc:
+        raise ValueError(f"--extractor {name}: {exc}") from None
+
+
 def add_rule_arguments(parser: argparse.ArgumentParser) -> None:
     """``--mode``, ``--similarity`` and ``--distance``: the decision rule (also used by ``spark dedupe``)."""
     parser.add_argument(
@@ -124,6 +157,7 @@ def add_common_arguments(parser: argparse.ArgumentParser, index_help: str) -> No
         help="fingerprinting processes (default: CPUs)",
     )
     add_rule_arguments(parser)
+    add_extractor_argument(parser)
     parser.add_argument(
         "--min-tokens",
         type=int,
@@ -261,7 +295,7 @@ def options_from(args: argparse.Namespace) -> Any:
         similarity=SIMILARITY if similarity is None else similarity,
         workers=args.workers,
         reader=args.reader,
-        extractor=dataclasses.replace(DEFAULT_EXTRACTOR, max_bytes=max_body),
+        extractor=extractor_from(args, max_body),
         min_tokens=args.min_tokens,
         distance=args.distance,
         progress=args.progress,

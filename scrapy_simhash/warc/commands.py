@@ -5,7 +5,9 @@ and exit status as ``scrapy-simhash tag`` / ``dedupe`` (both call
 :mod:`.commandline`); inside a project, ``simhash-tag``'s ``--index`` defaults to the project's
 ``SIMHASH_INDEX`` (``simhash-dedupe`` uses no index unless given one: a report must not add its pages
 to the crawl's index), ``--mode`` and ``--similarity`` to the project's ``SIMHASH_MODE`` and
-``SIMHASH_SIMILARITY``; ``SIMHASH_EXTRACTOR_MIX = True`` is ``--mix-extractors``.
+``SIMHASH_SIMILARITY``, ``--extractor`` to the project's ``SIMHASH_EXTRACTOR`` (with its
+``SIMHASH_EXTRACTOR_*`` options), so that an archive is fingerprinted as the crawl fingerprints;
+``SIMHASH_EXTRACTOR_MIX = True`` is ``--mix-extractors``.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ class _ReprocessCommand(ScrapyCommand):
                 opts.mode = self.settings.get("SIMHASH_MODE") or None
             if opts.similarity is None and opts.mode != "simhash":
                 opts.similarity = self.settings.getfloat("SIMHASH_SIMILARITY") or None
+        if self.settings is not None and opts.extractor is None:  # the crawl's extractor, configured
+            from ..settings import extractor_from_settings
+
+            opts.extractor = extractor_from_settings(self.settings, opts.max_body_size)
         return opts
 
     def _run(self, function, opts: argparse.Namespace) -> None:

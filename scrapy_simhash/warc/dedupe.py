@@ -54,11 +54,14 @@ REPORT_FIELDS = [
     "method",
     "rule",
     "keep",
+    "extractor",
 ]
 """Rows of the rule (both modes): ``distance`` (bits) and ``similarity`` (estimated Jaccard, None when a
 side has no sketch) to the cluster's original, ``method`` how that pair is judged (verified or simhash),
 ``rule`` the run's rule (:func:`rule_label`), so that a reader of the rows knows the thresholds, ``keep``
-the policy that chose each cluster's original (:data:`~scrapy_simhash.keep.KEEP_POLICIES`)."""
+the policy that chose each cluster's original (:data:`~scrapy_simhash.keep.KEEP_POLICIES`), and
+``extractor`` the description of the extractor the run read the pages with (fingerprints of different
+extractors are not comparable)."""
 MINHASH_REPORT_FIELDS = [
     "cluster",
     "record_id",
@@ -70,9 +73,10 @@ MINHASH_REPORT_FIELDS = [
     "similarity",
     "rule",
     "keep",
+    "extractor",
 ]
 """``--method minhash`` rows: ``similarity`` is the estimated Jaccard to the cluster's original; ``rule``
-is ``minhash threshold=T`` (:func:`minhash_label`)."""
+is ``minhash threshold=T`` (:func:`minhash_label`); ``extractor`` as in :data:`REPORT_FIELDS`."""
 
 METHODS = ("rule", "simhash", "minhash")
 """``rule``: the run's mode (:attr:`Options.mode`); ``simhash``: simhash mode whatever the options say;
@@ -147,8 +151,10 @@ def dedupe(
         duplicates = [row for row in rows if row["role"] == "duplicate"]
         summary.near_duplicates = len(duplicates)
         summary.by_simhash = sum(1 for row in duplicates if row["method"] == "simhash")
+    extractor = options.extractor.description
     for row in rows:
         row["keep"] = keep
+        row["extractor"] = extractor
     summary.seconds = progress.elapsed
     return summary, rows
 

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from spark_support import local_spark
 
 from scrapy_simhash.index.batch import clusters as batch_clusters
 from scrapy_simhash.index.batch import popcount64
@@ -33,12 +32,6 @@ from scrapy_simhash.spark import clusters, fingerprint_archives, near_duplicates
 from scrapy_simhash.spark.pairs import candidate_groups  # noqa: E402
 
 U64 = (1 << 64) - 1
-
-
-@pytest.fixture(scope="module")
-def spark():
-    with local_spark("scrapy-simhash-tests") as session:
-        yield session
 
 
 # -- signed longs ------------------------------------------------------------------------------------

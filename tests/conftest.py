@@ -1,9 +1,11 @@
-"""Shared fixtures: the read-only test corpus beside the project."""
+"""Shared fixtures: the read-only test corpus beside the project, and one Spark session for the whole run."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,3 +33,30 @@ def corpus() -> Path:
 @pytest.fixture(scope="session")
 def spec() -> Path:
     return _require(SPEC)
+
+
+@pytest.fixture(scope="session")
+def spark_work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shared Spark session's own directories: ``spark-local`` (its ``spark.local.dir``) and
+    ``data`` (mounted as ``viewfs://corpus/work``)."""
+    work = tmp_path_factory.mktemp("spark")
+    (work / "spark-local").mkdir()
+    (work / "data").mkdir()
+    return work
+
+
+@pytest.fixture(scope="session")
+def spark(corpus: Path, spark_work: Path) -> Iterator[Any]:
+    """One real local[2] SparkSession for every in-process Spark test (starting one costs seconds of
+    JVM and Python-worker start-up each time), with the viewfs mount table the Hadoop-source tests read
+    through: ``viewfs://corpus/warcs`` is the corpus, ``viewfs://corpus/work`` is ``spark_work/data``."""
+    pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[test]' installs it)")
+    from spark_support import local_spark
+
+    config = {
+        "spark.local.dir": str(spark_work / "spark-local"),
+        "spark.hadoop.fs.viewfs.mounttable.corpus.link./warcs": (corpus / "warcs").as_uri(),
+        "spark.hadoop.fs.viewfs.mounttable.corpus.link./work": (spark_work / "data").as_uri(),
+    }
+    with local_spark("scrapy-simhash-tests", **config) as session:
+        yield session

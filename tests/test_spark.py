@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from spark_support import local_spark
 
 from scrapy_simhash.index.batch import clusters as batch_clusters
 from scrapy_simhash.index.batch import popcount64
@@ -33,12 +32,6 @@ from scrapy_simhash.spark import clusters, fingerprint_archives, near_duplicates
 from scrapy_simhash.spark.pairs import candidate_groups  # noqa: E402
 
 U64 = (1 << 64) - 1
-
-
-@pytest.fixture(scope="module")
-def spark():
-    with local_spark("scrapy-simhash-tests") as session:
-        yield session
 
 
 # -- signed longs ------------------------------------------------------------------------------------
@@ -603,3 +596,16 @@ def test_spark_dedupe_chooses_the_originals_dedupe_chooses_under_each_keep_polic
         rows = [json.loads(line) for line in want.splitlines()]
         assert {row["uri"] for row in rows if row["role"] == "original"} >= {EXPECTED[keep]}
         assert f"originals: chosen by --keep {keep}" in capsys.readouterr().out
+
+
+# -- the tests' shared session -------------------------------------------------------------------------
+
+
+def test_a_second_local_spark_is_refused_while_the_shared_session_runs(spark):
+    """getOrCreate would hand the shared session back, and stopping it after would break the tests
+    that come later: local_spark says so instead, and the shared session goes on."""
+    from spark_support import local_spark
+
+    with pytest.raises(RuntimeError, match="session-scoped `spark` fixture"), local_spark("another-session"):
+        pass
+    assert spark.range(3).count() == 3

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from spark_support import local_spark
 
 from scrapy_simhash.decision import DEFAULT_RULE, Rule
 from scrapy_simhash.fingerprint.minhash import MinHash
@@ -28,12 +27,6 @@ from scrapy_simhash.spark import near_duplicates  # noqa: E402
 from scrapy_simhash.spark.bands import band_groups, candidate_pairs, verified_pairs  # noqa: E402
 
 Page = tuple[int, "np.ndarray | None"]
-
-
-@pytest.fixture(scope="module")
-def spark():
-    with local_spark("scrapy-simhash-bands-tests") as session:
-        yield session
 
 
 def _flip(value: int, bits: int, rnd: random.Random) -> int:

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from spark_support import local_spark
 
 from scrapy_simhash.warc.pipeline import plan_inputs
 
@@ -44,21 +43,11 @@ FILES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def work(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("hadoop")
-
-
-@pytest.fixture(scope="module")
-def spark(corpus, work):
-    (work / "spark-local").mkdir()
-    config = {
-        "spark.local.dir": str(work / "spark-local"),
-        "spark.hadoop.fs.viewfs.mounttable.corpus.link./warcs": (corpus / "warcs").as_uri(),
-        "spark.hadoop.fs.viewfs.mounttable.corpus.link./work": (work / "data").as_uri(),
-    }
-    with local_spark("scrapy-simhash-sources-tests", **config) as session:
-        yield session
+@pytest.fixture(scope="session")
+def work(spark_work: Path) -> Path:
+    """The shared session's directories (tests/conftest.py): ``data`` is mounted as ``WORK_MOUNT``,
+    ``spark-local`` is its ``spark.local.dir``."""
+    return spark_work
 
 
 def _data(work: Path, name: str) -> Path:

@@ -123,7 +123,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
             if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
                 logs = (home / "master.log").read_text() + (home / "worker.log").read_text()
                 pytest.fail(f"the standalone cluster did not come up:\n{logs[-3000:]}")
-            time.sleep(1)
+            time.sleep(0.2)
         yield {"master": f"spark://127.0.0.1:{port}", "ui": ui, "work": home / "work"}
     finally:
         for process in processes:

@@ -138,7 +138,7 @@ def test_lines_are_cdxj_indexers_plus_keys_from_sidecars(tagged: list[Path]) -> 
     assert without_keys(out) == reference(*tagged)
     with_keys = [json.loads(line.split(" ", 2)[2]) for line in lines if '"simhash"' in line]
     # every fingerprint of the sidecars landed on a line: the WARCs' (by record id) and the ARC's (by offset)
-    assert len(with_keys) >= 15
+    assert len(with_keys) >= 13  # the link-list pages are skipped as the site's template
     assert {f["filename"] for f in with_keys} == {p.name for p in tagged if p.name != "example.warc.gz"}
     for fields in with_keys:
         assert fields["simhash-scheme"] == "simhash-doc/1"
@@ -240,7 +240,7 @@ def test_merge_adds_keys_and_leaves_every_other_byte(tagged: list[Path], tmp_pat
     status, _, err = run_cli(*map(str, tagged), "--merge", str(existing), "-o", str(out))
     assert status == 0, err
     merged = out.read_bytes().decode()
-    assert merged.count('"simhash"') >= 15
+    assert merged.count('"simhash"') >= 13
     old_lines, new_lines = text.splitlines(keepends=True), merged.splitlines(keepends=True)
     assert len(old_lines) == len(new_lines)
     for old, new in zip(old_lines, new_lines, strict=True):
@@ -359,7 +359,7 @@ def test_compute_gives_the_lines_tag_sidecars_give(tagged: list[Path], tmp_path:
     assert status == 0, err
     assert "0 sidecars read" in err
     assert computed == run_cli(*map(str, tagged))[1]
-    assert computed.count('"simhash"') >= 15
+    assert computed.count('"simhash"') >= 13
 
 
 def test_compute_keeps_the_recorded_fingerprint(tmp_path: Path) -> None:
@@ -557,7 +557,7 @@ def test_verified_tag_sidecars_give_the_minhash_key(tagged: list[Path]) -> None:
     assert status == 0, err
     rows = [json.loads(line.split(" ", 2)[2]) for line in out.splitlines()]
     keyed = [row for row in rows if "simhash" in row]
-    assert len(keyed) >= 15
+    assert len(keyed) >= 13
     assert all(row["minhash-scheme"] == "minhash-doc/1" for row in keyed)
     want = set().union(*(_sidecar_sketches(Path(f"{p}.simhash.warc.gz")) for p in tagged))
     assert {row["minhash"] for row in keyed} == want
@@ -573,5 +573,5 @@ def test_sidecars_written_before_sketches_give_the_simhash_keys_alone(
     assert main(["tag", "--no-progress", "--mode", "simhash", *map(str, copies)]) == 0
     status, out, err = run_cli(*map(str, copies))
     assert status == 0, err
-    assert out.count('"simhash"') >= 15 and '"minhash' not in out
+    assert out.count('"simhash"') >= 13 and '"minhash' not in out
     assert without_keys(out) == without_keys(run_cli(*map(str, tagged))[1])

@@ -67,7 +67,8 @@ def test_sidecars_describe_existing_records_and_leave_inputs_untouched(
     small_inputs: list[Path], tagged: dict
 ) -> None:
     summary = tagged["summary"]
-    assert summary.exit_status == 0 and summary.pages == 32 and summary.fingerprinted >= 28
+    # 6 of the 32 pages are mostly the site's template: skipped as boilerplate
+    assert summary.exit_status == 0 and summary.pages == 32 and summary.fingerprinted >= 24
     for path in small_inputs:
         assert hashlib.sha256(path.read_bytes()).hexdigest() == tagged["digests"][path]
         sidecar = path.with_name(path.name + ".simhash.warc.gz")
@@ -132,7 +133,7 @@ def test_dedupe_report_lists_clusters_with_locations(small_inputs: list[Path], t
     for row in rows:
         clusters.setdefault(row["cluster"], []).append(row)
     per_file = summary.fingerprinted // 2
-    assert len(clusters) == per_file >= 14 and all(len(c) == 2 for c in clusters.values())
+    assert len(clusters) == per_file >= 12 and all(len(c) == 2 for c in clusters.values())
     for members in clusters.values():
         original, copy = members
         assert (original["role"], copy["role"]) == ("original", "duplicate")
@@ -147,7 +148,7 @@ def test_cli_dedupe_writes_csv_and_a_summary(small_inputs: list[Path], tmp_path:
     )
     assert status == 0
     rows = list(csv.DictReader(report.open()))
-    assert len(rows) >= 28 and set(rows[0]) >= {"record_id", "uri", "date", "file", "offset", "distance"}
+    assert len(rows) >= 24 and set(rows[0]) >= {"record_id", "uri", "date", "file", "offset", "distance"}
     assert f"clusters: {len(rows) // 2} covering {len(rows)} records" in capsys.readouterr().out
 
 
@@ -196,7 +197,7 @@ def test_arc_and_warc_twins_pair_at_distance_zero(corpus: Path) -> None:
     for row in rows:
         clusters.setdefault(row["cluster"], set()).add(row["file"])
     assert all(files == {str(warc), str(arc)} for files in clusters.values())
-    assert summary.fingerprinted == 2 * len(pages[str(warc)]) > 150
+    assert summary.fingerprinted == 2 * len(pages[str(warc)]) > 140
     assert pages[str(warc)] == pages[str(arc)]  # every page, its twin, the same fingerprint
     for row in rows:
         twin_file = str(arc) if row["file"] == str(warc) else str(warc)

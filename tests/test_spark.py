@@ -298,7 +298,12 @@ def test_spark_dedupe_against_a_saved_table(spark, corpus, tmp_path, capsys):
     old_copy = tmp_path / "2025" / "example.warc.gz"  # last year's archive, gone before this year's run
     old_copy.parent.mkdir()
     shutil.copyfile(corpus / "warcs" / "aut/warc/example.warc.gz", old_copy)
-    new = str(corpus / "warcs" / "aut/arc/example.arc.gz")  # the same crawl again, as ARC
+    # the same crawl again, as ARC; both copies under tmp_path so that the file-name tie below does not
+    # depend on where the corpus lives ("2025/..." sorts before "2026/...")
+    new_copy = tmp_path / "2026" / "example.arc.gz"
+    new_copy.parent.mkdir()
+    shutil.copyfile(corpus / "warcs" / "aut/arc/example.arc.gz", new_copy)
+    new = str(new_copy)
     table, report = tmp_path / "fingerprints-2025", tmp_path / "2026.jsonl"
     assert main(["spark", "dedupe", str(old_copy), "--master", "local[2]", "--save", str(table)]) == 0
     both = tmp_path / "both.jsonl"
@@ -319,7 +324,7 @@ def test_spark_dedupe_against_a_saved_table(spark, corpus, tmp_path, capsys):
     assert len(want) > 20 and got == want
     originals = [member for cluster in got for member in cluster if member[2] == "original"]
     # both years hold the same captures (one crawl as WARC and as ARC): the earliest-capture tie goes to
-    # the file name, last year's (under /tmp) in both runs
+    # the file name, last year's (2025/ before 2026/) in both runs
     assert sum(file == str(old_copy) for file, _, _ in originals) > 20
     capsys.readouterr()
     assert main(["spark", "dedupe", new, "--save", str(table)]) == 2  # a table is written once

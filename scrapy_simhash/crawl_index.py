@@ -22,6 +22,7 @@ from .defaults import MODE
 from .index import LayoutError, NearDuplicateIndex, SimhashIndexError, is_server_uri, open_index, stored_kind
 from .index.extractor_record import ExtractorMismatch, check_extractor, describe, notice
 from .settings import SimhashConfigError
+from .shown import shown_location
 
 logger = logging.getLogger(__name__)
 
@@ -92,15 +93,16 @@ def open_crawl_index(
     settings' terms; every other failure is a :class:`SimhashIndexError` carrying the real reason,
     so that the crawl reports and counts it.
     """
+    shown = shown_location(location)
     if stored_kind(location) == "minhash":
         raise SimhashConfigError(
-            f"SIMHASH_INDEX = {location!r} holds a MinHash index (written by `scrapy-simhash dedupe "
+            f"SIMHASH_INDEX = {shown!r} holds a MinHash index (written by `scrapy-simhash dedupe "
             "--method minhash --index`), which a crawl cannot use: point SIMHASH_INDEX at another "
             "directory (or leave it unset for the spider's own)"
         )
     if not is_server_uri(location) and Path(location.removeprefix("file://")).is_file():
         raise SimhashConfigError(
-            f"SIMHASH_INDEX = {location!r} is a file, not an index directory: point SIMHASH_INDEX at a "
+            f"SIMHASH_INDEX = {shown!r} is a file, not an index directory: point SIMHASH_INDEX at a "
             "directory (it is created if missing), or leave it unset for the spider's own"
         )
     try:
@@ -110,7 +112,7 @@ def open_crawl_index(
     except SimhashIndexError:
         raise
     except Exception as exc:
-        raise SimhashIndexError(f"cannot open the index at {location}: {type(exc).__name__}: {exc}") from exc
+        raise SimhashIndexError(f"cannot open the index at {shown}: {type(exc).__name__}: {exc}") from exc
     if extractor is not None:
         try:
             _check_extractor(index, location, extractor, mix_extractors)
@@ -126,14 +128,14 @@ def _check_extractor(index: NearDuplicateIndex, location: str, extractor: str, m
         check = check_extractor(index, extractor, mix=mix)
     except ExtractorMismatch as exc:
         raise SimhashConfigError(
-            f"the index at {location} stores pages fingerprinted by the extractor "
+            f"the index at {shown_location(location)} stores pages fingerprinted by the extractor "
             f"{describe(exc.recorded, exc.before_records)}, and this crawl's is {exc.current} "
             f"({exc.differences}): their fingerprints are not comparable. Set the SIMHASH_EXTRACTOR "
             "settings back to the index's, re-fingerprint into a new index (point SIMHASH_INDEX at a new "
             "location, or crawl once with SIMHASH_RESET = True, which forgets the pages stored so far), "
             "or set SIMHASH_EXTRACTOR_MIX = True to store this crawl's pages beside them"
         ) from exc
-    warning = notice(check, location, "this crawl")
+    warning = notice(check, shown_location(location), "this crawl")
     if warning is not None:
         logger.warning("simhash: %s", warning)
 
@@ -147,19 +149,20 @@ _REBUILD = (
 def _explain(exc: ValueError, location: str, k: int, similarity: float | None) -> str:
     """Why the index at ``location`` refused the crawl's settings, and what to set instead."""
     built = _built_with(location)
+    shown = shown_location(location)
     if isinstance(exc, LayoutError) and built is not None and built[0] < k:
         return (
-            f"the index at {location} was built with SIMHASH_DISTANCE = {built[0]} and cannot answer "
+            f"the index at {shown} was built with SIMHASH_DISTANCE = {built[0]} and cannot answer "
             f"SIMHASH_DISTANCE = {k} exactly: set SIMHASH_DISTANCE back to {built[0]} (or lower), {_REBUILD}"
         )
     stored_similarity = None if built is None else built[1]
     if stored_similarity is not None and similarity is not None and stored_similarity != similarity:
         return (
-            f"the index at {location} was built with SIMHASH_SIMILARITY = {stored_similarity:g}, not "
+            f"the index at {shown} was built with SIMHASH_SIMILARITY = {stored_similarity:g}, not "
             f"{similarity:g}: set SIMHASH_SIMILARITY back to {stored_similarity:g}, {_REBUILD}"
         )
     return (
-        f"the index at {location} cannot be used with this crawl's settings (SIMHASH_DISTANCE = {k}, "
+        f"the index at {shown} cannot be used with this crawl's settings (SIMHASH_DISTANCE = {k}, "
         f"SIMHASH_SIMILARITY = {similarity if similarity is None else format(similarity, 'g')}): {exc}"
     )
 
@@ -196,7 +199,7 @@ def _open(location: str, k: int, reset: bool, sync: str, rule: dict[str, Any]) -
             _clear(index, location)
         return index
     if reset:
-        logger.info("SIMHASH_RESET: emptying the index at %s", location)
+        logger.info("SIMHASH_RESET: emptying the index at %s", shown_location(location))
     Path(location).parent.mkdir(parents=True, exist_ok=True)
     return open_index(location, k=k, synchronous=sync, reset=reset, **rule)
 
@@ -206,6 +209,6 @@ def _clear(index: NearDuplicateIndex, location: str) -> None:
     clear = getattr(index, "clear", None)
     if clear is None:
         index.close()
-        raise ValueError(f"SIMHASH_RESET is not supported by the index at {location}")
-    logger.info("SIMHASH_RESET: clearing the index at %s", location)
+        raise ValueError(f"SIMHASH_RESET is not supported by the index at {shown_location(location)}")
+    logger.info("SIMHASH_RESET: clearing the index at %s", shown_location(location))
     clear()

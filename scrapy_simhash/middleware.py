@@ -59,6 +59,7 @@ from .page import PageFingerprint
 from .pool import FingerprintPool
 from .preferred import Preference
 from .settings import SimhashConfigError, SimhashSettings
+from .shown import shown_location
 from .signals import fingerprint_computed
 
 if TYPE_CHECKING:
@@ -233,7 +234,7 @@ class SimhashMiddleware:
         size, without_sketch = sizes
         logger.info(
             "simhash: index %s%s (%d fingerprints), %s, action=%s, %d worker(s)",
-            self.location,
+            shown_location(self.location),
             "" if self.config.index else " (SIMHASH_INDEX is not set: the spider's own)",
             size,
             self._rule_text(),
@@ -296,7 +297,7 @@ class SimhashMiddleware:
             get("simhash/decided_by_simhash", 0),
             sum(v for k, v in stats.items() if k.startswith("simhash/skipped/")),
             sum(v for k, v in stats.items() if k.startswith("simhash/error/")),
-            self.location,
+            shown_location(self.location),
             index_state,
         )
 
@@ -383,17 +384,19 @@ class SimhashMiddleware:
         if self.index is None:
             if not isinstance(self._open_error, IndexUnavailableError):  # retrying will not help
                 raise IndexUnavailableError(
-                    f"the index at {self.location} could not be opened: {self._open_error}"
+                    f"the index at {shown_location(self.location)} could not be opened: {self._open_error}"
                 )
             # the server was down at start: try again (the breaker paces the tries)
             try:
                 self._open()
             except Exception as exc:  # whatever stops it opening, the page passes untagged
                 raise IndexUnavailableError(
-                    f"the index at {self.location} could not be opened: {exc}"
+                    f"the index at {shown_location(self.location)} could not be opened: {exc}"
                 ) from exc
             assert self.index is not None
-            logger.info("simhash: index %s opened (%d fingerprints)", self.location, len(self.index))
+            logger.info(
+                "simhash: index %s opened (%d fingerprints)", shown_location(self.location), len(self.index)
+            )
         index, simhash = self.index, page.simhash
         assert simhash is not None
         # simhash mode: the simhash index, which takes no sketch

@@ -33,6 +33,7 @@ from .index import IndexLostError, IndexUnavailableError, NearDuplicateIndex, Si
 from .index_guard import IndexGuard, IndexSkipped
 from .middleware import duplicate_of, verdict_text
 from .settings import SimhashConfigError, SimhashSettings
+from .shown import shown_location
 from .spidermiddleware import stamp
 
 if TYPE_CHECKING:
@@ -127,10 +128,18 @@ class SimhashPipeline:
         """Like the middleware: an item index that cannot be opened is counted, never a crash of the crawl."""
         self.stats.inc_value("simhash/error/item_index_open")
         if self.config.on_index_error == "stop":
-            logger.error("simhash: cannot open the item index %s, stopping the crawl: %s", location, exc)
+            logger.error(
+                "simhash: cannot open the item index %s, stopping the crawl: %s",
+                shown_location(location),
+                exc,
+            )
             self._stop_when_open = True
         else:
-            logger.error("simhash: cannot open the item index %s, items pass untagged: %s", location, exc)
+            logger.error(
+                "simhash: cannot open the item index %s, items pass untagged: %s",
+                shown_location(location),
+                exc,
+            )
 
     def spider_closed(self, spider: Spider) -> None:
         if self.guard is not None:

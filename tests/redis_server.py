@@ -48,7 +48,9 @@ def free_cluster_port() -> int:
 class RedisServer:
     """One redis-server process whose data directory outlives restarts."""
 
-    def __init__(self, directory: Path, port: int | None = None, *, cluster: bool = False) -> None:
+    def __init__(
+        self, directory: Path, port: int | None = None, *, cluster: bool = False, password: str | None = None
+    ) -> None:
         if not Path(REDIS_SERVER).exists():
             raise RuntimeError(
                 "redis-server is not installed: `make test` installs it (Debian: redis-server)"
@@ -57,11 +59,14 @@ class RedisServer:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.port = port or (free_cluster_port() if cluster else free_port())
         self.cluster = cluster
+        self.password = password
+        """``--requirepass``: clients must give it (in the URI: ``redis://:PASSWORD@host:port/0``)."""
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def start(self, timeout: float = 10.0, *, persistent: bool = True) -> RedisServer:
         """Start (or restart) the server; ``persistent=False``: no AOF, so it comes up empty."""
@@ -78,13 +83,17 @@ class RedisServer:
         ]  # fmt: skip
         if self.cluster:
             args += ["--cluster-enabled", "yes", "--cluster-config-file", str(self.directory / "nodes.conf")]
+        if self.password:
+            args += ["--requirepass", self.password]
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.wait_ready(timeout)
         return self
 
     def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        client = redis.Redis(host="127.0.0.1", port=self.port, socket_connect_timeout=0.5)
+        client = redis.Redis(
+            host="127.0.0.1", port=self.port, password=self.password, socket_connect_timeout=0.5
+        )
         try:
             while True:
                 if self.process is not None and self.process.poll() is not None:
@@ -120,7 +129,7 @@ class RedisServer:
         self.process = None
 
     def client(self) -> redis.Redis:
-        return redis.Redis(host="127.0.0.1", port=self.port)
+        return redis.Redis(host="127.0.0.1", port=self.port, password=self.password)
 
 
 class RedisClusterServers:

@@ -26,6 +26,7 @@ from ..fingerprint.minhash import SCHEME as MINHASH_SCHEME
 from ..fingerprint.minhash import MinHash
 from ..index import NearDuplicateIndex, SimhashIndexError, is_server_uri, open_index
 from ..index.extractor_record import recorded_extractors
+from ..shown import shown_location
 from ..warc.progress import RowProgress, elapsed_spinner
 
 
@@ -197,7 +198,7 @@ def run_info(args: argparse.Namespace) -> int:
     rule = f"verified (similarity >= {stats['similarity']:g})" if verified else "simhash"
     recorded = extractor["extractor"]
     lines = [
-        f"index: {stats.get('path') or stats.get('location')} ({stats['backend']})",
+        f"index: {stats.get('path') or shown_location(args.path)} ({stats['backend']})",
         f"pages: {stats['size']}",
         f"k: {stats['k']} (layout {stats['layout']})",
         f"rule: {rule}",

@@ -7,7 +7,7 @@ import hashlib
 from typing import Any
 
 from .calibrate_sample import JudgePair
-from .html import asset, esc, script_json
+from .html import asset, esc, script_json, sources_text
 from .model import Page
 
 
@@ -57,7 +57,7 @@ def render_judge(pairs: list[JudgePair], *, sources: list[str], seed: int, notes
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>scrapy-simhash: judge near-duplicate pairs</title><style>{asset("page.css")}</style></head><body>
 <h1>Are these two pages near-duplicates?</h1>
-<p class="muted">{len(pairs)} pairs from {esc(", ".join(sources))} (seed {seed}), in random order. Judge what
+<p class="muted">{len(pairs)} pairs from {sources_text(sources)} (seed {seed}), in random order. Judge what
 <i>you</i> would want removed as the same content. Keys: <span class="kbd">d</span> duplicate,
 <span class="kbd">n</span> not, <span class="kbd">s</span> skip, <span class="kbd">&larr;</span>
 <span class="kbd">&rarr;</span> move. Judgements stay in this browser (localStorage); download them, then run

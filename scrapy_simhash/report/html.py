@@ -13,6 +13,7 @@ from importlib import resources
 from typing import Any
 
 from .. import __version__
+from ..shown import shown_location
 from .charts import bar_chart, distance_bars, similarity_bars
 from .diffs import PairDiff
 from .model import Cluster, Page, ReportData
@@ -160,6 +161,11 @@ def keep_text(data: ReportData) -> str:
     return "" if data.keep is None else f" (chosen by the keep policy: {data.keep})"
 
 
+def sources_text(sources: list[str]) -> str:
+    """The inputs, as a person may see them (an index URI's password masked)."""
+    return esc(", ".join(map(shown_location, sources)))
+
+
 def _extractor(data: ReportData) -> str:
     """The extractor that made the fingerprints, when the input says."""
     if not data.extractor:
@@ -198,7 +204,7 @@ def render(data: ReportData, diffs: list[PairDiff]) -> str:
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>scrapy-simhash report</title><style>{asset("page.css")}</style></head><body>
 <h1>Near-duplicates: scrapy-simhash report</h1>
-<p class="muted">{esc(data.kind)}: {esc(", ".join(data.sources))}<br>written {when} by scrapy-simhash
+<p class="muted">{esc(data.kind)}: {sources_text(data.sources)}<br>written {when} by scrapy-simhash
 {esc(__version__)}; <span id="rule">{esc(rule_text(data))}</span>{_extractor(data)}</p>
 <h2>Totals</h2>{_totals(data)}
 {f"<ul>{notes}</ul>" if notes else ""}

@@ -24,6 +24,7 @@ from ..defaults import DISTANCE, MIN_TOKENS, MODE, MODES, SIMILARITY
 from ..extract import DEFAULT_MAX_BYTES, Extractor, extractor_names, get_extractor
 from ..extract.registry import DEFAULT_NAME as DEFAULT_EXTRACTOR_NAME
 from ..keep import DEFAULT_KEEP, KEEP_POLICIES
+from ..shown import shown_location
 
 T = TypeVar("T")
 
@@ -317,7 +318,7 @@ def _open_index(args: argparse.Namespace, extractor: str | None) -> Any:
             args.index, k=args.distance, mode=mode, similarity=getattr(args, "similarity", None)
         )
     except SimhashIndexError as exc:  # locked, corrupt, unreachable: a usage/environment error (status 2)
-        raise ValueError(f"cannot open the index {args.index}: {exc}") from exc
+        raise ValueError(f"cannot open the index {shown_location(args.index)}: {exc}") from exc
     if extractor is not None:
         try:
             _check_extractor(index, args, extractor)
@@ -336,14 +337,14 @@ def _check_extractor(index: Any, args: argparse.Namespace, extractor: str) -> No
         check = check_extractor(index, extractor, mix=getattr(args, "mix_extractors", False))
     except ExtractorMismatch as exc:
         raise ValueError(
-            f"the index {args.index} stores pages fingerprinted by the extractor "
+            f"the index {shown_location(args.index)} stores pages fingerprinted by the extractor "
             f"{describe(exc.recorded, exc.before_records)}, and this run's is {exc.current} "
             f"({exc.differences}): their fingerprints are not comparable. Re-fingerprint into a new "
             "index (--index NEW_DIR), or pass --mix-extractors to store this run's pages beside them"
         ) from exc
     except SimhashIndexError as exc:
-        raise ValueError(f"cannot open the index {args.index}: {exc}") from exc
-    warning = notice(check, args.index, "this run")
+        raise ValueError(f"cannot open the index {shown_location(args.index)}: {exc}") from exc
+    warning = notice(check, shown_location(args.index), "this run")
     if warning is not None:
         print(f"warning: {warning}", file=sys.stderr)
 
@@ -358,11 +359,13 @@ def _check_kind(args: argparse.Namespace, mode: str) -> None:
             fix = "add --method minhash to use it, or give --index another directory"
         else:
             fix = "only dedupe --method minhash uses one: give --index another directory"
-        raise ValueError(f"{args.index} holds a MinHash index (written with --method minhash): {fix}")
+        raise ValueError(
+            f"{shown_location(args.index)} holds a MinHash index (written with --method minhash): {fix}"
+        )
     if kind == "simhash" and mode == "minhash":
         raise ValueError(
-            f"{args.index} holds a simhash index, which --method minhash cannot use: leave out "
-            "--method minhash to use it, or give --index another directory"
+            f"{shown_location(args.index)} holds a simhash index, which --method minhash cannot use: "
+            "leave out --method minhash to use it, or give --index another directory"
         )
 
 

@@ -421,3 +421,55 @@ def test_warcs_draw_the_rule_they_were_clustered_by(corpus: Path, tmp_path: Path
     page = out.read_text()
     assert marker_label(chart(page, "hist-similarity")) == "similarity 0.5"
     assert marker_label(chart(page, "hist-nearest")) == "k = 3 (pages without a sketch)"
+
+
+@pytest.fixture(scope="module")
+def resiliparse_inputs(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every report input kind, made by a run with another extractor than the default."""
+    work = tmp_path_factory.mktemp("resiliparse")
+    warc = corpus / "warcs/aut/warc/example.warc.gz"
+    common = ("--extractor", "resiliparse", "--workers", "1", "--no-progress")
+    rows, index, sidecars = work / "rows.jsonl", work / "index", work / "sidecars"
+    done = run_cli("dedupe", str(warc), "--index", str(index), "--report", str(rows), *common, cwd=work)
+    assert done.returncode == 0, done.stderr
+    done = run_cli("tag", str(warc), "--out", str(sidecars), *common, cwd=work)
+    assert done.returncode == 0, done.stderr
+    [sidecar] = sidecars.glob("*.simhash.warc.gz")
+    assert rows.read_text().strip(), "no cluster: the rows would name no extractor"
+    return {"rows": rows, "index": index, "sidecar": sidecar, "directory": sidecars}
+
+
+@pytest.mark.parametrize("kind", ["rows", "index", "sidecar", "directory"])
+def test_the_report_names_the_extractor_of_every_input_kind(resiliparse_inputs, kind, tmp_path) -> None:
+    from scrapy_simhash.extract.resiliparse import ResiliparseExtractor
+
+    page = tmp_path / "r.html"
+    done = run_cli("report", str(resiliparse_inputs[kind]), "-o", str(page), "--diffs", "2", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    shown = re.search(r'<span id="extractor">(.*?)</span>', page.read_text()).group(1)
+    assert shown == ResiliparseExtractor().description
+    assert load([str(resiliparse_inputs[kind])]).extractor == shown
+
+
+def test_the_report_says_when_the_input_does_not_record_its_extractor_or_mixes_several(tmp_path) -> None:
+    from scrapy_simhash.index.extractor_record import check_extractor
+    from scrapy_simhash.report import write_report
+
+    values = index_values()
+    with open_index(tmp_path / "old", k=3) as index:  # written before indexes recorded their extractor
+        fill(index, values)
+    old = load([str(tmp_path / "old")])
+    assert old.extractor is None
+    assert any("does not record its extractor" in note for note in old.notes)
+    page = write_report(old, tmp_path / "old.html", diffs=0).path.read_text()
+    assert '<span id="extractor">not recorded by the input</span>' in page
+
+    with open_index(tmp_path / "mixed", k=3) as index:
+        check_extractor(index, "trafilatura/2.3.1;fast=1")
+        check_extractor(index, "resiliparse/2.0.1;main=1", mix=True)
+        fill(index, values)
+    mixed = load([str(tmp_path / "mixed")])
+    assert mixed.extractor == "trafilatura/2.3.1;fast=1"
+    assert any("also holds pages of other extractors (resiliparse/2.0.1;main=1)" in n for n in mixed.notes)
+    page = write_report(mixed, tmp_path / "mixed.html", diffs=0).path.read_text()
+    assert "trafilatura/2.3.1;fast=1 (mixed with resiliparse/2.0.1;main=1)" in page

@@ -16,8 +16,19 @@ from typing import Any
 
 from ..fingerprint import from_base32
 from ..index import is_server_uri, open_index
+from ..index.extractor_record import recorded_extractors
 from ..warc.wacz import open_archive
-from .model import DEFAULT_K, MAX_NOTES, Cluster, Page, ReportData, build, group_clusters, rule_for
+from .model import (
+    DEFAULT_K,
+    MAX_NOTES,
+    Cluster,
+    Page,
+    ReportData,
+    build,
+    group_clusters,
+    named_extractor,
+    rule_for,
+)
 from .warcs import load_warcs, read_pages
 
 
@@ -185,6 +196,7 @@ def page_from_row(row: dict[str, Any]) -> Page:
         distance=_int(row.get("distance"), "distance", 0, 64),
         similarity=_float(row.get("similarity"), "similarity"),
         original=row.get("role") == "original",
+        extractor=str(row["extractor"]) if row.get("extractor") else None,
     )
 
 
@@ -259,8 +271,8 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
             keep = row.get("keep")
             if isinstance(keep, str) and keep:
                 keeps[keep] += 1
-            if row.get("extractor"):
-                extractors[str(row["extractor"])] += 1
+            if page.extractor:
+                extractors[page.extractor] += 1
             minhash_rows = minhash_rows or row.get("scheme") is not None
             pages.append(page)
             cluster.members.append(page)
@@ -296,11 +308,8 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
     if len(keeps) > 1:
         listed = ", ".join(f"{name} ({count} rows)" for name, count in keeps.most_common())
         notes.append(f"the rows' originals were chosen by several keep policies: {listed}")
-    if len(extractors) > 1:
-        notes.append(
-            f"the rows name {len(extractors)} extractors ({', '.join(sorted(extractors))}): fingerprints of "
-            "different extractors are not comparable; the pair texts are re-extracted with the default"
-        )
+    extractor, several = named_extractor(extractors, "the rows")
+    notes += several
     return build(
         "dedupe report",
         paths,
@@ -311,7 +320,8 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
         notes=notes,
         mode=mode,
         keep=" / ".join(name for name, _ in keeps.most_common()) or None,
-        extractor=next(iter(extractors)) if len(extractors) == 1 else None,
+        extractor=extractor,
+        extractors=tuple(extractors),
     )
 
 
@@ -382,6 +392,7 @@ def load_index(
         own = getattr(index, "rule", None)  # a VerifiedIndex's: the threshold it answers by
         if threshold is None and own is not None:
             threshold = own.similarity
+        recorded, mixed = recorded_extractors(index.notes())
         sketch_many = getattr(index, "sketch_many", None)  # a VerifiedIndex's: 1,000 a round trip
         if sketch_many is None:
             pages = pages_of_index(index)
@@ -413,6 +424,17 @@ def load_index(
             )
     else:
         notes.append("an index holds only the fingerprinted pages: pages skipped are not in it")
+    if recorded is None:
+        notes.append(
+            "the index does not record its extractor (written before indexes recorded it, with "
+            "trafilatura): the pair texts are re-extracted with the default"
+        )
+    elif mixed:
+        notes.append(
+            f"the index also holds pages of other extractors ({', '.join(mixed)}), stored when mixing was "
+            f"allowed: they are not comparable with its own ({recorded}), with which the pair texts are "
+            "re-extracted"
+        )
     replacements = sum(1 for page in pages if page.replaces)
     if replacements:
         notes.append(
@@ -433,4 +455,6 @@ def load_index(
         notes=notes,
         mode=rule.mode,
         archives=archives,
+        extractor=recorded,
+        extractors=tuple(e for e in (recorded, *mixed) if e),
     )

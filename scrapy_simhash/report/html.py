@@ -167,10 +167,15 @@ def sources_text(sources: list[str]) -> str:
 
 
 def _extractor(data: ReportData) -> str:
-    """The extractor that made the fingerprints, when the input says."""
-    if not data.extractor:
-        return ""
-    return f'; extractor: <span id="extractor">{esc(data.extractor)}</span>'
+    """The extractor that made the fingerprints: the input's, those it mixes, or that it does not say."""
+    others = [e for e in data.extractors if e != data.extractor]
+    if data.extractor:
+        text = data.extractor + (f" (mixed with {', '.join(others)})" if others else "")
+    elif others:
+        text = f"several: {', '.join(others)}"
+    else:
+        text = "not recorded by the input"
+    return f'; extractor: <span id="extractor">{esc(text)}</span>'
 
 
 def _hosts(data: ReportData) -> str:

@@ -47,6 +47,9 @@ class Page:
     replaces: str | None = None
     """The key of the stored original this page replaced as its cluster's original (a crawl with
     ``SIMHASH_KEEP = "preferred"``), as the index records it."""
+    extractor: str | None = None
+    """The description of the extractor that made the fingerprint, when the input says (a dedupe
+    report's ``extractor`` column, a metadata record's ``text-extractor``)."""
 
     @property
     def host(self) -> str:
@@ -120,7 +123,22 @@ class ReportData:
     when the input names no file (a crawl's index, with the crawl's own WARCs)."""
     extractor: str | None = None
     """The description of the extractor that made the fingerprints (a dedupe report's ``extractor``
-    column, a crawl's ``SIMHASH_EXTRACTOR``); the pair texts are re-extracted with it. None: unknown."""
+    column, the metadata records' ``text-extractor``, the index's record, a crawl's
+    ``SIMHASH_EXTRACTOR``); the pair texts are re-extracted with it. None: unknown, or several."""
+    extractors: tuple[str, ...] = ()
+    """Every extractor the input names (several: the input mixes pages of different extractors)."""
+
+
+def named_extractor(named: Counter[str], what: str) -> tuple[str | None, list[str]]:
+    """The one extractor ``named`` holds (None: none or several), and a note when it holds several
+    (``what``: who names them, "the rows")."""
+    if len(named) <= 1:
+        return next(iter(named), None), []
+    note = (
+        f"{what} name {len(named)} extractors ({', '.join(sorted(named))}): fingerprints of different "
+        "extractors are not comparable; the pair texts are re-extracted with the default"
+    )
+    return None, [note]
 
 
 def build(
@@ -139,6 +157,7 @@ def build(
     archives: list[str] | None = None,
     keep: str | None = None,
     extractor: str | None = None,
+    extractors: tuple[str, ...] | None = None,
 ) -> ReportData:
     """Derive the histograms, hosts and totals from ``pages`` (every page the input knows) and clusters."""
     clusters = sorted(clusters, key=lambda c: -c.size)
@@ -185,6 +204,9 @@ def build(
         archives=list(archives or []),
         keep=keep,
         extractor=extractor,
+        extractors=tuple(
+            sorted(extractors if extractors is not None else ([extractor] if extractor else []))
+        ),
     )
 
 

@@ -4,7 +4,7 @@ main texts of chosen records, re-extracted from their files for the side-by-side
 from __future__ import annotations
 
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,7 +13,7 @@ from ..warc.payload import html_page
 from ..warc.reader import ArchiveReader, ArchiveRecord, ReadProblem
 from ..warc.records import WARC_FIELDS, SimhashFields, parse_fields
 from ..warc.wacz import archive_exists, expand_archive, is_wacz_name
-from .model import MAX_NOTES, Page, ReportData, build, group_clusters, rule_for
+from .model import MAX_NOTES, Page, ReportData, build, group_clusters, named_extractor, rule_for
 
 if TYPE_CHECKING:
     from ..extract import Extractor
@@ -89,6 +89,8 @@ def load_warcs(
     skipped = {"no fingerprint record": max(0, html - len(pages))} if html else None
     if not html:
         notes.append("the inputs hold no HTML responses (sidecars?): pages seen and skipped are unknown")
+    named = Counter(p.extractor for p in pages if p.extractor)
+    extractor, several = named_extractor(named, "the metadata records")
     return build(
         "WARC",
         inputs,
@@ -99,8 +101,10 @@ def load_warcs(
         seen=seen,
         skipped=skipped,
         fingerprinted=len(pages),
-        notes=notes,
+        notes=notes + several,
         mode=rule.mode,
+        extractor=extractor,
+        extractors=tuple(named),
     )
 
 
@@ -125,6 +129,7 @@ def _page_of_metadata(record: ArchiveRecord, last_response: dict[str | None, int
         offset=offset,
         simhash=fields.simhash,
         sketch=fields.minhash,
+        extractor=fields.extractor or None,
     )
 
 

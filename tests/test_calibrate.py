@@ -238,3 +238,52 @@ def test_the_recommended_settings_are_accepted_by_the_tools(corpus: Path, tmp_pa
     for flag in similarity_flags:
         run = run_cli(*base, flag, similarity, str(warc))
         assert run.returncode == 0, (flag, similarity, run.stderr)
+
+
+def _payload(page: Path) -> dict:
+    return json.loads(re.search(r'id="judge-data">(.*?)</script>', page.read_text(), re.S).group(1))
+
+
+def test_sample_takes_extractor_and_records_it_and_score_says_it(corpus: Path, tmp_path: Path) -> None:
+    """``--extractor`` as for tag/dedupe: the texts and similarities are that extractor's, the page and
+    every exported judgement name it, and ``calibrate score`` says which extractor was judged."""
+    from scrapy_simhash.extract import DEFAULT_EXTRACTOR
+    from scrapy_simhash.extract.resiliparse import ResiliparseExtractor
+
+    resiliparse = ResiliparseExtractor()
+    warc = corpus / "warcs/aut/warc/example.warc.gz"
+    tag = ("tag", "--workers", "1", "--no-progress", "--extractor", "resiliparse", "--out", str(tmp_path))
+    done = run_cli(*tag, str(warc))
+    assert done.returncode == 0, done.stderr
+    sidecar = tmp_path / "example.warc.gz.simhash.warc.gz"
+    out = tmp_path / "judge.html"
+    done = run_cli(
+        "calibrate", "sample", str(sidecar), "-o", str(out), "--pairs", "7", "--extractor", "resiliparse"
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"texts by {resiliparse.description}" in done.stderr and "were made by" not in done.stderr
+    payload = _payload(out)
+    assert payload["extractor"] == resiliparse.description
+    assert f'<span id="extractor">{resiliparse.description}</span>' in out.read_text()
+    pair = next(p for p in payload["pairs"] if p["similarity"] is not None)
+    sketches = []
+    for side in ("a", "b"):
+        file, offset = pair[side]["locator"].rsplit("@", 1)
+        page = html_page(_record(Path(file), int(offset)))
+        sketches.append(fingerprint_page(page.body, page.url, page.encoding, extractor=resiliparse).minhash)
+    assert pair["similarity"] == pytest.approx(sketches[0].jaccard(sketches[1]), abs=1e-4)
+
+    # the default stays the default extractor, and the page says the input's fingerprints are another's
+    done = run_cli("calibrate", "sample", str(sidecar), "-o", str(out), "--pairs", "7")
+    assert done.returncode == 0, done.stderr
+    assert _payload(out)["extractor"] == DEFAULT_EXTRACTOR.description
+    assert f"the input's fingerprints were made by {resiliparse.description}" in done.stderr
+
+    rows = [{"pair": i, "judgement": "duplicate" if i < 3 else "not", "distance": i, "similarity": 1 - i / 10,
+             "weight": 1, "extractor": resiliparse.description} for i in range(6)]  # fmt: skip
+    done = run_cli("calibrate", "score", str(_judgements(tmp_path, rows)))
+    assert done.returncode == 0, done.stderr
+    assert f"texts judged: extracted by {resiliparse.description}" in done.stdout
+    mixed = [{**row, "extractor": DEFAULT_EXTRACTOR.description} if row["pair"] == 0 else row for row in rows]
+    done = run_cli("calibrate", "score", str(_judgements(tmp_path, mixed)))
+    assert "texts judged: made by 2 extractors" in done.stdout

@@ -93,6 +93,7 @@ def test_pressing_d_records_a_judgement_that_the_export_holds(
     lines = [json.loads(line) for line in exported.splitlines()]
     assert [(j["pair"], j["judgement"]) for j in lines] == [(0, "duplicate"), (1, "not")]
     assert lines[0]["distance"] == first["distance"] and lines[0]["weight"] == first["weight"]
+    assert {j["extractor"] for j in lines} == {data["extractor"]}  # the texts' extractor, on every line
     assert page.evaluate("document.getElementById('export').download") == "judgements.jsonl"
     # kept in localStorage: a new tab on the same file starts where the person left off
     again = browser.open(pages["judge"])

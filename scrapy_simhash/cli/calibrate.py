@@ -11,6 +11,8 @@ import argparse
 import os
 import sys
 
+from ..warc.commandline import add_extractor_argument, extractor_from
+
 HELP = "sample pairs for a person to judge, then score thresholds against the judgements"
 
 
@@ -37,6 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(the similarity of 4x as many distance-sampled pairs is computed first: slower)",
     )
     sample.add_argument("--reader", default="auto", help="WARC reader: auto, warcio or fastwarc")
+    add_extractor_argument(sample)
     sample.set_defaults(func=run_sample)
     score = commands.add_parser(
         "score",
@@ -51,18 +54,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_sample(args: argparse.Namespace) -> int:
     from ..report.calibrate_page import render_judge
-    from ..report.calibrate_sample import add_texts, sample_by_similarity, sample_pairs
+    from ..report.calibrate_sample import add_texts, other_extractors, sample_by_similarity, sample_pairs
     from ..report.data import load_pages
 
     if args.pairs < 1:
         raise ValueError(f"--pairs must be at least 1, not {args.pairs}")
+    extractor = extractor_from(args)
     pages, _k, notes = load_pages(args.inputs, backend=args.reader)
+    notes += other_extractors(pages, extractor.description)
     if args.by == "similarity":
-        pairs, sample_notes = sample_by_similarity(pages, args.pairs, seed=args.seed, backend=args.reader)
+        pairs, sample_notes = sample_by_similarity(
+            pages, args.pairs, seed=args.seed, backend=args.reader, extractor=extractor
+        )
     else:
         pairs, sample_notes = sample_pairs(pages, args.pairs, seed=args.seed)
-        add_texts(pairs, backend=args.reader)
-    page = render_judge(pairs, sources=args.inputs, seed=args.seed, notes=notes + sample_notes)
+        add_texts(pairs, backend=args.reader, extractor=extractor)
+    page = render_judge(
+        pairs,
+        sources=args.inputs,
+        seed=args.seed,
+        notes=notes + sample_notes,
+        extractor=extractor.description,
+    )
     partial = args.output + ".partial"
     with open(partial, "w", encoding="utf-8") as fh:
         fh.write(page)
@@ -70,7 +83,8 @@ def run_sample(args: argparse.Namespace) -> int:
     missing = sum(1 for p in pairs if p.reason)
     print(
         f"calibrate: {args.output}: {len(pairs)} pairs to judge"
-        + (f" ({missing} without texts)" if missing else ""),
+        + (f" ({missing} without texts)" if missing else "")
+        + f", texts by {extractor.description}",
         file=sys.stderr,
     )
     for note in notes + sample_notes:
@@ -79,7 +93,14 @@ def run_sample(args: argparse.Namespace) -> int:
 
 
 def run_score(args: argparse.Namespace) -> int:
-    from ..report.calibrate_score import read_judgements, recommendations, render_curve, scores, table
+    from ..report.calibrate_score import (
+        judged_extractors,
+        read_judgements,
+        recommendations,
+        render_curve,
+        scores,
+        table,
+    )
 
     judged, problems = read_judgements(args.judgements)
     for problem in problems:
@@ -91,6 +112,8 @@ def run_score(args: argparse.Namespace) -> int:
     duplicates = sum(j.duplicate for j in judged)
     print(f"\n{len(judged)} pairs judged, {duplicates} duplicates")
     for line in recommendations(found):
+        print(line)
+    for line in judged_extractors(judged):
         print(line)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:

@@ -32,9 +32,18 @@ def _notes(notes: list[str]) -> str:
     return f'<details id="notes"><summary>{esc(label)}</summary><ul>{items}</ul></details>'
 
 
-def render_judge(pairs: list[JudgePair], *, sources: list[str], seed: int, notes: list[str]) -> str:
+def render_judge(
+    pairs: list[JudgePair], *, sources: list[str], seed: int, notes: list[str], extractor: str | None = None
+) -> str:
+    """The judging page; ``extractor``: the description of the extractor the texts and similarities
+    were made with (the default extractor's when None), shown and exported with every judgement."""
+    if extractor is None:
+        from ..extract import DEFAULT_EXTRACTOR
+
+        extractor = DEFAULT_EXTRACTOR.description
     payload = {
         "id": page_id(pairs),
+        "extractor": extractor,
         "pairs": [
             {
                 "number": p.number,
@@ -57,7 +66,8 @@ def render_judge(pairs: list[JudgePair], *, sources: list[str], seed: int, notes
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>scrapy-simhash: judge near-duplicate pairs</title><style>{asset("page.css")}</style></head><body>
 <h1>Are these two pages near-duplicates?</h1>
-<p class="muted">{len(pairs)} pairs from {sources_text(sources)} (seed {seed}), in random order. Judge what
+<p class="muted">{len(pairs)} pairs from {sources_text(sources)} (seed {seed}), in random order; texts by the
+extractor <span id="extractor">{esc(extractor)}</span>. Judge what
 <i>you</i> would want removed as the same content. Keys: <span class="kbd">d</span> duplicate,
 <span class="kbd">n</span> not, <span class="kbd">s</span> skip, <span class="kbd">&larr;</span>
 <span class="kbd">&rarr;</span> move. Judgements stay in this browser (localStorage); download them, then run

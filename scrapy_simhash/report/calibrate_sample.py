@@ -11,12 +11,16 @@ and the estimated Jaccard of the two pages' MinHash sketches.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .model import Page
 from .textdiff import side_by_side
 from .warcs import Text, fetch_records, text_of
+
+if TYPE_CHECKING:
+    from ..extract import Extractor
 
 BANDS: tuple[tuple[int, int], ...] = ((0, 0), (1, 2), (3, 4), (5, 6), (7, 9), (10, 14), (15, 24))
 NEAR = 6
@@ -114,12 +118,28 @@ def sample_pairs(pages: list[Page], count: int, *, seed: int = 0) -> tuple[list[
 Where = tuple[str | None, int | None]
 
 
-def read_pair_pages(pairs: list[JudgePair], *, backend: str = "auto") -> tuple[dict[Where, Text], dict]:
-    """The main text and the minhash-doc/1 sketch of every page of ``pairs``, from its WARC record."""
+def other_extractors(pages: list[Page], extractor: str) -> list[str]:
+    """A note when the input's fingerprints were made by another extractor than the one the texts and
+    similarities are made with: the pairs are sampled by the input's distances, judged on ours."""
+    others = sorted({p.extractor for p in pages if p.extractor and p.extractor != extractor})
+    if not others:
+        return []
+    return [
+        f"the input's fingerprints were made by {', '.join(others)}; the texts and similarities here by "
+        f"{extractor}: pass --extractor with the input's to judge what its fingerprints saw"
+    ]
+
+
+def read_pair_pages(
+    pairs: list[JudgePair], *, backend: str = "auto", extractor: Extractor | None = None
+) -> tuple[dict[Where, Text], dict]:
+    """The main text and the minhash-doc/1 sketch of every page of ``pairs``, from its WARC record,
+    by ``extractor`` (default: the default extractor)."""
     from ..extract import DEFAULT_EXTRACTOR
     from ..page import fingerprint_page
     from ..warc.payload import html_page
 
+    extractor = extractor or DEFAULT_EXTRACTOR
     records = fetch_records([(p.file, p.offset) for pair in pairs for p in (pair.a, pair.b)], backend=backend)
     sketches: dict[Where, object] = {}
     texts: dict[Where, Text] = {}
@@ -127,10 +147,11 @@ def read_pair_pages(pairs: list[JudgePair], *, backend: str = "auto") -> tuple[d
         if isinstance(found, Text):
             texts[where] = found
             continue
-        texts[where] = text_of(found, DEFAULT_EXTRACTOR)
+        texts[where] = text_of(found, extractor)
         page = html_page(found)
         if page is not None and not page.too_large:
-            sketch = fingerprint_page(page.body, page.url, page.encoding, minhash=True).minhash
+            fingerprint = fingerprint_page(page.body, page.url, page.encoding, extractor=extractor)
+            sketch = fingerprint.minhash
             if sketch is not None:
                 sketches[where] = sketch
     return texts, sketches
@@ -144,9 +165,16 @@ def add_similarity(pairs: list[JudgePair], sketches: dict) -> None:
             pair.similarity = round(float(sa.jaccard(sb)), 4)
 
 
-def add_texts(pairs: list[JudgePair], *, backend: str = "auto", read: tuple | None = None) -> None:
-    """Each pair's two main texts (diffed) and MinHash similarity, from the WARC records."""
-    texts, sketches = read or read_pair_pages(pairs, backend=backend)
+def add_texts(
+    pairs: list[JudgePair],
+    *,
+    backend: str = "auto",
+    read: tuple | None = None,
+    extractor: Extractor | None = None,
+) -> None:
+    """Each pair's two main texts (diffed) and MinHash similarity, from the WARC records, by
+    ``extractor`` (default: the default extractor)."""
+    texts, sketches = read or read_pair_pages(pairs, backend=backend, extractor=extractor)
     add_similarity(pairs, sketches)
     for pair in pairs:
         ta, tb = texts[(pair.a.file, pair.a.offset)], texts[(pair.b.file, pair.b.offset)]
@@ -214,11 +242,17 @@ def restratify(
 
 
 def sample_by_similarity(
-    pages: list[Page], count: int, *, seed: int = 0, backend: str = "auto"
+    pages: list[Page],
+    count: int,
+    *,
+    seed: int = 0,
+    backend: str = "auto",
+    extractor: Extractor | None = None,
 ) -> tuple[list[JudgePair], list[str]]:
-    """``count`` pairs, equal counts per similarity band, with their texts and similarity."""
+    """``count`` pairs, equal counts per similarity band, with their texts and similarity (by
+    ``extractor``, default: the default extractor)."""
     candidates, notes = sample_pairs(pages, count * CANDIDATES_PER_PAIR, seed=seed)
-    texts, sketches = read_pair_pages(candidates, backend=backend)
+    texts, sketches = read_pair_pages(candidates, backend=backend, extractor=extractor)
     add_similarity(candidates, sketches)
     pairs, more = restratify(candidates, count, np.random.default_rng(seed + 1))
     add_texts(pairs, read=(texts, sketches))

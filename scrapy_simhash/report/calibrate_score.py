@@ -34,6 +34,8 @@ class Judged:
     distance: int | None
     similarity: float | None
     weight: float
+    extractor: str | None = None
+    """The extractor the pair's texts and similarity were made with (None: a page that did not say)."""
 
 
 @dataclass(frozen=True)
@@ -66,11 +68,28 @@ def read_judgements(path: str | Path) -> tuple[list[Judged], list[str]]:
                 distance = None if row.get("distance") is None else int(row["distance"])
                 similarity = None if row.get("similarity") is None else float(row["similarity"])
                 weight = float(row.get("weight") or 1.0)
+                extractor = row.get("extractor")
+                if extractor is not None and not isinstance(extractor, str):
+                    raise ValueError(f"extractor {extractor!r} is not a text")
             except (ValueError, KeyError, TypeError) as exc:
                 problems.append(f"{path} line {number}: {type(exc).__name__}: {exc}")
                 continue
-            out.append(Judged(judgement == "duplicate", distance, similarity, weight))
+            out.append(Judged(judgement == "duplicate", distance, similarity, weight, extractor or None))
     return out, problems
+
+
+def judged_extractors(judged: list[Judged]) -> list[str]:
+    """What to say about the extractor of the judged texts: the settings recommended hold for the
+    pages of that extractor only (the crawl's ``SIMHASH_EXTRACTOR``, ``--extractor``)."""
+    named = sorted({j.extractor for j in judged if j.extractor})
+    if not named:
+        return ["texts judged: the judgements do not name their extractor (a page of an earlier version)"]
+    if len(named) > 1:
+        return [
+            f"texts judged: made by {len(named)} extractors ({', '.join(named)}): the scores mix pages whose "
+            "fingerprints are not comparable; judge one extractor's sample at a time"
+        ]
+    return [f"texts judged: extracted by {named[0]} (the recommendations hold for this extractor)"]
 
 
 def _score(setting: str, value: float, rows: list[tuple[bool, bool, float]]) -> Score:

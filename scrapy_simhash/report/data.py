@@ -86,7 +86,11 @@ def load_pages(inputs: list[str], *, backend: str = "auto") -> tuple[list[Page],
     if kind == "index":
         index = open_for_reading(inputs[0])
         try:
-            return pages_of_index(index), int(index.k), []
+            pages = pages_of_index(index)
+            recorded, _mixed = recorded_extractors(index.notes())
+            for page in pages:
+                page.extractor = recorded
+            return pages, int(index.k), []
         finally:
             close = getattr(index, "close", None)
             if close:

@@ -11,7 +11,7 @@ function lines(){
   return data.pairs.filter(p => judged[p.number]).map(p => JSON.stringify({
     pair: p.number, judgement: judged[p.number].judgement, distance: p.distance, similarity: p.similarity,
     band: p.band, weight: p.weight, a: p.a.uri, a_record: p.a.locator, b: p.b.uri, b_record: p.b.locator,
-    judged_at: judged[p.number].at})).join('\n') + (Object.keys(judged).length ? '\n' : '');
+    extractor: data.extractor, judged_at: judged[p.number].at})).join('\n') + (Object.keys(judged).length ? '\n' : '');
 }
 function refreshExport(){
   const link = document.getElementById('export');

@@ -19,7 +19,8 @@ from redis_server import RedisServer
 from scrapy_simhash.extract import TrafilaturaExtractor
 from scrapy_simhash.extract.identity import ExtractorIdentity, parse_description
 from scrapy_simhash.extract.resiliparse import ResiliparseExtractor
-from scrapy_simhash.index import IndexLostError, open_index
+from scrapy_simhash.fingerprint.minhash import minhash
+from scrapy_simhash.index import IndexCorruptError, IndexLostError, SimhashIndexError, open_index
 from scrapy_simhash.index.extractor_record import (
     BEFORE_RECORDS,
     EXTRACTOR,
@@ -27,6 +28,7 @@ from scrapy_simhash.index.extractor_record import (
     check_extractor,
     recorded_extractors,
 )
+from scrapy_simhash.index.minhash_store import MinHashIndex
 
 DEFAULT = TrafilaturaExtractor().description
 PRECISION = TrafilaturaExtractor(favor_precision=True).description  # another extractor: other options
@@ -352,3 +354,110 @@ def test_scrapy_simhash_tag_mixes_when_the_project_allows_it(warc, tmp_path):
     assert mixed.returncode == 0, mixed.stderr
     with open_index(index, read_only=True) as stored:
         assert recorded_extractors(stored.notes()) == (PRECISION, (DEFAULT,))
+
+
+# -- MinHash-kind indexes: the same record, the same outcomes ------------------------------------
+
+
+def _minhash(path: Path, **options) -> MinHashIndex:
+    return open_index(path, kind="minhash", **options)
+
+
+def _with_sketch(path: Path, extractor: str | None) -> None:
+    """A MinHash index holding one page, recording ``extractor`` (None: nothing, as before)."""
+    with _minhash(path) as index:
+        if extractor is not None:
+            assert check_extractor(index, extractor).outcome == "recorded"
+        index.add("https://example.org/a", minhash("one page of main text, made into a sketch"))
+
+
+def test_a_minhash_index_records_its_extractor_with_the_same_outcomes(tmp_path):
+    path = tmp_path / "minhash"
+    _with_sketch(path, DEFAULT)
+    with _minhash(path) as index:
+        assert index.notes() == {EXTRACTOR: DEFAULT}
+        assert check_extractor(index, DEFAULT).outcome == "same"
+        assert check_extractor(index, OTHER_VERSION).outcome == "version"
+        with pytest.raises(ExtractorMismatch) as refused:
+            check_extractor(index, PRECISION)
+        assert refused.value.differences == "precision=0 -> 1"
+        check = check_extractor(index, PRECISION, mix=True)
+        assert (check.outcome, check.recorded, check.mixed) == ("mixed", DEFAULT, (PRECISION,))
+    with _minhash(path, read_only=True) as reader:  # durable, and seen by a reader
+        assert recorded_extractors(reader.notes()) == (DEFAULT, (PRECISION,))
+        with pytest.raises(SimhashIndexError, match="read-only"):
+            reader.note(EXTRACTOR, OTHER_NAME)
+    _minhash(path, reset=True).close()  # a reset is a new index: it forgets the record
+    with _minhash(path) as index:
+        assert index.notes() == {}
+
+
+def test_a_minhash_index_written_before_records_is_taken_as_trafilatura(tmp_path):
+    _with_sketch(tmp_path / "old", None)
+    with _minhash(tmp_path / "old") as index:
+        assert check_extractor(index, DEFAULT).outcome == "assumed"
+        assert index.notes() == {EXTRACTOR: DEFAULT}
+    _with_sketch(tmp_path / "other", None)
+    with _minhash(tmp_path / "other") as index:
+        with pytest.raises(ExtractorMismatch) as refused:
+            check_extractor(index, OTHER_NAME)
+        assert refused.value.before_records and refused.value.recorded == BEFORE_RECORDS
+        assert check_extractor(index, OTHER_NAME, mix=True).outcome == "mixed"
+        assert recorded_extractors(index.notes()) == (BEFORE_RECORDS, (OTHER_NAME,))
+
+
+def test_a_minhash_note_is_an_acknowledged_write_under_the_settings_checksum(tmp_path):
+    """The note moves the commit mark like any write, and the settings stay signed: the index reopens
+    (verified) with its sketches and the note, and a write after the note gets a later seq."""
+    import sqlite3
+
+    from scrapy_simhash.index.integrity import read_mark
+
+    path = tmp_path / "minhash"
+    _with_sketch(path, None)
+    before = read_mark(path)
+    with _minhash(path) as index:
+        assert index.note(EXTRACTOR, DEFAULT) == DEFAULT
+        assert index.note(EXTRACTOR, OTHER_NAME) == DEFAULT  # compare-and-set: the first stays
+        index.add("https://example.org/b", minhash("another page of main text"))
+    after = read_mark(path)
+    assert after.high == before.high + 2  # the note, then the insert
+    with _minhash(path, read_only=True) as index:
+        assert index.notes() == {EXTRACTOR: DEFAULT} and len(index) == 2
+    with sqlite3.connect(path / "minhash.sqlite3") as db:  # a hand-edited note fails the checksum
+        db.execute("UPDATE settings SET value = ? WHERE name = 'note:extractor'", (OTHER_NAME,))
+    with pytest.raises(IndexCorruptError, match="checksum"):
+        _minhash(path, read_only=True)
+
+
+def test_dedupe_minhash_records_its_extractor_and_refuses_another(warc, tmp_path):
+    index, report = tmp_path / "minhash", tmp_path / "report.jsonl"
+    command = ("dedupe", warc, "--method", "minhash", "--index", index, "--report", report)
+    command += ("--workers", "1", "--no-progress")
+    first = _cli(*command, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "warning" not in first.stderr
+    with _minhash(index, read_only=True) as stored:
+        assert stored.notes() == {EXTRACTOR: DEFAULT} and len(stored) > 0
+    report.unlink()
+    refused = _cli(*command, "--extractor", "resiliparse", cwd=tmp_path)
+    assert refused.returncode == 2, refused.stderr
+    assert f"the index {index} stores pages fingerprinted by the extractor {DEFAULT}" in refused.stderr
+    assert f"this run's is {OTHER_NAME}" in refused.stderr and "--mix-extractors" in refused.stderr
+    assert not report.exists()
+    mixed = _cli(*command, "--extractor", "resiliparse", "--mix-extractors", cwd=tmp_path)
+    assert mixed.returncode == 0, mixed.stderr
+    assert f"adds pages made by {OTHER_NAME}, as asked" in mixed.stderr
+    with _minhash(index, read_only=True) as stored:
+        assert recorded_extractors(stored.notes()) == (DEFAULT, (OTHER_NAME,))
+
+
+def test_dedupe_minhash_into_redis_warns_that_it_cannot_record_the_extractor(warc, server, tmp_path):
+    """The Redis MinHash index keeps no notes: the run goes on and says so, once."""
+    uri = f"{server.url}?prefix=minhash-{uuid.uuid4().hex[:12]}"
+    command = ("dedupe", warc, "--method", "minhash", "--index", uri, "--report", tmp_path / "r.jsonl")
+    done = _cli(*command, "--workers", "1", "--no-progress", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 1 and "cannot record the extractor of its pages" in warnings[0]
+    assert f"this run's is {DEFAULT}" in warnings[0]

@@ -26,10 +26,10 @@ server index at the same moment with different extractors cannot both record the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from ..extract.identity import ExtractorIdentity
-from .base import IndexSettingsError, NearDuplicateIndex
+from .base import IndexSettingsError
 
 EXTRACTOR = "extractor"
 """The note that holds the description of the extractor the index's pages were made with."""
@@ -39,6 +39,17 @@ BEFORE_RECORDS = "trafilatura"
 """The extractor of an index written before indexes recorded theirs (version and options unknown)."""
 
 Outcome = Literal["recorded", "same", "version", "assumed", "mixed"]
+
+
+class NotedIndex(Protocol):
+    """An index that keeps notes: the simhash indexes (embedded, Redis, verified) and the embedded
+    MinHash index."""
+
+    def __len__(self) -> int: ...
+
+    def notes(self) -> dict[str, str]: ...
+
+    def note(self, name: str, value: str, *, replacing: str | None = None) -> str: ...
 
 
 class ExtractorMismatch(IndexSettingsError):
@@ -80,7 +91,7 @@ def recorded_extractors(notes: dict[str, str]) -> tuple[str | None, tuple[str, .
     return notes.get(EXTRACTOR), tuple(sorted(n[len(MIXED) :] for n in notes if n.startswith(MIXED)))
 
 
-def check_extractor(index: NearDuplicateIndex, current: str, *, mix: bool = False) -> ExtractorCheck:
+def check_extractor(index: NotedIndex, current: str, *, mix: bool = False) -> ExtractorCheck:
     """Check ``current`` (the run's extractor description) against what ``index`` records, and record
     it where the index has no record (module docstring). :class:`ExtractorMismatch` when the
     extractors differ in name or options and ``mix`` is off."""

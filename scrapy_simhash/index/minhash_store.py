@@ -31,6 +31,7 @@ from .base import (
     IndexSettingsError as IndexSettingsError,  # its home before base.py; still imported from here
 )
 from .base import Meta, SimhashIndexError
+from .database import settings_check
 from .integrity import (
     CommitMark,
     check_mark,
@@ -49,6 +50,8 @@ logger = logging.getLogger(__name__)
 
 DATABASE = "minhash.sqlite3"
 KIND = "minhash"
+NOTE = "note:"
+"""Prefix of the settings that hold the index's notes."""
 _SIMHASH_DATABASE = "index.sqlite3"
 _META_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _PLAIN = (str, int, bool, type(None))  # no float: NaN must still be refused with encode_meta's error
@@ -318,6 +321,25 @@ class MinHashIndex(LockedSketchReads):
             self._check_open()
             return [self._with_meta(found, with_meta) for found in self._lsh.query_many(sketches)]
 
+    # -- notes -----------------------------------------------------------------------------
+    def notes(self) -> dict[str, str]:
+        """What the index records about its pages beside its settings (the extractor that made their
+        sketches: :mod:`.extractor_record`); empty where nothing is recorded."""
+        with self._lock:
+            self._check_open()
+            settings = self._store.settings()
+        return {name[len(NOTE) :]: value for name, value in settings.items() if name.startswith(NOTE)}
+
+    def note(self, name: str, value: str, *, replacing: str | None = None) -> str:
+        """Record ``value`` as note ``name`` unless another value (than ``replacing``) is recorded;
+        the value recorded afterwards. Compare-and-set in one durable transaction that moves the
+        high-water seq, as every acknowledged write does (so that the commit mark sees a lost one);
+        kept in the settings (``note:<name>``) under their checksum, which a version without notes
+        reads and ignores."""
+        with self._lock:
+            self._writable()
+            return _record_note(self._store, NOTE + name, value, replacing)
+
     def stats(self) -> dict[str, Any]:
         """Sizes for monitoring: the LSH's, plus the database file's size."""
         with self._lock:
@@ -352,3 +374,27 @@ class MinHashIndex(LockedSketchReads):
             f"bands={self.bands}, rows={self.rows}, value_bits={self.value_bits}, {len(self)} sketches, "
             f"{mode})"
         )
+
+
+def _record_note(store: SketchStore, name: str, value: str, replacing: str | None) -> str:
+    """Setting ``name`` set to ``value`` unless it holds another value than ``replacing``; the value
+    it holds afterwards (one transaction: the settings re-signed, the high-water seq moved)."""
+    with store._transaction():
+        current = store.settings()
+        held = current.get(name)
+        if held is not None and held != replacing:
+            return held
+        if held == value:
+            return value
+        current[name] = value
+        store.conn.execute("DELETE FROM settings")
+        rows = [*current.items(), ("check", settings_check(current))]
+        store.conn.executemany("INSERT INTO settings VALUES (?, ?)", rows)
+        used = store.high + 1
+        moved = store.conn.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'sketches'", (used,))
+        if not moved.rowcount:  # no row was ever inserted
+            store.conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('sketches', ?)", (used,))
+    store.high = used
+    if store.mark is not None:
+        store.mark.write(store.high, store.live)
+    return value

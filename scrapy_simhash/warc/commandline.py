@@ -313,13 +313,21 @@ def _open_index(args: argparse.Namespace, extractor: str | None) -> Any:
         mode = run_mode(args)
         _check_kind(args, mode)
         if mode == "minhash":  # a new one gets the threshold, 0.8 by default
-            return open_index(args.index, kind="minhash", threshold=args.threshold)
-        index = open_index(
-            args.index, k=args.distance, mode=mode, similarity=getattr(args, "similarity", None)
-        )
+            index = open_index(args.index, kind="minhash", threshold=args.threshold)
+        else:
+            index = open_index(
+                args.index, k=args.distance, mode=mode, similarity=getattr(args, "similarity", None)
+            )
     except SimhashIndexError as exc:  # locked, corrupt, unreachable: a usage/environment error (status 2)
         raise ValueError(f"cannot open the index {shown_location(args.index)}: {exc}") from exc
-    if extractor is not None:
+    if extractor is not None and not hasattr(index, "notes"):  # the Redis MinHash index keeps none
+        print(
+            f"warning: the MinHash index {shown_location(args.index)} cannot record the extractor of its "
+            f"pages (a Redis MinHash index keeps no notes): every run writing to it must use the same "
+            f"extractor, this run's is {extractor}",
+            file=sys.stderr,
+        )
+    elif extractor is not None:
         try:
             _check_extractor(index, args, extractor)
         except BaseException:

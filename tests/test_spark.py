@@ -614,3 +614,58 @@ def test_a_second_local_spark_is_refused_while_the_shared_session_runs(spark):
     with pytest.raises(RuntimeError, match="session-scoped `spark` fixture"), local_spark("another-session"):
         pass
     assert spark.range(3).count() == 3
+
+
+def test_a_saved_table_records_its_extractor_and_against_refuses_another(spark, corpus, tmp_path, capsys):
+    """``--save`` writes the run's extractor with every row; ``--against`` a table of another extractor
+    is refused (status 2, naming both and --mix-extractors) before anything is saved, and goes on when
+    mixing is asked; a table of another version only, or saved before tables recorded their extractor,
+    goes on with one warning, and each report row names its own page's extractor."""
+    from pyspark.sql import functions as F
+
+    from scrapy_simhash.cli import main
+    from scrapy_simhash.extract import DEFAULT_EXTRACTOR
+    from scrapy_simhash.extract.resiliparse import ResiliparseExtractor
+
+    default, other = DEFAULT_EXTRACTOR.description, ResiliparseExtractor().description
+    warc = str(corpus / "warcs" / "resiliparse/warcfile.warc.gz")
+    run = ["spark", "dedupe", warc, "--master", "local[2]"]
+    table = tmp_path / "saved"
+    assert main([*run, "--save", str(table)]) == 0
+    assert {r[0] for r in spark.read.parquet(str(table)).select("extractor").distinct().collect()} == {
+        default
+    }
+    capsys.readouterr()
+
+    again, report = tmp_path / "again", tmp_path / "again.jsonl"
+    refused = [*run, "--against", str(table), "--extractor", "resiliparse", "--save", str(again)]
+    assert main([*refused, "--report", str(report)]) == 2
+    err = capsys.readouterr().err
+    assert f"--against {table} holds pages fingerprinted by the extractor {default}" in err
+    assert f"this run's is {other} (name trafilatura -> resiliparse)" in err and "--mix-extractors" in err
+    assert not again.exists() and not report.exists()
+    assert main([*refused, "--report", str(report), "--mix-extractors"]) == 0
+    assert f"warning: --against {table} holds pages made by {default}" in capsys.readouterr().err
+    assert {r[0] for r in spark.read.parquet(str(again)).select("extractor").distinct().collect()} == {other}
+
+    stored = spark.read.parquet(str(table))
+    older = tmp_path / "older"  # saved before tables recorded their extractor
+    stored.drop("extractor").write.parquet(str(older))
+    assert main([*run, "--against", str(older), "--extractor", "resiliparse"]) == 2
+    assert "trafilatura (of unknown version and options" in capsys.readouterr().err
+    assert main([*run, "--against", str(older), "--report", str(report)]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 1 and "does not record its extractor" in warnings[0]
+
+    version = "trafilatura/0.0.1;" + default.split(";", 1)[1]
+    bumped = tmp_path / "bumped"
+    stored.withColumn("extractor", F.lit(version)).write.parquet(str(bumped))
+    assert main([*run, "--against", str(bumped), "--report", str(report)]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 1 and "the same extractor and options at another version" in warnings[0]
+    rows = [json.loads(line) for line in report.read_text(encoding="utf-8").splitlines()]
+    by_cluster: dict[int, list[str]] = {}
+    for row in rows:
+        by_cluster.setdefault(row["cluster"], []).append(row["extractor"])
+    # every page of the run is an exact copy of a stored one: each pair names both extractors
+    assert by_cluster and all(sorted(named) == sorted([default, version]) for named in by_cluster.values())

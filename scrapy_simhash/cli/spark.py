@@ -86,6 +86,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_keep_argument(dedupe)
     add_extractor_argument(dedupe)
     dedupe.add_argument(
+        "--mix-extractors",
+        action="store_true",
+        help="let an --against table of another extractor (name or options) than this run's be clustered "
+        "with this run's pages (their fingerprints are not comparable; default: refuse the run)",
+    )
+    dedupe.add_argument(
         "--min-tokens", type=int, default=MIN_TOKENS, help=f"fewer tokens: no fingerprint ({MIN_TOKENS})"
     )
     dedupe.add_argument(
@@ -173,6 +179,8 @@ def _dedupe(spark: Any, args: argparse.Namespace, mode: str, similarity: float, 
         save=args.save,
         against=args.against,
         keep=args.keep,
+        mix_extractors=args.mix_extractors,
+        warn=lambda message: print(f"warning: {message}", file=sys.stderr),
     )
     write_report(rows, args.report, args.format)
     out = sys.stdout if args.report not in (None, "-") else sys.stderr

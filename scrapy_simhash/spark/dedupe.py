@@ -10,8 +10,9 @@ Only the clustered records reach the driver.
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlparse
 
@@ -26,6 +27,9 @@ from .components import clusters
 from .convert import to_unsigned
 from .groups import MAX_GROUP
 from .pairs import near_duplicates
+from .table_extractor import COLUMN, check_tables
+
+logger = logging.getLogger(__name__)
 
 OFFSET_BITS = 40
 """Offsets up to 1 TiB per file; the input's position takes the bits above."""
@@ -39,7 +43,8 @@ def record_ids(pages: Any) -> Any:
 
 
 STORED_COLUMNS = ["input", "file", "offset", "record_id", "uri", "date", "simhash", "tokens", "minhash"]
-"""What ``save`` writes of each fingerprinted record, and what ``against`` reads back."""
+"""What ``save`` writes of each fingerprinted record (and the ``extractor`` column: its extractor), and
+what ``against`` requires (a table saved before tables recorded their extractor has no such column)."""
 
 
 def dedupe_rows(
@@ -53,6 +58,8 @@ def dedupe_rows(
     save: str | None = None,
     against: Iterable[str] = (),
     keep: str = DEFAULT_KEEP,
+    mix_extractors: bool = False,
+    warn: Callable[[str], None] | None = None,
     **options: Any,
 ) -> tuple[list[dict[str, Any]], list[Any]]:
     """(report rows as ``dedupe`` writes them, problem rows of the read). ``options`` as for
@@ -64,12 +71,20 @@ def dedupe_rows(
     order given; the ``keep`` policy chooses each original among all members), only
     clusters joined by at least one pair with a new record are reported, and the stored archives are
     not read again. ``keep``: the policy that chooses each cluster's original, as for ``dedupe``.
+
+    A saved table records the extractor of its rows (column ``extractor``); a table of another
+    extractor given as ``against`` is refused (:class:`.table_extractor.TableExtractorMismatch`, before
+    anything is read or saved) unless ``mix_extractors``; ``warn`` (default: a logged warning) is told
+    what a run that goes on should say (:mod:`.table_extractor`). Each report row names the extractor
+    of its own page.
     """
     from pyspark.sql import functions as F
 
     check_policy(keep)
     rule = Rule(mode=mode, distance=k, similarity=similarity)
     extractor = options.get("extractor", DEFAULT_EXTRACTOR).description
+    stored = _stored_tables(spark, list(against))
+    check_tables(stored, extractor, mix=mix_extractors, warn=warn or logger.warning)
     read = fingerprint_archives(spark, paths, mode=mode, similarity=similarity, **options).cache()
     try:
         problems = read.where(F.col("problem").isNotNull()).collect()
@@ -77,9 +92,10 @@ def dedupe_rows(
         if too_far:
             raise ValueError(f"a record offset is beyond {1 << OFFSET_BITS} bytes: not supported")
         fingerprinted = read.where(F.col("simhash").isNotNull() & F.col("problem").isNull())
+        fingerprinted = fingerprinted.withColumn(COLUMN, F.lit(extractor))
         if save:
-            fingerprinted.select(*STORED_COLUMNS).write.mode("errorifexists").parquet(save)
-        pages, new_col = _with_stored(spark, fingerprinted, list(against))
+            fingerprinted.select(*STORED_COLUMNS, COLUMN).write.mode("errorifexists").parquet(save)
+        pages, new_col = _with_stored(fingerprinted, stored)
         pages = record_ids(pages)
         pairs = near_duplicates(
             pages, k, max_group=max_group, mode=mode, similarity=similarity, new_col=new_col
@@ -98,27 +114,38 @@ def dedupe_rows(
         for i, (meta, member) in enumerate(group):
             role = "original" if i == 0 else "duplicate"
             row = {**rule_row(number, meta, _page(member), first, role, rule), "keep": keep}
-            rows.append({**row, "extractor": extractor})
+            rows.append({**row, "extractor": member[COLUMN] or extractor})
     return rows, problems
 
 
-def _with_stored(spark: Any, fresh: Any, tables: list[str]) -> tuple[Any, str | None]:
-    """The new records after the stored ones: input positions shifted past every stored table's, so
-    that ``record_ids`` orders stored tables (in the order given) before this run's inputs."""
-    if not tables:
-        return fresh, None
-    from pyspark.sql import functions as F
-
-    parts, shift = [], 0
+def _stored_tables(spark: Any, tables: list[str]) -> list[tuple[str, Any]]:
+    """Each ``--against`` table read (lazily); ValueError for one that ``save`` did not write."""
+    out = []
     for table in tables:
         stored = spark.read.parquet(table)
         missing = [name for name in STORED_COLUMNS if name not in stored.columns]
         if missing:
             raise ValueError(f"{table}: not a table written by --save (no column {', '.join(missing)})")
+        out.append((table, stored))
+    return out
+
+
+def _with_stored(fresh: Any, tables: list[tuple[str, Any]]) -> tuple[Any, str | None]:
+    """The new records after the stored ones: input positions shifted past every stored table's, so
+    that ``record_ids`` orders stored tables (in the order given) before this run's inputs. A table
+    saved before tables recorded their extractor gives its rows none (they are reported as the run's)."""
+    if not tables:
+        return fresh, None
+    from pyspark.sql import functions as F
+
+    parts, shift = [], 0
+    for _name, stored in tables:
         top = stored.agg(F.max("input")).first()[0]
-        parts.append(stored.select(*STORED_COLUMNS).withColumn("input", F.col("input") + shift))
+        named = stored[COLUMN] if COLUMN in stored.columns else F.lit(None).cast("string")
+        part = stored.select(*STORED_COLUMNS, named.alias(COLUMN))
+        parts.append(part.withColumn("input", F.col("input") + shift))
         shift += 0 if top is None else int(top) + 1
-    fresh = fresh.select(*STORED_COLUMNS).withColumn("input", F.col("input") + shift)
+    fresh = fresh.select(*STORED_COLUMNS, COLUMN).withColumn("input", F.col("input") + shift)
     stored_rows = parts[0]
     for part in parts[1:]:
         stored_rows = stored_rows.unionByName(part)

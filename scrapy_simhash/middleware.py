@@ -234,7 +234,7 @@ class SimhashMiddleware:
         size, without_sketch = sizes
         logger.info(
             "simhash: index %s%s (%d fingerprints), %s, action=%s, %d worker(s)",
-            shown_location(self.location),
+            shown_location(self.location or ""),
             "" if self.config.index else " (SIMHASH_INDEX is not set: the spider's own)",
             size,
             self._rule_text(),
@@ -297,7 +297,7 @@ class SimhashMiddleware:
             get("simhash/decided_by_simhash", 0),
             sum(v for k, v in stats.items() if k.startswith("simhash/skipped/")),
             sum(v for k, v in stats.items() if k.startswith("simhash/error/")),
-            shown_location(self.location),
+            shown_location(self.location or ""),
             index_state,
         )
 
@@ -383,19 +383,20 @@ class SimhashMiddleware:
         whether the page replaces that match as its cluster's original (``SIMHASH_KEEP``)."""
         if self.index is None:
             if not isinstance(self._open_error, IndexUnavailableError):  # retrying will not help
-                raise IndexUnavailableError(
-                    f"the index at {shown_location(self.location)} could not be opened: {self._open_error}"
-                )
+                where = shown_location(self.location or "")
+                raise IndexUnavailableError(f"the index at {where} could not be opened: {self._open_error}")
             # the server was down at start: try again (the breaker paces the tries)
             try:
                 self._open()
             except Exception as exc:  # whatever stops it opening, the page passes untagged
                 raise IndexUnavailableError(
-                    f"the index at {shown_location(self.location)} could not be opened: {exc}"
+                    f"the index at {shown_location(self.location or '')} could not be opened: {exc}"
                 ) from exc
             assert self.index is not None
             logger.info(
-                "simhash: index %s opened (%d fingerprints)", shown_location(self.location), len(self.index)
+                "simhash: index %s opened (%d fingerprints)",
+                shown_location(self.location or ""),
+                len(self.index),
             )
         index, simhash = self.index, page.simhash
         assert simhash is not None

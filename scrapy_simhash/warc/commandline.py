@@ -309,6 +309,7 @@ def _open_index(args: argparse.Namespace, extractor: str | None) -> Any:
         return None
     from ..index import SimhashIndexError, open_index
 
+    index: Any
     try:
         mode = run_mode(args)
         _check_kind(args, mode)

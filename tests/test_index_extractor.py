@@ -439,6 +439,9 @@ def test_dedupe_minhash_records_its_extractor_and_refuses_another(warc, tmp_path
     assert "warning" not in first.stderr
     with _minhash(index, read_only=True) as stored:
         assert stored.notes() == {EXTRACTOR: DEFAULT} and len(stored) > 0
+    info = _cli("index", "info", index, cwd=tmp_path)
+    assert info.returncode == 0, info.stderr
+    assert f"index: {index} (minhash)\n" in info.stdout and f"extractor: {DEFAULT}\n" in info.stdout
     report.unlink()
     refused = _cli(*command, "--extractor", "resiliparse", cwd=tmp_path)
     assert refused.returncode == 2, refused.stderr
@@ -450,6 +453,7 @@ def test_dedupe_minhash_records_its_extractor_and_refuses_another(warc, tmp_path
     assert f"adds pages made by {OTHER_NAME}, as asked" in mixed.stderr
     with _minhash(index, read_only=True) as stored:
         assert recorded_extractors(stored.notes()) == (DEFAULT, (OTHER_NAME,))
+    assert f"mixed with: {OTHER_NAME}" in _cli("index", "info", index, cwd=tmp_path).stdout
 
 
 def test_dedupe_minhash_into_redis_warns_that_it_cannot_record_the_extractor(warc, server, tmp_path):

@@ -24,8 +24,8 @@ from ..fingerprint import to_base32, to_hex
 from ..fingerprint.codecs import parse
 from ..fingerprint.minhash import SCHEME as MINHASH_SCHEME
 from ..fingerprint.minhash import MinHash
-from ..index import NearDuplicateIndex, SimhashIndexError, is_server_uri, open_index
-from ..index.extractor_record import recorded_extractors
+from ..index import NearDuplicateIndex, SimhashIndexError, is_server_uri, open_index, stored_kind
+from ..index.extractor_record import NotedIndex, recorded_extractors
 from ..shown import shown_location
 from ..warc.progress import RowProgress, elapsed_spinner
 
@@ -43,7 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="what the index is: pages, k, layout, decision rule, extractor",
         description="Print what the index is, one fact a line: its location, pages stored, k and "
         "layout, decision rule, and the extractor its pages were made with (and any other extractor "
-        "mixed into it). Read-only: safe beside a running crawl.",
+        "mixed into it); for a MinHash index (dedupe --method minhash --index), its threshold instead "
+        "of k. Read-only: safe beside a running crawl.",
     )
     info.add_argument("path", help="index directory or redis:// URI")
     _add_mode_option(info)
@@ -180,14 +181,37 @@ def _fail(args: argparse.Namespace, exc: Exception) -> int:
     return 2
 
 
-def _extractor_fields(index: NearDuplicateIndex) -> dict[str, Any]:
+def _extractor_fields(index: NotedIndex) -> dict[str, Any]:
     """``extractor`` (None: not recorded, an index written before indexes recorded it) and
     ``extractors_mixed`` (the others stored beside it when mixing was allowed)."""
     recorded, mixed = recorded_extractors(index.notes())
     return {"extractor": recorded, "extractors_mixed": list(mixed)}
 
 
+def _minhash_info(args: argparse.Namespace) -> int:
+    """``index info`` of a MinHash index's directory (``dedupe --method minhash --index``)."""
+    try:
+        with open_index(args.path.removeprefix("file://"), kind="minhash", read_only=True) as index:
+            stats = index.stats()
+            extractor = _extractor_fields(index)
+            where = index.path
+    except SimhashIndexError as exc:
+        return _fail(args, exc)
+    recorded = extractor["extractor"]
+    lines = [
+        f"index: {where} (minhash)",
+        f"pages: {stats['size']}",
+        f"rule: minhash (threshold {stats['threshold']:g}, {stats['num_values']} values)",
+        f"extractor: {recorded or 'not recorded (written before indexes recorded their extractor)'}",
+    ]
+    lines += [f"mixed with: {other}" for other in extractor["extractors_mixed"]]
+    print("\n".join(lines))
+    return 0
+
+
 def run_info(args: argparse.Namespace) -> int:
+    if stored_kind(args.path) == "minhash":
+        return _minhash_info(args)
     try:
         with _open(args.path, mode=args.mode) as index:
             stats = index.stats()

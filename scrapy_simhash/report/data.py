@@ -436,8 +436,7 @@ def load_index(
     elif mixed:
         notes.append(
             f"the index also holds pages of other extractors ({', '.join(mixed)}), stored when mixing was "
-            f"allowed: they are not comparable with its own ({recorded}), with which the pair texts are "
-            "re-extracted"
+            f"allowed: they are not comparable with its own ({recorded})"
         )
     replacements = sum(1 for page in pages if page.replaces)
     if replacements:

@@ -261,7 +261,7 @@ class SimhashIndex(NearDuplicateIndex):
         if any(info.get(name) != value for name, value in column.params.items()):
             return None
         try:
-            arrays = load_parts(self.path, manifest, LSH_PARTS, verify=self._verify and not self._rebuilds)
+            arrays = load_parts(self.path, manifest, LSH_PARTS, verify=self._verify)
             if arrays is None:
                 return None
             segment = LSHSegment.from_arrays(arrays, column.num_values, int(info["width"]))

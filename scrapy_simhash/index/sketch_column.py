@@ -176,38 +176,43 @@ class SketchColumn:
             return len(self._base) + len(self._lsh)
 
     def _base_rows(self, keys: list[str]) -> dict[str, tuple[int, bytes]]:
-        """The rows with a sketch of ``keys`` not in the recent level (they are in the base)."""
-        if self._reader is None or not len(self._base):
+        """The rows with a sketch of ``keys`` (asked for those not in the recent level: they are in the
+        base). Called without this column's lock held: the reader takes the index's, which a write
+        holds while it tells this column (one lock order)."""
+        if self._reader is None or not len(self._base) or not keys:
             return {}
         return self._reader.sketch_rows(keys)
+
+    def in_recent(self, key: str) -> bool:
+        """Whether the recent level holds ``key`` (no read of the rows)."""
+        with self._lock:
+            return key in self._lsh
 
     def __contains__(self, key: object) -> bool:
         if not isinstance(key, str):
             return False
-        with self._lock:
-            return key in self._lsh or bool(self._base_rows([key]))
+        return self.in_recent(key) or bool(self._base_rows([key]))
 
     def get(self, key: str) -> np.ndarray | None:
         """A copy of the sketch kept for ``key`` (uint32 values of ``value_bits``), or None."""
         return self.get_many([key]).get(key)
 
     def get_many(self, keys: Iterable[str]) -> dict[str, np.ndarray]:
+        wanted = list(keys)
         with self._lock:
-            wanted = list(keys)
             out = {key: values for key in wanted if (values := self._lsh.get(key)) is not None}
-            rest = [key for key in wanted if key not in out]
-            if rest:
-                for key, (_, data) in self._base_rows(rest).items():
-                    out[key] = self._decode(data).astype(np.uint32)
-            return out
+        for key, (_, data) in self._base_rows([key for key in wanted if key not in out]).items():
+            out[key] = self._decode(data).astype(np.uint32)
+        return out
 
     def keys(self) -> list[str]:
         """Keys with a sketch."""
         with self._lock:
             recent = self._lsh.keys()
-            if self._reader is None or not len(self._base):
-                return recent
-            return [*self._reader.keys_with_sketch(exclude=set(recent)), *recent]
+            based = self._reader is not None and len(self._base) > 0
+        if not based:
+            return recent
+        return [*self._reader.keys_with_sketch(exclude=set(recent)), *recent]
 
     def hints(self, keys: Iterable[str]) -> list[int]:
         """Each key's seq in the simhash store as last seen here (0: not known here)."""

@@ -354,8 +354,12 @@ class MinHashLSH:
 
     def query_tagged(self, sketch: Any) -> list[tuple[str, float, int]]:
         """:meth:`query`'s answers with each key's tag: ``(key, similarity, tag)``."""
-        v = self._sketch(sketch)
-        band_keys = self._hasher.keys(v)
+        return self.query_prepared(*self.prepare(sketch))
+
+    def query_prepared(self, v: np.ndarray, band_keys: np.ndarray) -> list[tuple[str, float, int]]:
+        """:meth:`query_tagged` for a sketch already :meth:`prepare`-d (asked of other levels too)."""
+        if not self._ids:
+            return []
         if _native_query is None:
             found = self._query(v, band_keys)
             tags = self.tags(key for key, _ in found)

@@ -248,10 +248,10 @@ class SketchColumn:
         with self._lock:
             lsh, base = self._lsh, self._base
             if batch.shape[0] == 1:  # one lookup: the single query's C calls, no batch machinery
-                recent: list[tuple[str | None, float, int]] = list(lsh.query_tagged(batch[0]))
+                v, band_keys = lsh.prepare(batch[0])  # the band keys once, for both levels
+                recent: list[tuple[str | None, float, int]] = list(lsh.query_prepared(v, band_keys))
                 if not len(base):
                     return [recent]
-                v, band_keys = lsh.prepare(batch[0])
                 found = base.query(v, band_keys, self.bands, self.rows, lsh.min_matches)
                 if not found:
                     return [recent]

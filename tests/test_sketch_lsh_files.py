@@ -13,9 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scrapy_simhash.index import open_index
 from scrapy_simhash.index import storage as storage_module
+from scrapy_simhash.index.lsh_segment import PARTS as LSH_PARTS
 
 NV = 128
 
@@ -115,7 +118,7 @@ def test_pages_replaced_removed_or_given_a_sketch_after_the_files_are_answered_f
         assert index.sketches.stats()["recent"] == 0
 
 
-@pytest.mark.parametrize("part", ["lsh_sketches", "lsh_entries", "lsh_seqs", "lsh_directory"])
+@pytest.mark.parametrize("part", ["lsh_sketches", "lsh_entries", "lsh_seqs", "lsh_directory", "lsh_dead"])
 def test_damaged_lsh_files_are_never_answered_from(tmp_path, part, caplog) -> None:
     path = tmp_path / "ix"
     probes = build(path)
@@ -151,7 +154,7 @@ def test_an_index_whose_files_predate_the_lsh_gets_them_from_its_first_writer(tm
         assert index.sketches.stats()["base"] == 60
         assert answers(index, probes) == want
     assert reads == [60, 60, 0]
-    assert sum(1 for _ in path.glob("tables-*.lsh_*.npy")) == 4
+    assert sum(1 for _ in path.glob("tables-*.lsh_*.npy")) == len(LSH_PARTS)
 
 
 def test_a_reader_and_the_writer_agree_across_generations(tmp_path) -> None:
@@ -165,3 +168,60 @@ def test_a_reader_and_the_writer_agree_across_generations(tmp_path) -> None:
         with open_index(path, read_only=True) as reader:
             assert answers(reader, probes) == answers(writer, probes)
         assert writer.stats()["generation"] > 1
+
+
+# -- the segment itself: merges carry or drop dead pages, answers stay those of a brute force -------
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(0, 300),
+    st.integers(0, 120),
+    st.lists(st.integers(0, 419), max_size=120),
+    st.integers(1, 3),
+)
+def test_merged_segments_answer_exactly_the_live_pages(seed, n, m, kills, rounds) -> None:
+    from scrapy_simhash.index.lsh import MinHashLSH
+    from scrapy_simhash.index.lsh_segment import LSHSegment
+
+    rng = np.random.default_rng(seed)
+    lsh = MinHashLSH(0.5, NV, value_bits=8)
+    seeds = rng.integers(0, 256, size=(6, NV), dtype=np.uint32)
+
+    def pages(count: int) -> np.ndarray:
+        out = seeds[rng.integers(0, 6, count)].copy()
+        change = rng.random(out.shape) < rng.uniform(0.0, 0.7, size=(count, 1))
+        out[change] = rng.integers(0, 256, int(change.sum()), dtype=np.uint32)
+        return out.astype(np.uint8)
+
+    segment = LSHSegment.empty(NV, np.dtype(np.uint8))
+    stored: dict[int, np.ndarray] = {}
+    next_seq = 1
+    for _ in range(rounds):
+        batch = pages(n if not stored else m)
+        seqs = np.arange(next_seq, next_seq + batch.shape[0], dtype=np.int64)
+        next_seq += batch.shape[0] + int(rng.integers(0, 3))  # seqs have gaps (removals, notes)
+        segment = segment.merged(lsh.hasher, batch, seqs)
+        stored.update(zip(seqs.tolist(), batch, strict=True))
+        dead = sorted({s for s in kills if s in stored})
+        segment.kill(dead)
+        for s in dead:
+            stored.pop(s)
+        # as written and mapped again: the files' arrays give the same segment
+        arrays = segment.arrays()
+        segment = LSHSegment.from_arrays(arrays, NV, segment.buckets.width)
+        assert len(segment) == len(stored)
+    for probe in pages(20):
+        v, band_keys = lsh.prepare(probe.astype(np.uint32))
+        got = segment.query(v, band_keys, lsh.bands, lsh.rows, lsh.min_matches)
+        want = []
+        for s, values in stored.items():
+            eq = values == v.astype(np.uint8)
+            bands_equal = eq[: lsh.bands * lsh.rows].reshape(lsh.bands, lsh.rows).all(axis=1).any()
+            if bands_equal and int(eq.sum()) >= lsh.min_matches:
+                want.append((s, int(eq.sum())))
+        want.sort(key=lambda t: (-t[1], t[0]))
+        assert got == want
+        many = segment.query_many(v[None, :], band_keys[None, :], lsh.bands, lsh.rows, lsh.min_matches)
+        assert [(s, c) for _, s, c in many] == want

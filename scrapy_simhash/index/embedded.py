@@ -242,7 +242,7 @@ class SimhashIndex(NearDuplicateIndex):
         if column is not None:
             segment = column.merged()
             arrays = segment.arrays()
-            info["lsh"] = {**column.params, "count": len(segment), "width": segment.buckets.width}
+            info["lsh"] = {**column.params, "count": int(segment.seqs.size), "width": segment.buckets.width}
         self._layers.write_generation(max_seq, info, arrays)
         self._store.clear_tombstones(max_seq)
         if column is not None:

@@ -78,6 +78,21 @@ class SortedBuckets:
         """Buckets over stored ``entries``, ``directory`` and ``width`` (no pass over either array)."""
         return cls(entries, directory, width)
 
+    def merged(self, new: np.ndarray) -> SortedBuckets:
+        """These entries and the sorted ``new`` ones: a sorted insertion; the directory by adding the
+        new entries' counts while the cell size stays (it doubles with the entries), else rebuilt."""
+        if not new.size:
+            return SortedBuckets(self.entries, self.directory, self.width) if self.size else SortedBuckets()
+        entries = merge_sorted(self.entries, new)
+        n = entries.shape[0]
+        bits = min(32, max(1, (max(n, 16) // 8).bit_length() - 1))
+        if not self.size or np.uint64(64 - bits) != self.shift or n >= 2**32:
+            return SortedBuckets(entries)
+        counts = np.bincount((new >> self.shift).astype(np.intp), minlength=1 << bits)
+        directory = self.directory.astype(np.int64)
+        directory[1:] += np.cumsum(counts)
+        return SortedBuckets(entries, directory.astype(np.uint32))
+
     def native_args(self) -> tuple[np.ndarray, np.ndarray, int, int]:
         """The C lookups' view of these buckets: (entries, directory, its itemsize, shift)."""
         return self.entries, self.directory, self.directory.itemsize, int(self.shift)

@@ -10,7 +10,9 @@ A segment is four arrays, positions ("ids") in seq order:
 - ``entries``: ``band key's high 32 bits << 32 | id``, sorted (:mod:`.lsh_buckets`), 8 bytes a band;
 - ``directory``: the buckets' directory over the entries' top bits, so that it is not rebuilt at open;
 - ``sketches``: the pages' sketches, ``num_values`` values of ``value_bits`` (a byte each at 8 bits);
-- ``seqs``: each id's row in the database (ascending), by which a match's row is read.
+- ``seqs``: each id's row in the database (ascending), by which a match's row is read;
+- ``dead``: the ids whose rows were removed or replaced before the segment was written (carried by a
+  merge until they are a fair share of it: :meth:`LSHSegment.merged`).
 
 Pages removed or replaced since the segment was written are marked dead in memory (one byte a page),
 from the database's records at open and from each write after.
@@ -24,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .lsh_bands import BandHasher
-from .lsh_buckets import HI, LO, SortedBuckets, merge_sorted
+from .lsh_buckets import HI, LO, SortedBuckets
 
 try:
     from ._probe import lsh_query as _native_query
@@ -32,8 +34,16 @@ try:
 except ImportError:  # pragma: no cover - depends on the build
     _native_query = _native_verify = None
 
-PARTS = ("lsh_entries", "lsh_directory", "lsh_sketches", "lsh_seqs")
+PARTS = ("lsh_entries", "lsh_directory", "lsh_sketches", "lsh_seqs", "lsh_dead")
 """The segment's files in a table generation (``tables-NNNNNN.<part>.npy``)."""
+DEAD_SHARE = 8
+"""A merge drops the dead pages it carries once they are more than 1/DEAD_SHARE of the segment."""
+
+
+def fresh_none() -> np.ndarray:
+    return np.zeros(0, dtype=np.uint64)
+
+
 _CHUNK = 1 << 16
 
 
@@ -83,10 +93,17 @@ class LSHSegment:
             raise ValueError("the segment's seqs are not ascending")
         entries = arrays["lsh_entries"]
         buckets = SortedBuckets.from_parts(entries, arrays["lsh_directory"], width)
-        return cls(buckets, sketches, seqs)
+        segment = cls(buckets, sketches, seqs)
+        dead = arrays["lsh_dead"]
+        if dead.size:
+            if int(dead.min()) < 0 or int(dead.max()) >= seqs.size:
+                raise ValueError("a dead id past the segment's pages")
+            segment.alive[dead] = False
+            segment.dead = int(np.count_nonzero(~segment.alive))
+        return segment
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """What the files hold (dead pages included: :meth:`merged` drops them)."""
+        """What the files hold (the dead pages' ids listed)."""
         seqs = self.seqs
         if not seqs.size or int(seqs[-1]) <= 0xFFFFFFFF:
             seqs = seqs.astype(np.uint32)  # 4 bytes a seq on disk while they fit
@@ -95,6 +112,7 @@ class LSHSegment:
             "lsh_directory": self.buckets.directory,
             "lsh_sketches": self.sketches.reshape(-1),
             "lsh_seqs": seqs,
+            "lsh_dead": np.flatnonzero(~self.alive).astype(np.int64),
         }
 
     def __len__(self) -> int:
@@ -120,24 +138,35 @@ class LSHSegment:
         self.dead += int(fresh.size)
 
     def merged(self, hasher: BandHasher, sketches: np.ndarray, seqs: np.ndarray) -> LSHSegment:
-        """A new segment: this one's live pages, then ``sketches`` (seqs above all of this one's)."""
-        live = np.flatnonzero(self.alive)
-        n = live.size
+        """A new segment: this one's pages, then ``sketches`` (seqs above all of this one's).
+
+        While at most an eighth of this one's pages are dead they are carried along, still dead
+        (:data:`DEAD_SHARE`): the merge then only inserts the new entries into the sorted ones and
+        adds their counts to the directory, instead of rewriting every entry's id (~10x slower at
+        1M pages); past that share they are dropped and the ids renumbered."""
+        n = int(self.seqs.shape[0])
+        if self.dead * DEAD_SHARE > n:
+            return self._compacted().merged(hasher, sketches, seqs)
+        fresh = band_entries(hasher, sketches, first_id=n) if sketches.size else fresh_none()
+        buckets = self.buckets.merged(fresh)
+        all_sketches = np.concatenate([np.asarray(self.sketches), sketches.astype(self.sketches.dtype)])
+        all_seqs = np.concatenate([np.asarray(self.seqs, dtype=np.int64), seqs.astype(np.int64)])
+        out = LSHSegment(buckets, all_sketches, all_seqs)
         if self.dead:
-            new_id = np.cumsum(self.alive, dtype=np.int64) - 1
-            old = self.buckets.entries
-            ids = (old & LO).astype(np.int64)
-            keep = self.alive[ids]
-            kept = (old[keep] & HI) | new_id[ids[keep]].astype(np.uint64)
-            base_sketches, base_seqs = self.sketches[live], self.seqs[live]
-        else:
-            kept, base_sketches, base_seqs = self.buckets.entries, self.sketches, self.seqs
-        entries = merge_sorted(kept, band_entries(hasher, sketches, first_id=n)) if sketches.size else kept
-        if entries is self.buckets.entries:
-            entries = np.array(entries)  # a copy: the new files must not alias the old mapping
-        all_sketches = np.concatenate([np.asarray(base_sketches), sketches.astype(self.sketches.dtype)])
-        all_seqs = np.concatenate([np.asarray(base_seqs, dtype=np.int64), seqs.astype(np.int64)])
-        return LSHSegment(SortedBuckets(entries), all_sketches, all_seqs)
+            dead = np.flatnonzero(~self.alive)
+            out.alive[dead] = False
+            out.dead = int(dead.size)
+        return out
+
+    def _compacted(self) -> LSHSegment:
+        """This segment without its dead pages (ids renumbered, order kept), in memory."""
+        live = np.flatnonzero(self.alive)
+        new_id = np.cumsum(self.alive, dtype=np.int64) - 1
+        old = self.buckets.entries
+        ids = (old & LO).astype(np.int64)
+        keep = self.alive[ids]
+        kept = (old[keep] & HI) | new_id[ids[keep]].astype(np.uint64)
+        return LSHSegment(SortedBuckets(kept), np.asarray(self.sketches)[live], np.asarray(self.seqs)[live])
 
     # -- answers -------------------------------------------------------------------------------------
     def query(

@@ -46,9 +46,11 @@ import numpy as np
 from scrapy_simhash.index import open_index
 
 location, round_, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-sync = sys.argv[4] if len(sys.argv) > 4 else ""
+sync, _, merging = (sys.argv[4] if len(sys.argv) > 4 else "").partition("-")
 rng = random.Random(seed)
-index = open_index(location, synchronous=sync) if sync else open_index(location)
+# "-merging": a table generation (the sketches' LSH files with it) every few writes, so kills land in them
+options = {"pending_max": 4, "delta_min": 16} if merging else {}
+index = open_index(location, synchronous=sync, **options) if sync else open_index(location, **options)
 print("OPEN", flush=True)
 
 def sketch(s):

@@ -48,6 +48,8 @@ class Backend:
     def open(self, location: str | None = None, **options: Any) -> VerifiedIndex:
         location = location or self.location()
         self.opened.append(location)
+        if self.name == "embedded-merging":  # a table generation (with the sketches' LSH) every few writes
+            options = {"pending_max": 2, "delta_min": 3, **options}
         index = open_index(location, **options)
         assert isinstance(index, VerifiedIndex)
         index.where = location  # type: ignore[attr-defined]
@@ -66,7 +68,7 @@ class Backend:
                 index.clear()
 
 
-@pytest.fixture(params=["embedded", "redis"])
+@pytest.fixture(params=["embedded", "embedded-merging", "redis"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     server = request.getfixturevalue("server") if request.param == "redis" else None
     made = Backend(request.param, tmp_path, server)
@@ -136,8 +138,14 @@ def programs(draw: st.DrawFn) -> list[tuple[Any, ...]]:
     ops: list[tuple[Any, ...]] = []
     keys = [f"k{i}" for i in range(8)]
     for _ in range(draw(st.integers(1, 20))):
-        kind = draw(st.sampled_from(["add", "check", "check", "batch", "query", "remove", "reopen"]))
-        if kind in ("add", "check"):
+        kind = draw(
+            st.sampled_from(
+                ["add", "check", "check", "batch", "query", "remove", "reopen", "compact", "add_sketch"]
+            )
+        )
+        if kind == "add_sketch":
+            ops.append((kind, draw(st.sampled_from(keys)), page()[1]))
+        elif kind in ("add", "check"):
             ops.append((kind, draw(st.sampled_from(keys)), *page()))
         elif kind == "batch":
             size = draw(st.integers(1, 4))
@@ -184,6 +192,16 @@ def test_answers_are_exactly_the_rules(backend: Backend, ops: list[tuple[Any, ..
                 assert rows(index.query(*op[1:2], sketch=op[2])) == model.query(*op[1:])
             elif op[0] == "remove":
                 assert index.remove(op[1]) == (model.rows.pop(op[1], None) is not None)
+            elif op[0] == "compact":
+                index.compact()
+            elif op[0] == "add_sketch":
+                _, key, sketch = op
+                if sketch is None:
+                    continue
+                row = model.rows.get(key)
+                assert index.add_sketch(key, sketch) == (row is not None and row[1] is None)
+                if row is not None and row[1] is None:
+                    model.rows[key] = (row[0], sketch, row[2], row[3])  # its age kept
             else:
                 index = backend.reopen(index)
         singles = [index.query(h, sketch=s) for h, s in probes]
@@ -642,7 +660,7 @@ def test_lost_sketch_namespace_raises_index_lost(server: RedisServer) -> None:
 # -- crash safety ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sync", ["full", "normal"])
+@pytest.mark.parametrize("sync", ["full", "normal", "normal-merging"])
 def test_sigkill_loses_no_acknowledged_insert(tmp_path: Path, sync: str) -> None:
     from crash_support import VERIFIED_CHILD, acknowledged, run_and_kill
 

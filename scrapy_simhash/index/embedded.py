@@ -32,7 +32,9 @@ from .integrity import (
 )
 from .layers import Layers
 from .layouts import DEFAULT_K, Layout, resolve, settle
-from .manifest import TablesInvalid, read_manifest, remove_stale
+from .lsh_segment import PARTS as LSH_PARTS
+from .lsh_segment import LSHSegment
+from .manifest import TablesInvalid, load_parts, read_manifest, remove_stale
 from .storage import Store
 from .tables import members
 from .values import check_key, check_simhash, encode_meta
@@ -225,17 +227,50 @@ class SimhashIndex(NearDuplicateIndex):
     def _insert(self, rows: list[tuple[int, str, str | None, bytes | None]]) -> None:
         seqs, replaced = self._store.put_many(rows, tombstone_upto=self._layers.base_max_seq)
         if self._column is not None:
-            self._column.stored([row[1] for row in rows], seqs, [row[3] for row in rows])
+            self._column.stored([row[1] for row in rows], seqs, [row[3] for row in rows], replaced)
         self._count += len(rows) - len(replaced)
         self._layers.inserted([row[0] for row in rows], seqs, replaced)
         if self._layers.delta_full():
             self._write_generation()
 
     def _write_generation(self) -> None:
-        """Merge everything into a new on-disk base generation (atomically switched)."""
+        """Merge everything into a new on-disk base generation (atomically switched), the sketches'
+        LSH with the tables when the index has a sketch column."""
         max_seq = self._store.next_seq - 1
-        self._layers.write_generation(max_seq, {"db_id": self._db_id, "k": self.k})
+        info: dict[str, Any] = {"db_id": self._db_id, "k": self.k}
+        column, arrays = self._column, None
+        if column is not None:
+            segment = column.merged()
+            arrays = segment.arrays()
+            info["lsh"] = {**column.params, "count": int(segment.seqs.size), "width": segment.buckets.width}
+        self._layers.write_generation(max_seq, info, arrays)
         self._store.clear_tombstones(max_seq)
+        if column is not None:
+            base = self._mapped_lsh(column)
+            if base is None:  # the files just written cannot be read back: the disk is failing
+                raise self._store.damaged("the sketches' LSH files just written cannot be read back")
+            column.set_base(base)
+
+    def _mapped_lsh(self, column: Any) -> LSHSegment | None:
+        """The base generation's sketch LSH, memory-mapped, when it was written for ``column``'s
+        parameters; None when it has none (written before, or without a column) or it is damaged."""
+        manifest = self._layers.manifest
+        if manifest is None or not isinstance(manifest.get("lsh"), dict):
+            return None
+        info = manifest["lsh"]
+        if any(info.get(name) != value for name, value in column.params.items()):
+            return None
+        try:
+            arrays = load_parts(self.path, manifest, LSH_PARTS, verify=self._verify)
+            if arrays is None:
+                return None
+            segment = LSHSegment.from_arrays(arrays, column.num_values, int(info["width"]))
+            if segment.seqs.size != info.get("count"):
+                raise TablesInvalid(f"the LSH files hold {segment.seqs.size} pages, not {info.get('count')}")
+            return segment
+        except (TablesInvalid, ValueError, TypeError, KeyError) as exc:
+            logger.warning("index %s: sketch LSH files invalid (%s); reading the rows", self.path, exc)
+            return None
 
     def check_and_add(
         self, simhash: int, key: str, meta: Meta | None = None, *, sketch: bytes | None = None
@@ -259,19 +294,30 @@ class SimhashIndex(NearDuplicateIndex):
             self._layers.dead.add(seq)
             self._count -= 1
             if self._column is not None:
-                self._column.removed(key)
+                self._column.removed(key, seq)
             return True
 
     # the verified index's sketch column (:mod:`.sketch_column`)
     def attach(self, column: Any) -> None:
-        """Keep ``column`` in step with the rows' sketches: filled from them now, told of each write."""
+        """Keep ``column`` in step with the rows' sketches, told of each write. Its base is mapped
+        from the table generation's LSH files; only the rows written since (and those whose sketch
+        changed since) are read. A generation without such files (written before them) is
+        written again by a writer once, so that the next open maps it."""
         with self._lock:
             self._check_open()
+            column.attach_rows(self)
+            base = self._mapped_lsh(column)
+            after = 0
+            if base is not None:
+                column.set_base(base, self._layers.dead)
+                after = self._layers.base_max_seq
             try:
-                column.load(self._store.sketches())
+                column.load(self._store.sketches(after=after))
             except ValueError as exc:  # a row whose sketch passed its check but has the wrong length
                 raise self._store.damaged(str(exc)) from exc
             self._column = column
+            if base is None and not self.read_only and self._layers.generation:
+                self._write_generation()
 
     def settings(self) -> dict[str, str]:
         """The stored settings (layout, k, the sketch column's, ...)."""
@@ -287,11 +333,30 @@ class SimhashIndex(NearDuplicateIndex):
         are skipped. Returns each changed key's seq."""
         with self._lock:
             self._check_open(writing=True)
-            changed = self._store.set_sketches([(check_key(key), data) for key, data in items], settings)
+            changed = self._store.set_sketches(
+                [(check_key(key), data) for key, data in items], settings, self._layers.base_max_seq
+            )
             if changed and self._column is not None:
                 sketch_of = dict(items)
                 self._column.stored(list(changed), list(changed.values()), [sketch_of[k] for k in changed])
             return changed
+
+    def rows_by_seq(self, seqs: list[int]) -> dict[int, tuple[str, dict[str, Any], int]]:
+        """The rows ``seq -> (key, meta, simhash)`` of ``seqs`` (those still stored), each verified."""
+        with self._lock:
+            self._check_open()
+            return self._store.fetch(seqs) if seqs else {}
+
+    def sketch_rows(self, keys: list[str]) -> dict[str, tuple[int, bytes]]:
+        """``key -> (seq, sketch bytes)`` of the stored ``keys`` that have a sketch, each row verified."""
+        with self._lock:
+            self._check_open()
+            return self._store.sketch_rows(keys) if keys else {}
+
+    def keys_with_sketch(self, exclude: set[str]) -> list[str]:
+        with self._lock:
+            self._check_open()
+            return [key for key in self._store.keys(with_sketch=True) if key not in exclude]
 
     def keys_without_sketch(self) -> set[str]:
         with self._lock:

@@ -36,6 +36,8 @@ class Layers:
         self._pending_max, self._delta_min = max(1, pending_max), max(1, delta_min)
         self.base, self.base_max_seq, self.generation = Segment.empty(layout), 0, 0
         """The on-disk tables, the largest seq they hold, their generation (0: none yet)."""
+        self.manifest: dict[str, Any] | None = None
+        """The manifest of the base generation (its other files: the sketches' LSH)."""
         self.delta = Segment.empty(layout)
         self.pending = Pending(min(self._pending_max, 1024))
         self.dead: set[int] = set()
@@ -49,11 +51,12 @@ class Layers:
     # -- filling -----------------------------------------------------------------------------------
     def set_base(self, manifest: dict[str, Any] | None, verify: bool) -> None:
         """The base generation a manifest names (TablesInvalid if its files are damaged), or none."""
-        self.base, self.base_max_seq, self.generation = Segment.empty(self.layout), 0, 0
+        self.base, self.base_max_seq, self.generation, self.manifest = Segment.empty(self.layout), 0, 0, None
         if manifest is not None:
             self.base = load_generation(self.path, manifest, self.layout, verify=verify)
             self.generation = int(manifest["generation"])
             self.base_max_seq = int(manifest["max_seq"])
+            self.manifest = manifest
 
     def set_rest(self, dead: set[int], hashes: np.ndarray, seqs: np.ndarray) -> None:
         """Above the base: the rows newer than it (the delta) and the seqs of it removed since."""
@@ -63,7 +66,7 @@ class Layers:
 
     def drop_base(self) -> None:
         """Forget the base (its files do not describe the database): the caller refills the rest."""
-        self.base, self.base_max_seq, self.dead = Segment.empty(self.layout), 0, set()
+        self.base, self.base_max_seq, self.dead, self.manifest = Segment.empty(self.layout), 0, set(), None
 
     # -- writes --------------------------------------------------------------------------------------
     def inserted(self, hashes: list[int], seqs: list[int], replaced: list[int]) -> None:
@@ -91,14 +94,19 @@ class Layers:
             self.pending or len(self.delta) or self.dead or not (self.path / "manifest.json").exists()
         )
 
-    def write_generation(self, max_seq: int, extra: dict[str, Any]) -> None:
-        """Everything merged into a new on-disk base generation (atomically switched), then loaded."""
+    def write_generation(
+        self, max_seq: int, extra: dict[str, Any], arrays: dict[str, np.ndarray] | None = None
+    ) -> None:
+        """Everything merged into a new on-disk base generation (atomically switched), then loaded.
+        ``arrays``: more files of the generation (the sketches' LSH), switched with the tables."""
         if self.pending:
             self.delta = self.delta.merged(self.layout, Segment.build(self.layout, *self.pending.take()))
         merged = self.base.merged(self.layout, self.delta, self._dead_array() if self.dead else None)
-        write_generation(self.path, self.generation + 1, merged, self.layout, {"max_seq": max_seq, **extra})
+        info = {"max_seq": max_seq, **extra}
+        write_generation(self.path, self.generation + 1, merged, self.layout, info, arrays)
         manifest = read_manifest(self.path)
         assert manifest is not None
+        self.manifest = manifest
         self.base = load_generation(self.path, manifest, self.layout, verify=False)
         self.generation, self.base_max_seq = self.generation + 1, max_seq
         self.delta, self.dead = Segment.empty(self.layout), set()

@@ -130,6 +130,37 @@ class MinHashLSH:
             if i is not None:
                 tags[i] = tag
 
+    def prepare(self, sketch: Any) -> tuple[np.ndarray, np.ndarray]:
+        """One sketch as this index compares it, and its band keys: what another level over the same
+        bands (:class:`~.lsh_segment.LSHSegment`) is asked with."""
+        v = self._sketch(sketch)
+        return v, self._hasher.keys(v)
+
+    def prepare_many(self, sketches: Any) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`prepare` for a batch: ``(n, num_values)`` values and ``(n, bands)`` band keys."""
+        batch = self._batch(sketches)
+        return batch, self._hasher.keys_many(batch)
+
+    @property
+    def hasher(self) -> BandHasher:
+        return self._hasher
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The kept values' type: a byte a value at 8 bits, else uint32."""
+        return self._dtype
+
+    def similarity_of(self, count: int) -> float:
+        """The estimated Jaccard of a sketch with ``count`` equal values (the answers' floats)."""
+        return self._similarity[count]
+
+    def live(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """The stored keys, their sketches (as kept) and tags, oldest first."""
+        n = len(self._keys)
+        ids = np.flatnonzero(self._alive[:n])
+        keys = self._keys
+        return [keys[i] for i in ids.tolist()], self._sketches[ids], self._tags[ids]
+
     def _sketch(self, sketch: Any) -> np.ndarray:
         """One sketch as this index keeps and compares it: ``num_values`` values, ``value_bits`` each."""
         return self._bits.reduce(as_sketch(sketch, self.num_values))
@@ -323,8 +354,12 @@ class MinHashLSH:
 
     def query_tagged(self, sketch: Any) -> list[tuple[str, float, int]]:
         """:meth:`query`'s answers with each key's tag: ``(key, similarity, tag)``."""
-        v = self._sketch(sketch)
-        band_keys = self._hasher.keys(v)
+        return self.query_prepared(*self.prepare(sketch))
+
+    def query_prepared(self, v: np.ndarray, band_keys: np.ndarray) -> list[tuple[str, float, int]]:
+        """:meth:`query_tagged` for a sketch already :meth:`prepare`-d (asked of other levels too)."""
+        if not self._ids:
+            return []
         if _native_query is None:
             found = self._query(v, band_keys)
             tags = self.tags(key for key, _ in found)

@@ -38,21 +38,60 @@ class SortedBuckets:
 
     WINDOW_CAP = 64
 
-    def __init__(self, entries: np.ndarray | None = None) -> None:
+    def __init__(
+        self, entries: np.ndarray | None = None, directory: np.ndarray | None = None, width: int | None = None
+    ) -> None:
+        """``directory`` and ``width``: those this class built for ``entries`` before (kept on disk
+        with them): the directory is checked for size and ends, neither is recomputed (a lookup
+        checks each cell it reads)."""
         self.entries = np.zeros(0, dtype=np.uint64) if entries is None else entries
         n = self.entries.shape[0]
         bits = min(32, max(1, (max(n, 16) // 8).bit_length() - 1))
         self.shift = np.uint64(64 - bits)
-        counts = np.bincount((self.entries >> self.shift).astype(np.intp), minlength=1 << bits)
-        directory = np.zeros((1 << bits) + 1, dtype=np.int64)
-        np.cumsum(counts, out=directory[1:])
-        self.directory = directory.astype(np.uint32) if n < 2**32 else directory
+        if directory is None:
+            counts = np.bincount((self.entries >> self.shift).astype(np.intp), minlength=1 << bits)
+            directory = np.zeros((1 << bits) + 1, dtype=np.int64)
+            np.cumsum(counts, out=directory[1:])
+            self.directory = directory.astype(np.uint32) if n < 2**32 else directory
+        else:
+            if directory.shape != ((1 << bits) + 1,) or int(directory[0]) != 0 or int(directory[-1]) != n:
+                raise ValueError(f"a bucket directory of {directory.shape[0]} cells does not fit {n} entries")
+            self.directory = directory
+            if width is not None:
+                self._set_width(width)
+                return
+            counts = np.diff(directory.astype(np.int64))  # type: ignore[assignment]
         # the window covers all but the longest 0.1% of cells: a few long ones (clusters of
         # near-duplicates share their bands) would otherwise widen every lookup's gather
         typical = int(np.partition(counts, int(counts.size * 0.999))[int(counts.size * 0.999)]) if n else 0
-        self.width = int(min(max(typical, 1 if n else 0), counts.max(initial=0), self.WINDOW_CAP))
+        self._set_width(int(min(max(typical, 1 if n else 0), counts.max(initial=0), self.WINDOW_CAP)))
+
+    def _set_width(self, width: int) -> None:
+        if not 0 <= width <= self.WINDOW_CAP:
+            raise ValueError(f"a bucket window of {width} entries")
+        self.width = width
         self._offsets = np.arange(self.width, dtype=np.int64)
-        self._last = max(0, n - 1)
+        self._last = max(0, self.entries.shape[0] - 1)
+
+    @classmethod
+    def from_parts(cls, entries: np.ndarray, directory: np.ndarray, width: int) -> SortedBuckets:
+        """Buckets over stored ``entries``, ``directory`` and ``width`` (no pass over either array)."""
+        return cls(entries, directory, width)
+
+    def merged(self, new: np.ndarray) -> SortedBuckets:
+        """These entries and the sorted ``new`` ones: a sorted insertion; the directory by adding the
+        new entries' counts while the cell size stays (it doubles with the entries), else rebuilt."""
+        if not new.size:
+            return SortedBuckets(self.entries, self.directory, self.width) if self.size else SortedBuckets()
+        entries = merge_sorted(self.entries, new)
+        n = entries.shape[0]
+        bits = min(32, max(1, (max(n, 16) // 8).bit_length() - 1))
+        if not self.size or np.uint64(64 - bits) != self.shift or n >= 2**32:
+            return SortedBuckets(entries)
+        counts = np.bincount((new >> self.shift).astype(np.intp), minlength=1 << bits)
+        directory = self.directory.astype(np.int64)
+        directory[1:] += np.cumsum(counts)
+        return SortedBuckets(entries, directory.astype(np.uint32))
 
     def native_args(self) -> tuple[np.ndarray, np.ndarray, int, int]:
         """The C lookups' view of these buckets: (entries, directory, its itemsize, shift)."""

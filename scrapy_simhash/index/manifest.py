@@ -53,14 +53,22 @@ def _crc(path: Path) -> int:
 
 
 def write_generation(
-    directory: Path, generation: int, segment: Segment, layout: Layout, info: dict[str, Any]
+    directory: Path,
+    generation: int,
+    segment: Segment,
+    layout: Layout,
+    info: dict[str, Any],
+    extra: dict[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
-    """Write ``segment`` as generation ``generation`` and switch the manifest to it."""
+    """Write ``segment`` as generation ``generation`` and switch the manifest to it. ``extra``: more
+    one-dimensional arrays of the same generation (the sketches' LSH: :mod:`.lsh_segment`), written,
+    named and checked alike, switched with the tables in the same rename."""
     files: dict[str, Any] = {}
-    for part in _PARTS:
+    arrays = {part: getattr(segment, part) for part in _PARTS}
+    for part, given in {**arrays, **(extra or {})}.items():
         name = f"tables-{generation:06d}.{part}.npy"
         path = directory / name
-        array = np.ascontiguousarray(getattr(segment, part))
+        array = np.ascontiguousarray(given)
         if part == "seqs" and (not array.size or int(array.max()) <= _SEQ_NARROW_MAX):
             array = array.astype(np.uint32)  # 4 bytes a seq on disk while they fit; widened when loaded
         with path.open("wb") as f:
@@ -176,6 +184,22 @@ def _load_part(directory: Path, entry: dict[str, Any], verify: bool) -> np.ndarr
         return _map_array(path)
     except (ValueError, OSError) as exc:
         raise TablesInvalid(f"{entry['name']} is not a valid array file ({exc})") from None
+
+
+def load_parts(
+    directory: Path, manifest: dict[str, Any], parts: tuple[str, ...], verify: bool = True
+) -> dict[str, np.ndarray] | None:
+    """The extra arrays ``parts`` of the generation ``manifest`` names, mapped after checking sizes
+    (and CRCs with ``verify``); None when the generation was written without them."""
+    files = manifest["files"]
+    if not all(part in files for part in parts):
+        return None
+    for part in parts:
+        entry = files[part]
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or "/" in entry["name"]:
+            raise TablesInvalid("manifest names a file outside the index")
+        _require_ints(entry, "bytes", "crc32")
+    return {part: _load_part(directory, files[part], verify) for part in parts}
 
 
 def load_generation(

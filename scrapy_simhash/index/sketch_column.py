@@ -33,8 +33,9 @@ from ..fingerprint.minhash import SCHEME
 from .base import IndexSettingsError
 from .lsh import MinHashLSH
 from .lsh_bands import as_sketch, as_sketch_batch, check_given, new_params, readable_params, stored_params
+from .lsh_segment import LSHSegment
 from .minhash_store import DATABASE as SKETCH_DATABASE
-from .minhash_store import LockedSketchReads, LSHMatch
+from .minhash_store import LSHMatch
 from .sketch_rows import SketchStore
 
 logger = logging.getLogger(__name__)
@@ -45,21 +46,44 @@ SKETCHES = "sketches"
 """Where an index written before the column kept its sketch store (a directory in the index's)."""
 
 
-class SketchColumn(LockedSketchReads):
+class SketchColumn:
     """The sketches of an embedded index's pages, found by LSH bands and verified by estimated
     Jaccard (the rule's ``threshold``); answers are ``(key, similarity)``, best first, ties oldest
     first. Written only through the simhash store (:meth:`encode`, then :meth:`stored` after the
-    commit); thread-safe for readers."""
+    commit); thread-safe for readers.
+
+    Two levels, like the simhash tables: the *base*, an :class:`~.lsh_segment.LSHSegment` mapped from
+    the current table generation's files, and the *recent* pages (written since, or the whole index
+    when it has no such files yet) in a :class:`~.lsh.MinHashLSH`. A page's key is in its row: base
+    answers are named by seq and their keys read with their rows (:meth:`attach_rows`)."""
 
     def __init__(self, params: dict[str, Any]) -> None:
         self.threshold, self.num_values = params["threshold"], params["num_values"]
         self.bands, self.rows = params["bands"], params["rows"]
         self.value_bits = params["value_bits"]
         self._bits = ValueBits(self.value_bits)
-        self._lsh = MinHashLSH(
-            self.threshold, self.num_values, self.bands, self.rows, value_bits=self.value_bits
-        )
+        self._lsh = self._new_recent()
+        self._base = LSHSegment.empty(self.num_values, self._lsh.dtype)
+        self._reader: Any = None
+        """The simhash store's reads by seq and by key (:meth:`attach_rows`)."""
         self._lock = threading.RLock()
+
+    def _new_recent(self) -> MinHashLSH:
+        return MinHashLSH(self.threshold, self.num_values, self.bands, self.rows, value_bits=self.value_bits)
+
+    def attach_rows(self, reader: Any) -> None:
+        """``reader`` (the :class:`~.embedded.SimhashIndex`) answers ``rows_by_seq`` and ``sketch_rows``."""
+        self._reader = reader
+
+    @property
+    def params(self) -> dict[str, int]:
+        """What a table generation's LSH files must have been written with to be this column's base."""
+        return {
+            "num_values": self.num_values,
+            "value_bits": self.value_bits,
+            "bands": self.bands,
+            "rows": self.rows,
+        }
 
     # -- filling and keeping in step ---------------------------------------------------------------
     def encode(self, sketch: Any) -> bytes:
@@ -77,8 +101,30 @@ class SketchColumn(LockedSketchReads):
             raise ValueError(f"a sketch of {len(data)} bytes, not {width * self.num_values}")
         return np.frombuffer(data, dtype=f"<u{width}")
 
+    def set_base(self, base: LSHSegment, dead: Iterable[int] = ()) -> None:
+        """The base level (the recent level emptied): ``dead``, its rows removed or replaced since."""
+        with self._lock:
+            base.kill(np.fromiter(dead, dtype=np.int64))
+            self._base, self._lsh = base, self._new_recent()
+
+    def merged(self) -> LSHSegment:
+        """Both levels as one new segment (in memory), for the next table generation."""
+        with self._lock:
+            _, sketches, seqs = self._lsh.live()
+            order = np.argsort(seqs, kind="stable")
+            sketches, seqs = sketches[order], seqs[order]
+            base = self._base
+            if seqs.size and base.seqs.size and int(seqs[0]) <= int(base.seqs[-1]):
+                # pages given a sketch after the base was written keep their (older) seq: rebuild
+                every = np.concatenate([np.asarray(base.seqs)[base.alive], seqs])
+                matrix = np.concatenate([np.asarray(base.sketches)[base.alive], sketches])
+                order = np.argsort(every, kind="stable")
+                return LSHSegment.build(self._lsh.hasher, matrix[order], every[order])
+            return base.merged(self._lsh.hasher, sketches, seqs)
+
     def load(self, chunks: Iterable[list[tuple[int, str, bytes]]]) -> None:
-        """Fill the empty column from rows ``(seq, key, sketch bytes)`` in seq order (one open)."""
+        """Fill the empty recent level from rows ``(seq, key, sketch bytes)`` in seq order (one open);
+        the base's copies of those rows (a sketch changed since it was written) die."""
         keys: list[str] = []
         seqs: list[int] = []
         parts = []
@@ -95,12 +141,18 @@ class SketchColumn(LockedSketchReads):
             return
         matrix = np.concatenate(parts)
         with self._lock:
+            self._base.kill(seqs)
             self._lsh.load(keys, matrix if self.value_bits == 8 else matrix.astype(np.uint32), tags=seqs)
 
-    def stored(self, keys: list[str], seqs: list[int], sketches: list[bytes | None]) -> None:
-        """After a commit: ``keys`` now hold these rows (seq, sketch or None)."""
+    def stored(
+        self, keys: list[str], seqs: list[int], sketches: list[bytes | None], replaced: Iterable[int] = ()
+    ) -> None:
+        """After a commit: ``keys`` now hold these rows (seq, sketch or None); ``replaced``: the seqs
+        the keys held before (their base copies die, as do those of rows whose sketch changed)."""
         with self._lock:
             lsh = self._lsh
+            if len(self._base.seqs):
+                self._base.kill([*replaced, *seqs])
             if len(keys) == 1 and sketches[0]:  # one page (a crawl's every write): no batch machinery
                 lsh.add(keys[0], self._decode(sketches[0]), tag=seqs[0])
                 return
@@ -112,17 +164,58 @@ class SketchColumn(LockedSketchReads):
                 lsh.add_many(fresh)
                 lsh.set_tags((key, seq) for key, seq, data in zip(keys, seqs, sketches, strict=True) if data)
 
-    def removed(self, key: str) -> None:
+    def removed(self, key: str, seq: int | None = None) -> None:
         with self._lock:
             self._lsh.remove(key)
+            if seq is not None:
+                self._base.kill([seq])
 
-    # -- reads (and those of LockedSketchReads) ------------------------------------------------------
-    def get_many(self, keys: Iterable[str]) -> dict[str, np.ndarray]:
+    # -- reads by key ----------------------------------------------------------------------------------
+    def __len__(self) -> int:
         with self._lock:
-            return {key: values for key in keys if (values := self._lsh.get(key)) is not None}
+            return len(self._base) + len(self._lsh)
+
+    def _base_rows(self, keys: list[str]) -> dict[str, tuple[int, bytes]]:
+        """The rows with a sketch of ``keys`` (asked for those not in the recent level: they are in the
+        base). Called without this column's lock held: the reader takes the index's, which a write
+        holds while it tells this column (one lock order)."""
+        if self._reader is None or not len(self._base) or not keys:
+            return {}
+        return self._reader.sketch_rows(keys)
+
+    def in_recent(self, key: str) -> bool:
+        """Whether the recent level holds ``key`` (no read of the rows)."""
+        with self._lock:
+            return key in self._lsh
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
+        return self.in_recent(key) or bool(self._base_rows([key]))
+
+    def get(self, key: str) -> np.ndarray | None:
+        """A copy of the sketch kept for ``key`` (uint32 values of ``value_bits``), or None."""
+        return self.get_many([key]).get(key)
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, np.ndarray]:
+        wanted = list(keys)
+        with self._lock:
+            out = {key: values for key in wanted if (values := self._lsh.get(key)) is not None}
+        for key, (_, data) in self._base_rows([key for key in wanted if key not in out]).items():
+            out[key] = self._decode(data).astype(np.uint32)
+        return out
+
+    def keys(self) -> list[str]:
+        """Keys with a sketch."""
+        with self._lock:
+            recent = self._lsh.keys()
+            based = self._reader is not None and len(self._base) > 0
+        if not based:
+            return recent
+        return [*self._reader.keys_with_sketch(exclude=set(recent)), *recent]
 
     def hints(self, keys: Iterable[str]) -> list[int]:
-        """Each key's seq in the simhash store as last seen here (0: not stored)."""
+        """Each key's seq in the simhash store as last seen here (0: not known here)."""
         with self._lock:
             return self._lsh.tags(keys)
 
@@ -130,34 +223,67 @@ class SketchColumn(LockedSketchReads):
         with self._lock:
             self._lsh.set_tags(pairs)
 
+    # -- lookups -------------------------------------------------------------------------------------------
     def query(self, sketch: Any) -> list[LSHMatch]:
         """Stored sketches sharing a band with ``sketch`` and estimated Jaccard >= threshold (no meta:
         the simhash store's rows have it)."""
-        values = as_sketch(sketch, self.num_values)
-        with self._lock:
-            return [LSHMatch(key, similarity) for key, similarity in self._lsh.query(values)]
+        return self.query_many(as_sketch(sketch, self.num_values)[None, :])[0]
 
     def query_many(self, sketches: Any) -> list[list[LSHMatch]]:
-        with self._lock:
-            answers = self._lsh.query_many(sketches)
-        return [[LSHMatch(key, similarity) for key, similarity in found] for found in answers]
+        answers = self.query_tagged(sketches)
+        unnamed = sorted({seq for found in answers for key, _, seq in found if key is None})
+        names: dict[int, str] = {}
+        if unnamed and self._reader is not None:
+            names = {seq: row[0] for seq, row in self._reader.rows_by_seq(unnamed).items()}
+        # a base page whose row is gone (a reader's snapshot of an index moved since) is not an answer
+        return [
+            [LSHMatch(name, s) for key, s, seq in found if (name := key or names.get(seq)) is not None]
+            for found in answers
+        ]
 
-    def query_tagged(self, sketches: Any) -> list[list[tuple[str, float, int]]]:
-        """For each sketch of a batch ``[(key, similarity, seq)]``: the lean path, which reads the
-        matches' rows by seq."""
+    def query_tagged(self, sketches: Any) -> list[list[tuple[str | None, float, int]]]:
+        """For each sketch of a batch ``[(key, similarity, seq)]``, best first, ties oldest first: the
+        lean path, which reads the matches' rows by seq (key None: a base page, named by its row)."""
         batch = as_sketch_batch(sketches, self.num_values)
         with self._lock:
-            if batch.shape[0] == 1:  # one lookup: the single query's C call, no batch machinery
-                return [self._lsh.query_tagged(batch[0])]
-            tags = self._lsh.tags
-            return [
+            lsh, base = self._lsh, self._base
+            if batch.shape[0] == 1:  # one lookup: the single query's C calls, no batch machinery
+                v, band_keys = lsh.prepare(batch[0])  # the band keys once, for both levels
+                recent: list[tuple[str | None, float, int]] = list(lsh.query_prepared(v, band_keys))
+                if not len(base):
+                    return [recent]
+                found = base.query(v, band_keys, self.bands, self.rows, lsh.min_matches)
+                if not found:
+                    return [recent]
+                similarity = lsh.similarity_of
+                return [_best_first([(None, similarity(c), seq) for seq, c in found], recent)]
+            tags = lsh.tags
+            out: list[list[tuple[str | None, float, int]]] = [
                 [(key, s, t) for (key, s), t in zip(found, tags(key for key, _ in found), strict=True)]
-                for found in self._lsh.query_many(batch)
+                for found in lsh.query_many(batch)
             ]
+            if len(base):
+                values, band_keys = lsh.prepare_many(batch)
+                olds: list[list[tuple[str | None, float, int]]] = [[] for _ in out]
+                similarity = lsh.similarity_of
+                for q, seq, c in base.query_many(values, band_keys, self.bands, self.rows, lsh.min_matches):
+                    olds[q].append((None, similarity(c), seq))
+                out = [_best_first(old, new) if old else new for old, new in zip(olds, out, strict=True)]
+            return out
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
-            return {**self._lsh.stats(), "threshold": self.threshold, "num_values": self.num_values}
+            recent = self._lsh.stats()
+            return {
+                **recent,
+                "size": len(self._base) + len(self._lsh),
+                "base": len(self._base),
+                "recent": len(self._lsh),
+                "removed_not_compacted": recent["removed_not_compacted"] + self._base.dead,
+                "bytes_base": self._base.nbytes,
+                "threshold": self.threshold,
+                "num_values": self.num_values,
+            }
 
     def close(self) -> None:
         """Nothing to release: the simhash store holds the rows (and closes them)."""
@@ -167,6 +293,15 @@ class SketchColumn(LockedSketchReads):
             f"SketchColumn(threshold={self.threshold}, bands={self.bands}, rows={self.rows}, "
             f"value_bits={self.value_bits}, {len(self)} sketches)"
         )
+
+
+def _best_first(
+    old: list[tuple[str | None, float, int]], new: list[tuple[str | None, float, int]]
+) -> list[tuple[str | None, float, int]]:
+    """Two levels' answers as one: best first, ties oldest (smallest seq) first."""
+    if not new:
+        return old
+    return sorted(old + new, key=lambda answer: (-answer[1], answer[2]))
 
 
 # -- opening --------------------------------------------------------------------------------------------

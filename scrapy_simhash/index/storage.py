@@ -60,6 +60,7 @@ CREATE TABLE IF NOT EXISTS entries (
     sketch BLOB
 );
 CREATE TABLE IF NOT EXISTS tombstones (seq INTEGER PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS resketched (seq INTEGER PRIMARY KEY);
 """
 
 
@@ -123,6 +124,10 @@ class Store(RowDatabase):
             tables = set(_TABLES)
         if not tables >= _TABLES:
             raise sqlite3.DatabaseError(f"tables {sorted(_TABLES - tables)} are missing")
+        if "resketched" not in tables and not self.read_only:
+            self.conn.execute("CREATE TABLE IF NOT EXISTS resketched (seq INTEGER PRIMARY KEY)")
+            tables.add("resketched")
+        self._resketched = "resketched" in tables
         columns = {r[1] for r in self.conn.execute("PRAGMA table_info(entries)")}
         if "sketch" not in columns and not self.read_only:
             self.conn.execute("ALTER TABLE entries ADD COLUMN sketch BLOB")
@@ -256,8 +261,11 @@ class Store(RowDatabase):
             self.conn.executemany("INSERT OR IGNORE INTO tombstones (seq) VALUES (?)", [(s,) for s in seqs])
 
     def clear_tombstones(self, upto: int) -> None:
+        """The table files now hold every row up to ``upto``: forget what changed in them before."""
         with self._transaction():
             self.conn.execute("DELETE FROM tombstones WHERE seq <= ?", (upto,))
+            if self._resketched:
+                self.conn.execute("DELETE FROM resketched WHERE seq <= ?", (upto,))
 
     # reads
     def count(self) -> int:
@@ -328,15 +336,28 @@ class Store(RowDatabase):
             while chunk := cursor.fetchmany(batch):
                 yield chunk
 
-    def fetch(self, seqs: Sequence[int]) -> dict[int, tuple[str, dict[str, Any]]]:
-        """Key and meta of each stored seq (missing seqs are absent from the result)."""
-        out: dict[int, tuple[str, dict[str, Any]]] = {}
+    def fetch(self, seqs: Sequence[int]) -> dict[int, tuple[str, dict[str, Any], int]]:
+        """Key, meta and fingerprint of each stored seq (missing seqs are absent from the result)."""
+        out: dict[int, tuple[str, dict[str, Any], int]] = {}
         with self._reading():
             for chunk in _chunks(list(seqs)):
                 marks = ",".join("?" * len(chunk))
                 query = f"SELECT {self._columns} FROM entries WHERE seq IN ({marks})"
                 for row in self.conn.execute(query, chunk):
-                    out[row[0]] = (row[1], self._verified(*row))
+                    out[row[0]] = (row[1], self._verified(*row), to_unsigned(row[2]))
+        return out
+
+    def sketch_rows(self, keys: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+        """``key -> (seq, sketch)`` of the stored ``keys`` with a sketch, each row verified."""
+        out: dict[str, tuple[int, bytes]] = {}
+        with self._reading():
+            for chunk in _chunks(list(keys)):
+                marks = ",".join("?" * len(chunk))
+                query = f"SELECT {self._columns} FROM entries WHERE key IN ({marks})"
+                for row in self.conn.execute(query, chunk):
+                    self._verified(*row)
+                    if row[5] is not None:
+                        out[row[1]] = (row[0], row[5])
         return out
 
     def tombstones(self) -> np.ndarray:
@@ -374,10 +395,13 @@ class Store(RowDatabase):
             return np.zeros(0, np.int64), np.zeros(0, np.uint64)
         return np.concatenate(seqs_parts), np.concatenate(hash_parts)
 
-    def keys(self, batch: int = 100_000, *, without_sketch: bool = False) -> Iterator[str]:
+    def keys(
+        self, batch: int = 100_000, *, without_sketch: bool = False, with_sketch: bool = False
+    ) -> Iterator[str]:
         """Every stored key (keys only: the rows' checks are verified where rows are read), or only
-        those of rows without a sketch."""
+        those of rows without (or with) a sketch."""
         where = f" WHERE {self._sketch} IS NULL" if without_sketch else ""
+        where = f" WHERE {self._sketch} IS NOT NULL" if with_sketch else where
         with self._reading():
             cursor = self.conn.execute(f"SELECT key FROM entries{where}")
             while True:
@@ -400,16 +424,21 @@ class Store(RowDatabase):
                     yield row[0], row[1], to_unsigned(row[2]), meta
 
     # the sketch column (the verified index's: :mod:`.sketch_column`)
-    def sketches(self, batch: int = 50_000) -> Iterator[list[tuple[int, str, bytes]]]:
-        """Every row's ``(seq, key, sketch)`` that has a sketch, in seq order, in lists of ``batch``.
+    def sketches(self, batch: int = 50_000, after: int = 0) -> Iterator[list[tuple[int, str, bytes]]]:
+        """Every row's ``(seq, key, sketch)`` that has a sketch, in seq order, in lists of ``batch``:
+        those with a seq above ``after`` (the table files hold the others' sketches) and those whose
+        sketch changed since the table files were written.
 
-        Every row is verified whole, those without a sketch too: a sketch set to NULL is damage found
-        here, at open, as a changed one is (not at the row's first read). Meta is not decoded.
+        Every row read is verified whole, those without a sketch too: a sketch set to NULL is damage
+        found here, at open, as a changed one is (not at the row's first read). Meta is not decoded.
         """
         if self._sketch == "NULL":
             return
+        where = "seq > ?" + (" OR seq IN (SELECT seq FROM resketched)" if self._resketched else "")
         with self._reading():
-            cursor = self.conn.execute(f"SELECT {self._columns} FROM entries ORDER BY seq")
+            cursor = self.conn.execute(
+                f"SELECT {self._columns} FROM entries WHERE {where} ORDER BY seq", (after,)
+            )
             while chunk := cursor.fetchmany(batch):
                 for row in chunk:
                     if (
@@ -435,12 +464,17 @@ class Store(RowDatabase):
                     yield out
 
     def set_sketches(
-        self, items: Sequence[tuple[str, bytes | None]], settings: dict[str, str] | None = None
+        self,
+        items: Sequence[tuple[str, bytes | None]],
+        settings: dict[str, str] | None = None,
+        resketch_upto: int = 0,
     ) -> dict[str, int]:
         """Give stored keys a sketch (or none) in one durable transaction, keeping their seq (age),
         fingerprint and meta; keys not stored are skipped. Returns each changed key's seq. Advances the
         high-water seq by one, as every acknowledged write does (the commit mark sees it).
-        ``settings``: added to the stored ones in the same transaction (a new sketch column's)."""
+        ``settings``: added to the stored ones in the same transaction (a new sketch column's).
+        Changed rows at or below ``resketch_upto`` (the table files' last seq) are listed in
+        ``resketched``, so that the next open reads their sketch from the row, not the files."""
         changed: dict[str, int] = {}
         with self._transaction():
             query = f"SELECT {self._columns} FROM entries WHERE key = ?"
@@ -453,6 +487,9 @@ class Store(RowDatabase):
                 self._verified(*row)  # a damaged row is not given a fresh checksum
                 self.conn.execute(update, (sketch, to_signed(row_check(seq, h, key, meta, sketch)), seq))
                 changed[key] = seq
+            if self._resketched:
+                marked = [(seq,) for seq in changed.values() if seq <= resketch_upto]
+                self.conn.executemany("INSERT OR IGNORE INTO resketched (seq) VALUES (?)", marked)
             if settings:
                 self.add_settings(settings)
             self._advance_sequence()

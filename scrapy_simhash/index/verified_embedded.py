@@ -36,10 +36,11 @@ class EmbeddedVerifiedIndex(VerifiedIndex):
     def __init__(self, simhashes: Any, sketches: SketchColumn, rule: Rule) -> None:
         super().__init__(simhashes, sketches, rule)
         self._legacy: set[str] | None = {
-            key for key in simhashes.keys_without_sketch() if key not in sketches
+            key for key in simhashes.keys_without_sketch() if not sketches.in_recent(key)
         }
         """The keys stored without a sketch (exact: one writer), or None after a write failed half-way
-        (then every lookup probes)."""
+        (then every lookup probes). A row's own sketch decides; only a reader of an index that kept
+        its sketches in a second store (``sketches/``) has them in the column's recent level alone."""
 
     # -- pages without sketch --------------------------------------------------------------------
     def _probing(self) -> bool:
@@ -146,21 +147,21 @@ class EmbeddedVerifiedIndex(VerifiedIndex):
         matches (most lookups), every match's row read by seq in one read for the batch and each
         Match made once: a hit costs ~5 µs a match, mostly the database read and the row check."""
         answers = self.sketches.query_tagged(sketches)
-        hint_of = {key: hint for found in answers for key, _, hint in found}
-        if not hint_of:
+        seqs = sorted({seq for found in answers for _, _, seq in found})
+        if not seqs:
             return [[] for _ in answers]
-        rows = self._rows(hint_of)
+        rows = self.simhashes.rows_by_seq(seqs)
         out, used = [], set()
         for simhash, found in zip(simhashes, answers, strict=True):
             matches = []
-            for key, similarity, _ in found:
-                row = rows.get(key)
+            for _, similarity, seq in found:
+                row = rows.get(seq)
                 if row is None:
                     continue  # a reader's snapshot of an index moved since (see ``_row_decides``)
-                seq, stored, meta = row
-                if key in used:  # another answer of the batch holds this row: its meta is copied
+                key, meta, stored = row
+                if seq in used:  # another answer of the batch holds this row: its meta is copied
                     meta = dict(meta)
-                used.add(key)
+                used.add(seq)
                 matches.append(Match(key, stored, (stored ^ simhash).bit_count(), meta, seq, similarity))
             out.append(_ordered(matches))
         return out

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from .boilerplate import split_template
+from .boilerplate import parse_page, split_tree
 from .charset import decode_html
+
+if TYPE_CHECKING:
+    from lxml import etree
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +83,16 @@ class Extractor:
         """The main text of decoded ``html``, or None when the page has none."""
         raise NotImplementedError
 
+    def main_text_and_tree(self, html: str, url: str | None) -> tuple[str | None, etree._Element | None]:
+        """:meth:`main_text`, and the page's lxml tree when the extractor parsed it into one the template
+        step can read (:func:`~scrapy_simhash.extract.boilerplate.reusable_tree`), else None.
+
+        The template step then reuses that tree instead of parsing the page a second time, and
+        consumes it. Extractors that parse with lxml override this; the text must be
+        :meth:`main_text`'s.
+        """
+        return self.main_text(html, url), None
+
     def __call__(self, body: bytes | str, url: str | None = None, encoding: str | None = None) -> Extraction:
         try:
             return self._extract(body, url, encoding)
@@ -108,11 +121,14 @@ class Extractor:
         # lxml refuses str input that declares an encoding in an XML prolog.
         if html.lstrip().startswith("<?xml"):
             html = html.split("?>", 1)[-1]
-        text = self.main_text(html, url)
+        if not self.drop_boilerplate:
+            text, tree = self.main_text(html, url), None
+        else:
+            text, tree = self.main_text_and_tree(html, url)
         if not text or not text.strip():
             return Extraction(None, "no_text")
         if self.drop_boilerplate:
-            text = split_template(html, text).text
+            text = split_tree(tree if tree is not None else parse_page(html), text).text
             if text is None:
                 return Extraction(None, "boilerplate")
         return Extraction(text, None)

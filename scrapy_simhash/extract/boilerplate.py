@@ -3,7 +3,9 @@
 Main-text extractors sometimes return a cookie banner, the navigation or the footer, most often on short
 pages where the article alone looks too small to be the main text. Two short briefs on one site then
 share most of their extracted text and look like near-duplicates. This step runs after every extractor
-(:meth:`~scrapy_simhash.extract.base.Extractor.__call__`) and reads the page once more with lxml:
+(:meth:`~scrapy_simhash.extract.base.Extractor.__call__`) and reads the page's lxml tree: the extractor's own
+when it parsed the page with lxml (trafilatura: :func:`reusable_tree`), else a parse of its own
+(:func:`parse_page`):
 
 - **template regions** are ``nav``, ``aside``, ``form``, page-level ``header`` and ``footer`` (not those
   of an article or section), elements with ``role=navigation|banner|contentinfo|search``, elements whose
@@ -162,12 +164,37 @@ def _key(line: str) -> str:
     return _flat(line).lstrip(_BULLETS)
 
 
+def parse_page(html: str) -> etree._Element | None:
+    """``html`` as this step reads it: the document's root element, comments left out; None when lxml
+    cannot read it."""
+    try:
+        return etree.fromstring(html, _parser())
+    except (ValueError, etree.XMLSyntaxError):
+        return None
+
+
+def reusable_tree(tree: etree._Element | None) -> etree._Element | None:
+    """``tree`` when it is a whole document with a body, the only kind :func:`split_tree` can read in
+    place of :func:`parse_page`'s; otherwise None, and the step parses the page itself.
+
+    An extractor that parsed the page with lxml hands its tree over through this, so that the page is
+    parsed once (:meth:`~scrapy_simhash.extract.base.Extractor.main_text_and_tree`). lxml's
+    ``lxml.html.fromstring`` returns a fragment's only element, or renames a fragment's ``body``:
+    those trees go back to a parse of their own.
+    """
+    if tree is None or tree.getparent() is not None or tree.find("body") is None:
+        return None
+    return tree
+
+
 def split_template(html: str, text: str) -> Cleaned:
     """``text`` (an extractor's result for ``html``) without the lines that are the site's template."""
-    try:
-        doc = etree.fromstring(html, _parser())
-    except (ValueError, etree.XMLSyntaxError):  # nothing to compare with: the extraction stands
-        doc = None
+    return split_tree(parse_page(html), text)
+
+
+def split_tree(doc: etree._Element | None, text: str) -> Cleaned:
+    """:func:`split_template` on the page already parsed (its root element, or None when it could not
+    be). The tree is consumed: invisible elements and template regions are removed from it."""
     body = doc.find("body") if doc is not None else None
     if body is None:
         return Cleaned(text, len(_flat(text)), 0)

@@ -18,9 +18,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from .base import Extractor
+from .boilerplate import reusable_tree
+
+if TYPE_CHECKING:
+    from lxml import etree
+    from lxml.html import HtmlElement
 
 
 @dataclass(frozen=True)
@@ -50,20 +55,39 @@ class TrafilaturaExtractor(Extractor):
         return f"trafilatura/{trafilatura.__version__};" + ";".join(options)
 
     def main_text(self, html: str, url: str | None) -> str | None:
+        return self._text(html, html, url)
+
+    def main_text_and_tree(self, html: str, url: str | None) -> tuple[str | None, etree._Element | None]:
+        """The page parsed once, by trafilatura's own loader: trafilatura extracts from a copy of that
+        tree (it copies a tree it is given before cleaning it), so the tree stays whole for the
+        template step. The text is :meth:`main_text`'s: the loader is the one ``extract`` calls on a
+        string."""
+        from trafilatura.utils import load_html
+
+        try:
+            tree = load_html(html)
+        except (TypeError, ValueError):  # what ``extract`` answers with no text
+            tree = None
+        return self._text(tree, html, url), reusable_tree(tree)
+
+    def _text(self, page: str | HtmlElement | None, html: str, url: str | None) -> str | None:
+        """trafilatura's text of ``page`` (``html`` itself or its tree; None: a page lxml cannot read)."""
         import trafilatura
 
-        text = trafilatura.extract(
-            html,
-            url=url,
-            fast=self.fast,
-            favor_precision=self.favor_precision,
-            favor_recall=self.favor_recall,
-            include_comments=False,
-            include_tables=self.include_tables,
-            deduplicate=False,
-            with_metadata=False,
-            output_format="txt",
-        )
+        text = None
+        if page is not None:
+            text = trafilatura.extract(
+                page,
+                url=url,
+                fast=self.fast,
+                favor_precision=self.favor_precision,
+                favor_recall=self.favor_recall,
+                include_comments=False,
+                include_tables=self.include_tables,
+                deduplicate=False,
+                with_metadata=False,
+                output_format="txt",
+            )
         if (not text or not text.strip()) and self.fallback == "visible":
             text = trafilatura.html2txt(html)
         return text

@@ -1,0 +1,103 @@
+"""The template step reuses the extractor's parse: one parse a page, and the same text as two parses.
+
+The old path is spelled out here: the extractor without the template step, then
+:func:`~scrapy_simhash.extract.boilerplate.split_template` on the decoded page (its own lxml parse). Every
+registered extractor must give that text, page for page, over a sample of the corpus's real pages.
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from scrapy_simhash.extract import Extraction, boilerplate, decode_html, extractor_names, get_extractor
+from scrapy_simhash.extract.boilerplate import reusable_tree, split_template
+
+STRIDE = 3
+"""Every third corpus page (about 480 of 1,432, every source): a full run of this comparison over all of them
+is a bench-sized job."""
+
+
+def two_parse_extraction(name: str, body: bytes, url: str | None) -> Extraction:
+    """The extraction as it was made before the parse was shared: text, then a second parse for the step."""
+    raw = get_extractor(name, drop_boilerplate=False)(body, url)
+    if raw.text is None:
+        return raw
+    html = decode_html(body)
+    if html.lstrip().startswith("<?xml"):
+        html = html.split("?>", 1)[-1]
+    text = split_template(html, raw.text).text
+    return Extraction(text, None if text is not None else "boilerplate")
+
+
+@pytest.mark.parametrize("name", extractor_names())
+def test_the_text_is_the_two_parse_text_on_corpus_pages(name: str, corpus: Path) -> None:
+    extractor = get_extractor(name)
+    pages = sorted((corpus / "pages").rglob("*.html.gz"))[::STRIDE]
+    assert len(pages) > 400
+    differ = []
+    for path in pages:
+        body = gzip.decompress(path.read_bytes())
+        if extractor(body) != two_parse_extraction(name, body, None):
+            differ.append(path.relative_to(corpus).as_posix())
+    assert differ == []
+
+
+class _CountingParses:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = 0
+        parse = boilerplate.parse_page
+
+        def counted(html: str):
+            self.calls += 1
+            return parse(html)
+
+        monkeypatch.setattr("scrapy_simhash.extract.base.parse_page", counted)
+
+
+ARTICLE = "<html><head><title>t</title></head><body><nav><a href='/'>Home</a> <a href='/n'>News</a></nav>" + (
+    "<article><h1>Bridge</h1>"
+    + "<p>Councillors met to discuss the new bridge over the river and its cost to the town.</p>" * 8
+    + "</article><footer>Riverside Media Group</footer></body></html>"
+)
+
+
+def test_trafilatura_hands_its_tree_to_the_template_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The template step parses nothing of its own after trafilatura, and still drops the template."""
+    parses = _CountingParses(monkeypatch)
+    result = get_extractor("trafilatura")(ARTICLE.encode())
+    assert parses.calls == 0
+    assert result.reason is None and "Councillors met" in result.text
+    assert "Riverside Media Group" not in result.text
+
+
+def test_an_extractor_without_a_tree_still_gets_the_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("resiliparse")
+    parses = _CountingParses(monkeypatch)
+    result = get_extractor("resiliparse")(ARTICLE.encode())
+    assert parses.calls == 1
+    assert result.reason is None and "Riverside Media Group" not in result.text
+
+
+def test_a_fragment_tree_is_not_reused() -> None:
+    """``lxml.html.fromstring`` gives a fragment's only element or its body renamed: the step parses again."""
+    from lxml.html import fromstring
+
+    assert reusable_tree(fromstring("<html><body><p>x</p></body></html>")) is not None
+    assert reusable_tree(fromstring("<p>x</p>")) is None
+    assert reusable_tree(fromstring("<!-- c --><p>one</p><p>two</p>")) is None
+    assert reusable_tree(None) is None
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        "<!-- a comment first --><p>Councillors met to discuss the new bridge.</p>",
+        "<!-- c --><div><a href='/a'>Menu one</a> <a href='/b'>Menu two</a></div><p>Short own text here.</p>",
+    ],
+)
+def test_pages_whose_tree_is_not_reused_keep_the_two_parse_text(html: str) -> None:
+    for name in extractor_names():
+        assert get_extractor(name)(html.encode()) == two_parse_extraction(name, html.encode(), None), name

@@ -3,6 +3,10 @@
     .venv/bin/python bench/extract.py                       # every registered extractor, every page
     .venv/bin/python bench/extract.py --pages 60            # 60 seeded pages per source (quicker)
     .venv/bin/python bench/extract.py --extractors trafilatura,resiliparse
+    .venv/bin/python bench/extract.py --extractors trafilatura,trafilatura-raw --baseline ../main
+
+``--baseline`` measures another checkout's registered extractors in the same run (rows ``name@main``):
+a change to extraction is measured before and after on the same pages, in the same process.
 
 One run, one process, the same pages for every extractor: each page is fingerprinted by every
 extractor in turn (bytes in, as a crawl and ``tag`` do: decoding, extraction, tokens, simhash and
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import importlib.util
 import random
 import statistics
 import sys
@@ -76,8 +81,38 @@ BENCH_ONLY: dict[str, Extractor] = {
     "resiliparse-comments": ResiliparseExtractor(comments=True, post_meta=True),  # the library's defaults
     "resiliparse+trafilatura": Cascade(min_tokens=100),
     "resiliparse+trafilatura-300": Cascade(min_tokens=300),
+    # without the template step (scrapy_simhash/extract/boilerplate.py): what the step costs
+    "trafilatura-raw": TrafilaturaExtractor(drop_boilerplate=False),
+    "resiliparse-raw": ResiliparseExtractor(drop_boilerplate=False),
 }
 """Configurations measured beside the registered extractors (never shipped under these names)."""
+
+
+def baseline_extractors(checkout: Path, names: list[str]) -> dict[str, Extractor]:
+    """The extractors registered as ``names`` in another checkout of the project, as ``name@<dir>``.
+
+    Its ``scrapy_simhash/extract`` package is loaded under a name of its own beside this one (the package
+    imports only its own modules), so both versions run in this process on the same pages.
+    """
+    package = checkout.resolve() / "scrapy_simhash" / "extract"
+    alias = "baseline_extract"
+    spec = importlib.util.spec_from_file_location(
+        alias, package / "__init__.py", submodule_search_locations=[str(package)]
+    )
+    if spec is None or spec.loader is None:
+        raise FileNotFoundError(f"no scrapy_simhash/extract package under {checkout}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[alias] = module
+    spec.loader.exec_module(module)
+    known = module.extractor_names()
+    return {
+        f"{name}@{checkout.resolve().name}": module.get_extractor(base, **options)
+        for name in names
+        for base, options in [
+            (name.removesuffix("-raw"), {"drop_boilerplate": False} if name.endswith("-raw") else {})
+        ]
+        if base in known
+    }
 
 
 def candidates() -> dict[str, Extractor]:
@@ -210,6 +245,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pages", type=int, default=0, help="seeded pages per source (0: every page)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--extractors", default="", help="comma-separated names (default: all candidates)")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="another checkout (e.g. ../main): its registered extractors among --extractors, measured too",
+    )
     args = parser.parse_args(argv)
 
     available = candidates()
@@ -221,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     if REFERENCE not in names:
         names.insert(0, REFERENCE)
     extractors = {n: available[n] for n in names}
+    if args.baseline is not None:
+        extractors |= baseline_extractors(args.baseline, names)
     pages = sample(load_pages(corpus()), args.pages, args.seed)
     print(f"{len(pages)} pages, {len(extractors)} extractors", file=sys.stderr)
     results = measure(pages, extractors)

@@ -395,6 +395,26 @@ def fmt_count(value: float | None) -> str:
     return f"{value:.2e}"
 
 
+def detailed_config(value: str | None, names: list[str], features: list[str]) -> tuple[str, str, int]:
+    """The ``extractor/features/min tokens`` the report details, from ``--default`` or, without it, the
+    shipped one where ``names`` and ``features`` hold it, else their first. ValueError says what to pass."""
+    if value is None:
+        name = DEFAULT_NAME if DEFAULT_NAME in names or not names else names[0]
+        feature = "tokens" if "tokens" in features or not features else features[0]
+        return name, feature, 30
+    parts = value.split("/")
+    if len(parts) != 3 or not parts[2].strip().isdigit():
+        raise ValueError(f"{value!r} is not extractor/features/min tokens (e.g. {DEFAULT_NAME}/tokens/30)")
+    name, feature, min_tokens = parts[0], parts[1], int(parts[2])
+    if name not in EXTRACTORS:
+        raise ValueError(f"unknown extractor {name!r}; available: {', '.join(EXTRACTORS)}")
+    if feature not in FEATURES:
+        raise ValueError(f"unknown features {feature!r}; available: {', '.join(FEATURES)}")
+    if min_tokens not in MIN_TOKENS:
+        raise ValueError(f"min tokens {min_tokens} is not measured; one of {', '.join(map(str, MIN_TOKENS))}")
+    return name, feature, min_tokens
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=default_corpus())
@@ -408,10 +428,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--extractors", default=",".join(EXTRACTORS))
     parser.add_argument("--features", default=",".join(FEATURES))
     parser.add_argument(
-        "--default", default=f"{DEFAULT_NAME}/tokens/30", help="extractor/features/min tokens to detail"
+        "--default",
+        help=f"extractor/features/min tokens to detail (default: {DEFAULT_NAME}/tokens/30, or the first of "
+        "--extractors and --features where they leave those out); measured even if --extractors or "
+        "--features leave it out",
     )
     parser.add_argument("--time-pages", type=int, default=150, help="pages timed per extractor (0: skip)")
     parser.add_argument("--json", type=Path, default=RESULTS / "quality.json")
+    parser.add_argument(
+        "--cache-dir", type=Path, default=RESULTS, help="where the extracted texts are cached"
+    )
     args = parser.parse_args(argv)
 
     if not (args.corpus / "pages").is_dir():
@@ -427,6 +453,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown extractor(s) {unknown}; available: {', '.join(EXTRACTORS)}", file=sys.stderr)
         return 2
     feature_names = [f for f in args.features.split(",") if f]
+    try:
+        d_name, d_feat, d_min_i = detailed_config(args.default, names, feature_names)
+    except ValueError as exc:
+        print(f"--default: {exc}", file=sys.stderr)
+        return 2
+    for chosen, measured, option in ((d_name, names, "--extractors"), (d_feat, feature_names, "--features")):
+        if chosen not in measured:
+            print(f"--default {args.default}: {chosen} is measured too (not in {option})", file=sys.stderr)
+            measured.append(chosen)
 
     pages = load_pages(args.corpus)
     started = time.monotonic()
@@ -442,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     jobs_spec += [(p.id, kind) for p in base for kind in KINDS]
     templates = brief_templates(confirmed, args.briefs, args.seed)
     jobs_spec += [(p.id, kind) for p in templates for kind in BRIEF_KINDS]
-    cache_path = RESULTS / f"quality-texts-seed{args.seed}-v{TRANSFORMS_VERSION}.json.gz"
+    cache_path = args.cache_dir / f"quality-texts-seed{args.seed}-v{TRANSFORMS_VERSION}.json.gz"
     texts = extract_all(args.corpus, jobs_spec, args.seed, names, args.jobs, cache_path)
 
     positives = {kind: [(p.id, variant_key(p.id, kind, args.seed)) for p in base] for kind in KINDS}
@@ -558,8 +593,6 @@ def main(argv: list[str] | None = None) -> int:
     print(file=out)
 
     # 3. Per kind of change for the chosen default and its alternatives
-    d_name, d_feat, d_min = args.default.split("/")[:3]
-    d_min_i = int(d_min)
     print(f"## Per kind of change, min tokens {d_min_i}: precision / recall / F1 at k = 1..6\n", file=out)
     for (name, feat), res in results.items():
         if feat != d_feat and name != d_name:

@@ -1,0 +1,90 @@
+"""bench/quality.py: the configuration it details (``--default``) is always one it measures.
+
+Runs the harness as a subprocess on a small corpus made of links to a dozen pages of each source of the
+shared corpus (ground truth included), with its texts cache in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+PAGES_PER_SOURCE = 12
+
+
+@pytest.fixture(scope="module")
+def small_corpus(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    small = tmp_path_factory.mktemp("small") / "corpus"
+    (small / "pages").mkdir(parents=True)
+    (small / "truth").symlink_to(corpus / "truth")
+    for source in sorted((corpus / "pages").iterdir()):
+        for page in sorted(source.rglob("*.html.gz"))[:PAGES_PER_SOURCE]:
+            link = small / "pages" / page.relative_to(corpus / "pages")
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(page)
+    return small
+
+
+def run_quality(small_corpus: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
+    command = [
+        sys.executable,
+        str(BENCH / "quality.py"),
+        "--corpus",
+        str(small_corpus),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--json",
+        str(tmp_path / "quality.json"),
+        "--features",
+        "tokens",
+        "--time-pages",
+        "0",
+        "--jobs",
+        "1",
+        "--random-pairs",
+        "100",
+        "--briefs",
+        "5",
+        *args,
+    ]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+
+
+def test_without_default_the_report_details_an_extractor_it_measured(small_corpus: Path, tmp_path: Path):
+    """``--extractors resiliparse`` alone used to end in a KeyError on the shipped default's name."""
+    done = run_quality(small_corpus, tmp_path, "--extractors", "resiliparse")
+    assert done.returncode == 0, done.stderr
+    assert "## Distance histograms: resiliparse, tokens, min tokens 30" in done.stdout
+
+
+def test_a_default_outside_the_extractors_is_measured_too(small_corpus: Path, tmp_path: Path):
+    done = run_quality(
+        small_corpus, tmp_path, "--extractors", "resiliparse", "--default", "trafilatura-raw/tokens/30"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "trafilatura-raw is measured too (not in --extractors)" in done.stderr
+    assert "## Distance histograms: trafilatura-raw, tokens, min tokens 30" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("default", "message"),
+    [
+        ("nope/tokens/30", "unknown extractor 'nope'; available: trafilatura,"),
+        ("resiliparse/nope/30", "unknown features 'nope'; available: tokens,"),
+        ("resiliparse/tokens/25", "min tokens 25 is not measured; one of 0, 10, 20, 30, 50, 100, 200"),
+        ("resiliparse/tokens", "'resiliparse/tokens' is not extractor/features/min tokens"),
+    ],
+)
+def test_a_wrong_default_says_what_to_pass_before_any_work(
+    small_corpus: Path, tmp_path: Path, default: str, message: str
+):
+    done = run_quality(small_corpus, tmp_path, "--extractors", "resiliparse", "--default", default)
+    assert done.returncode == 2
+    assert f"--default: {message}" in done.stderr
+    assert "extracting" not in done.stderr and not (tmp_path / "cache").exists()

@@ -54,3 +54,32 @@ def test_a_short_run_prints_every_extractor_and_source(corpus):
     assert {"trafilatura", "resiliparse"} <= set(rows)  # the reference is always measured
     assert "scrapinghub-aeb F1" in rows["extractor"] and "overall F1" in rows["extractor"]
     assert rows["trafilatura"].split("|")[4].strip() == "1.00x"
+
+
+def test_a_baseline_checkout_is_measured_in_the_same_run(corpus):
+    """``--baseline``: another checkout's extractors (here this one's) get rows of their own, with and
+    without the template step, so a change to extraction is measured before and after on the same pages."""
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
+    env["SCRAPY_SIMHASH_SHARED"] = str(corpus.parent)
+    repo = BENCH.parent
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "extract.py"),
+            "--pages",
+            "1",
+            "--extractors",
+            "resiliparse,resiliparse-raw",
+            "--baseline",
+            str(repo),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {line.split("|")[1].strip(): line for line in done.stdout.splitlines() if line.startswith("| ")}
+    assert {f"resiliparse@{repo.name}", f"resiliparse-raw@{repo.name}"} <= set(rows)
+    assert f"- resiliparse-raw@{repo.name}: `resiliparse/" in done.stdout
+    assert "boilerplate=1" not in done.stdout.split(f"- resiliparse-raw@{repo.name}: ")[1].splitlines()[0]

@@ -101,3 +101,19 @@ def test_a_fragment_tree_is_not_reused() -> None:
 def test_pages_whose_tree_is_not_reused_keep_the_two_parse_text(html: str) -> None:
     for name in extractor_names():
         assert get_extractor(name)(html.encode()) == two_parse_extraction(name, html.encode(), None), name
+
+
+def test_an_elements_text_is_the_join_of_its_itertext(corpus: Path) -> None:
+    """The step reads an element's text with XPath's ``string()``: the same as joining ``itertext()``, on
+    every element of sample corpus pages, through either parser (the step's own and trafilatura's)."""
+    from trafilatura.utils import load_html
+
+    pages = sorted((corpus / "pages").rglob("*.html.gz"))[:: STRIDE * 20]
+    assert len(pages) > 20
+    for path in pages:
+        html = decode_html(gzip.decompress(path.read_bytes()))
+        for doc in (boilerplate.parse_page(html), load_html(html)):
+            if doc is None:
+                continue
+            for element in doc.iter("*"):
+                assert boilerplate._text(element) == "".join("".join(element.itertext()).split()), path

@@ -79,6 +79,7 @@ _LINK_BLOCKS_XPATH = etree.XPath(
 _IN_CONTENT = etree.XPath("boolean(ancestor::article | ancestor::main | ancestor::section)")
 _ANCHORS_XPATH = etree.XPath(".//article | .//main | .//h1 | .//*[@role='main' or @itemprop='articleBody']")
 _LONG_PARAGRAPHS_XPATH = etree.XPath(f".//p[string-length(normalize-space()) >= {LONG_PARAGRAPH}]")
+_STRING = etree.XPath("string()", smart_strings=False)
 _INVISIBLE = ("script", "style", "noscript", "template", "head")
 _BULLETS = "•·-*–—"
 _LOCAL = threading.local()
@@ -99,7 +100,9 @@ def _flat(text: str) -> str:
 
 
 def _text(element: etree._Element) -> str:
-    return _flat("".join(element.itertext()))
+    """The element's text without any space (its tail left out): ``"".join(element.itertext())``, built by
+    libxml2 instead of in Python (about four times cheaper)."""
+    return _flat(_STRING(element))
 
 
 def _is_link_list(block: etree._Element) -> bool:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,3 +62,26 @@ def spark(corpus: Path, spark_work: Path) -> Iterator[Any]:
     }
     with local_spark("scrapy-simhash-tests", **config) as session:
         yield session
+
+
+@pytest.fixture(scope="session")
+def dedupe_report(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[[list[str]], str]:
+    """``dedupe --workers 1 --report`` of corpus archives (names under ``warcs/``), run once a session
+    for each list of names: several Spark tests compare their report with this very report, and
+    computing it (tens of seconds of extraction) once is enough. Tests only read it."""
+    from scrapy_simhash.cli import main
+
+    made: dict[tuple[str, ...], str] = {}
+
+    def report(names: list[str]) -> str:
+        key = tuple(names)
+        if key not in made:
+            out = tmp_path_factory.mktemp("dedupe-report") / "local.jsonl"
+            inputs = [str(corpus / "warcs" / name) for name in names]
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                status = main(["dedupe", *inputs, "--workers", "1", "--no-progress", "--report", str(out)])
+            assert status == 0, f"dedupe of {names} exited {status}"
+            made[key] = out.read_text(encoding="utf-8")
+        return made[key]
+
+    return report

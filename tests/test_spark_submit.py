@@ -66,12 +66,17 @@ def _env() -> dict[str, str]:
     }
 
 
+QUICK_JVM = "-XX:TieredStopAtLevel=1"
+"""The JVM's quick compiler only, as for the in-process tests' session (tests/spark_support.py): the
+cluster's daemons and the job's JVMs run briefly, and the optimising compiler costs more than it wins."""
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """A standalone master and one 2-core worker on 127.0.0.1; stopped afterwards."""
     home = tmp_path_factory.mktemp("spark-cluster")
     port, ui, worker_ui = _free_port(), _free_port(), _free_port()
-    spark_class, env = _tool("spark-class"), _env()
+    spark_class, env = _tool("spark-class"), {**_env(), "SPARK_DAEMON_JAVA_OPTS": QUICK_JVM}
     processes = []
     master_log = (home / "master.log").open("wb")
     worker_log = (home / "worker.log").open("wb")
@@ -163,6 +168,10 @@ def test_spark_submit_recipe_on_a_standalone_cluster(cluster, corpus, tmp_path, 
             "spark.sql.shuffle.partitions=4",
             "--conf",
             "spark.ui.enabled=false",
+            "--conf",
+            f"spark.driver.extraJavaOptions={QUICK_JVM}",
+            "--conf",
+            f"spark.executor.extraJavaOptions={QUICK_JVM}",
             str(job),
             *inputs,
             "--report",

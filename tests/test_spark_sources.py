@@ -41,6 +41,10 @@ FILES = [
     "copycat/cc-arc-sample__small-sample-1213893279526_0.arc",
     "warcio/example-wrong-chunks.warc.gz",
 ]
+SMALL_ARC = (
+    "ukwa-webarchive-test-suite/small-arcs-and-warcs/IAH-20080430204825-00000-blackbook-truncated.arc.gz"
+)
+"""A gzipped ARC of the example crawl's pages, cut after its seventh record."""
 
 
 @pytest.fixture(scope="session")
@@ -101,8 +105,7 @@ def test_hadoop_rows_equal_local_rows(spark, corpus, work):
 
 def test_hadoop_rows_equal_local_rows_simhash_mode(spark, corpus):
     # WARCs and a gzipped ARC as above, without the large example crawl: its size adds nothing here
-    arc = "ukwa-webarchive-test-suite/small-arcs-and-warcs/IAH-20080430204825-00000-blackbook-truncated"
-    names = [*FILES[2:4], f"{arc}.arc.gz"]
+    names = [*FILES[2:4], SMALL_ARC]
     local = [corpus / "warcs" / name for name in names]
     want = rows(fingerprint_archives(spark, local, mode="simhash"), strip=str(corpus / "warcs") + "/")
     got = fingerprint_archives(spark, [f"{CORPUS_MOUNT}/{name}" for name in names], mode="simhash")
@@ -323,7 +326,7 @@ def test_spark_tag_cli_writes_tags_sidecars_for_uris(spark, corpus, work, tmp_pa
     root = _data(work, "tag")
     data = (corpus / "warcs" / "resiliparse/warcfile.warc.gz").read_bytes()
     (root / "cut.warc.gz").write_bytes(data[: len(data) // 2])
-    names = ["resiliparse/warcfile.warc.gz", "aut/arc/example.arc.gz", "aut/arc/badexample.arc.gz"]
+    names = ["resiliparse/warcfile.warc.gz", SMALL_ARC, "aut/arc/badexample.arc.gz"]
     local_inputs = [str(corpus / "warcs" / n) for n in names] + [str(root / "cut.warc.gz")]
     uris = [f"{CORPUS_MOUNT}/{n}" for n in names] + [f"{WORK_MOUNT}/tag/cut.warc.gz"]
     local, distributed = tmp_path / "tag", tmp_path / "spark"

@@ -40,6 +40,15 @@ def aut_rows(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def aut_sidecar(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``tag``'s sidecar of the same crawl, made once for the tests that only read it."""
+    out = tmp_path_factory.mktemp("tag")
+    warc = corpus / "warcs/aut/warc/example.warc.gz"
+    assert main(["tag", "--workers", "1", "--no-progress", "--out", str(out), str(warc)]) == 0
+    return out / "example.warc.gz.simhash.warc.gz"
+
+
 def payload_of(page: str) -> dict:
     """The clusters and diffs the page's script renders."""
     return json.loads(re.search(r'id="report-data">(.*?)</script>', page, re.S).group(1))
@@ -203,10 +212,11 @@ def test_the_diff_runs_give_back_both_texts(a: str, b: str) -> None:
     assert all(tag in ("same", "del") for tag, _ in left) and all(tag in ("same", "ins") for tag, _ in right)
 
 
-def test_tag_sidecars_give_the_clusters_dedupe_found(corpus: Path, aut_rows: Path, tmp_path: Path) -> None:
+def test_tag_sidecars_give_the_clusters_dedupe_found(
+    corpus: Path, aut_rows: Path, aut_sidecar: Path, tmp_path: Path
+) -> None:
     warc = corpus / "warcs/aut/warc/example.warc.gz"
-    assert main(["tag", "--workers", "1", "--no-progress", "--out", str(tmp_path), str(warc)]) == 0
-    sidecar = tmp_path / "example.warc.gz.simhash.warc.gz"
+    sidecar = aut_sidecar
     rows = rows_of(aut_rows)
     from_sidecar = load([str(sidecar)])
     assert from_sidecar.totals.pages is None  # a sidecar holds no responses
@@ -409,14 +419,10 @@ def test_a_dedupe_report_draws_the_run_s_own_rule(corpus: Path, aut_rows: Path, 
     assert marker_label(chart(page, "hist-pairs")) == "k = 4 (pages without a sketch)"
 
 
-def test_warcs_draw_the_rule_they_were_clustered_by(corpus: Path, tmp_path: Path) -> None:
+def test_warcs_draw_the_rule_they_were_clustered_by(aut_sidecar: Path, tmp_path: Path) -> None:
     """Without a flag the similarity the clusters were made with is drawn (the help's default)."""
-    warc = corpus / "warcs/aut/warc/example.warc.gz"
-    assert main(["tag", "--workers", "1", "--no-progress", "--out", str(tmp_path), str(warc)]) == 0
     out = tmp_path / "r.html"
-    done = run_cli(
-        "report", str(tmp_path / "example.warc.gz.simhash.warc.gz"), "-o", str(out), "--diffs", "0"
-    )
+    done = run_cli("report", str(aut_sidecar), "-o", str(out), "--diffs", "0")
     assert done.returncode == 0, done.stderr
     page = out.read_text()
     assert marker_label(chart(page, "hist-similarity")) == "similarity 0.5"

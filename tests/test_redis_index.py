@@ -855,8 +855,8 @@ def test_crawl_started_while_redis_is_down_tags_once_it_is_up(tmp_path: Path) ->
         "OUTAGE_RESTART_AFTER": 5,
         "LOG_LEVEL": "INFO",
     }
-    try:
-        with demo_site.serve(demo_site.build_site(40)) as base:
+    try:  # ~50 pages: 5 untagged, the restart, then tagged ones (the crawl's time is its page count)
+        with demo_site.serve(demo_site.build_site(15)) as base:
             result = run_crawl(base + "/", tmp_path / "run", settings)
     finally:
         client = redis.Redis(host="127.0.0.1", port=port)

@@ -27,9 +27,14 @@ from scrapy_simhash.spark.sources import HIDDEN, MISSING, NOT_READ_BY_SPARK, WAC
 CORPUS_MOUNT = "viewfs://corpus/warcs"
 WORK_MOUNT = "viewfs://corpus/work"
 
+SMALL = "ukwa-webarchive-test-suite/small-arcs-and-warcs/IAH-20080430204825-00000-blackbook-truncated"
+"""The example crawl's first pages, as a gzipped WARC and a gzipped ARC: the routes compared below read
+them as they read the whole crawl (2.5 MB, 822 records), at a fiftieth of its extraction time."""
+SMALL_ARC = f"{SMALL}.arc.gz"
+
 FILES = [
-    "aut/warc/example.warc.gz",
-    "aut/arc/example.arc.gz",
+    f"{SMALL}.warc.gz",
+    SMALL_ARC,
     "resiliparse/warcfile.warc.gz",
     "dolma/sample-0000.warc.gz",
     "warcio/example-space-in-url.arc",
@@ -41,10 +46,6 @@ FILES = [
     "copycat/cc-arc-sample__small-sample-1213893279526_0.arc",
     "warcio/example-wrong-chunks.warc.gz",
 ]
-SMALL_ARC = (
-    "ukwa-webarchive-test-suite/small-arcs-and-warcs/IAH-20080430204825-00000-blackbook-truncated.arc.gz"
-)
-"""A gzipped ARC of the example crawl's pages, cut after its seventh record."""
 
 
 @pytest.fixture(scope="session")
@@ -93,7 +94,7 @@ def test_hadoop_rows_equal_local_rows(spark, corpus, work):
     executors' temporary local copies are removed once a file is read."""
     local = [corpus / "warcs" / name for name in FILES]
     want = rows(fingerprint_archives(spark, local), strip=str(corpus / "warcs") + "/")
-    assert sum(1 for r in want if r[6] is not None) > 200
+    assert sum(1 for r in want if r[6] is not None) > 100  # 139 pages fingerprinted
     assert sum(1 for r in want if r[9] is not None and r[10]) >= 5  # damaged files lost data
     forced = fingerprint_archives(spark, [p.as_uri() for p in local], via_hadoop=True)
     assert rows(forced, strip=f"file:{corpus / 'warcs'}/") == want
@@ -104,11 +105,9 @@ def test_hadoop_rows_equal_local_rows(spark, corpus, work):
 
 
 def test_hadoop_rows_equal_local_rows_simhash_mode(spark, corpus):
-    # WARCs and a gzipped ARC as above, without the large example crawl: its size adds nothing here
-    names = [*FILES[2:4], SMALL_ARC]
-    local = [corpus / "warcs" / name for name in names]
+    local = [corpus / "warcs" / name for name in FILES[:3]]
     want = rows(fingerprint_archives(spark, local, mode="simhash"), strip=str(corpus / "warcs") + "/")
-    got = fingerprint_archives(spark, [f"{CORPUS_MOUNT}/{name}" for name in names], mode="simhash")
+    got = fingerprint_archives(spark, [f"{CORPUS_MOUNT}/{name}" for name in FILES[:3]], mode="simhash")
     assert rows(got, strip=CORPUS_MOUNT + "/") == want
     assert all(r[11] is None for r in want)
 
@@ -134,9 +133,9 @@ def test_directory_uri_expands_to_tags_positions(spark, corpus, work):
     ]
     uri = f"{WORK_MOUNT}/tree"
     # cached: the second query below reads these rows instead of fingerprinting every file again
-    df = fingerprint_archives(spark, [uri, corpus / "warcs" / "aut/warc/example.warc.gz"]).cache()
+    df = fingerprint_archives(spark, [uri, corpus / "warcs" / f"{SMALL}.warc.gz"]).cache()
     got = sorted({(r.input, r.file.removeprefix(uri + "/")) for r in df.collect()})
-    example = str(corpus / "warcs" / "aut/warc/example.warc.gz")
+    example = str(corpus / "warcs" / f"{SMALL}.warc.gz")
     assert got == [*want, (len(want), example)]  # the local argument after it keeps its position
     local = rows(fingerprint_archives(spark, [root]), strip=str(root) + "/")
     assert rows(df.where(df.input < len(want)), strip=uri + "/") == local

@@ -67,8 +67,8 @@ def spark(corpus: Path, spark_work: Path) -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def dedupe_report(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[[list[str]], str]:
     """``dedupe --workers 1 --report`` of corpus archives (names under ``warcs/``), run once a session
-    for each list of names: several Spark tests compare their report with this very report, and
-    computing it (tens of seconds of extraction) once is enough. Tests only read it."""
+    for each list of names: Spark tests that compare their report with dedupe's on the same inputs
+    share this one (tens of seconds of extraction for the example crawl). Tests only read it."""
     from scrapy_simhash.cli import main
 
     made: dict[tuple[str, ...], str] = {}

@@ -404,9 +404,11 @@ def test_a_dedupe_report_draws_the_run_s_own_rule(corpus: Path, aut_rows: Path, 
     assert "rule: verified, similarity &gt;= 0.5; pages without a sketch: distance &lt;= 3" in page
     # another run's rule is drawn as that run's
     stricter = tmp_path / "stricter.jsonl"
-    warc = corpus / "warcs/aut/warc/example.warc.gz"
+    # the example crawl's first page as WARC and as ARC: a cluster of two is all the drawing needs
+    folder = corpus / "warcs/ukwa-webarchive-test-suite/small-arcs-and-warcs"
+    small = folder / "IAH-20080430204825-00000-blackbook-truncated"
     dedupe = ["dedupe", "--workers", "1", "--no-progress", "--similarity", "0.7", "--report", str(stricter)]
-    done = run_cli(*dedupe, str(warc))
+    done = run_cli(*dedupe, f"{small}.warc.gz", f"{small}.arc.gz")
     assert done.returncode == 0, done.stderr
     done = run_cli("report", str(stricter), "-o", str(out), "--diffs", "0")
     assert done.returncode == 0, done.stderr

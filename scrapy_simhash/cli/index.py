@@ -197,16 +197,21 @@ def _minhash_info(args: argparse.Namespace) -> int:
             where = index.path
     except SimhashIndexError as exc:
         return _fail(args, exc)
-    recorded = extractor["extractor"]
     lines = [
         f"index: {where} (minhash)",
         f"pages: {stats['size']}",
         f"rule: minhash (threshold {stats['threshold']:g}, {stats['num_values']} values)",
-        f"extractor: {recorded or 'not recorded (written before indexes recorded their extractor)'}",
+        *_extractor_lines(extractor),
     ]
-    lines += [f"mixed with: {other}" for other in extractor["extractors_mixed"]]
     print("\n".join(lines))
     return 0
+
+
+def _extractor_lines(extractor: dict[str, Any]) -> list[str]:
+    """``index info``'s lines on the extractor an index records, and those mixed into it."""
+    recorded = extractor["extractor"]
+    lines = [f"extractor: {recorded or 'not recorded (written before indexes recorded their extractor)'}"]
+    return lines + [f"mixed with: {other}" for other in extractor["extractors_mixed"]]
 
 
 def run_info(args: argparse.Namespace) -> int:
@@ -220,15 +225,13 @@ def run_info(args: argparse.Namespace) -> int:
         return _fail(args, exc)
     verified = stats.get("mode") == "verified"
     rule = f"verified (similarity >= {stats['similarity']:g})" if verified else "simhash"
-    recorded = extractor["extractor"]
     lines = [
         f"index: {stats.get('path') or shown_location(args.path)} ({stats['backend']})",
         f"pages: {stats['size']}",
         f"k: {stats['k']} (layout {stats['layout']})",
         f"rule: {rule}",
-        f"extractor: {recorded or 'not recorded (written before indexes recorded their extractor)'}",
+        *_extractor_lines(extractor),
     ]
-    lines += [f"mixed with: {other}" for other in extractor["extractors_mixed"]]
     print("\n".join(lines))
     return 0
 

@@ -40,6 +40,7 @@ from .lsh_bands import splitmix64 as splitmix64
 from .lsh_buckets import HI as _HI
 from .lsh_buckets import LO as _LO
 from .lsh_buckets import SortedBuckets, merge_sorted
+from .lsh_segment import band_entries
 
 try:
     from ._probe import lsh_query as _native_query
@@ -243,15 +244,7 @@ class MinHashLSH:
         if tags is not None:
             self._tags[:n] = tags
         self._keys, self._ids = list(keys), ids
-        entries = np.empty((n, self.bands), dtype=np.uint64)
-        for start in range(0, n, 1 << 16):  # band keys from uint32 values, a slice at a time
-            part = np.ascontiguousarray(batch[start : start + (1 << 16)], dtype=np.uint32)
-            entries[start : start + part.shape[0]] = self._hasher.keys_many(part)
-        entries &= _HI
-        entries |= np.arange(n, dtype=np.uint64)[:, None]
-        flat = entries.ravel()
-        flat.sort()
-        self._table = SortedBuckets(flat)
+        self._table = SortedBuckets(band_entries(self._hasher, batch))
 
     def _insert(self, key: str, v: np.ndarray, band_keys: np.ndarray) -> None:
         if key in self._ids:

@@ -39,11 +39,12 @@ def test_a_prefix_gives_recall_only():
     assert result.recall == 1.0 and result.precision is None and result.f1 is None
 
 
-def test_a_short_run_prints_every_extractor_and_source(corpus):
+def run_bench(corpus, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
+    """``bench/extract.py args`` from a clean environment (exit 0 asserted), and its table's rows by name."""
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
     env["SCRAPY_SIMHASH_SHARED"] = str(corpus.parent)
     done = subprocess.run(
-        [sys.executable, str(BENCH / "extract.py"), "--pages", "2", "--extractors", "resiliparse"],
+        [sys.executable, str(BENCH / "extract.py"), *args],
         capture_output=True,
         text=True,
         env=env,
@@ -51,6 +52,11 @@ def test_a_short_run_prints_every_extractor_and_source(corpus):
     )
     assert done.returncode == 0, done.stderr
     rows = {line.split("|")[1].strip(): line for line in done.stdout.splitlines() if line.startswith("| ")}
+    return done, rows
+
+
+def test_a_short_run_prints_every_extractor_and_source(corpus):
+    _, rows = run_bench(corpus, "--pages", "2", "--extractors", "resiliparse")
     assert {"trafilatura", "resiliparse"} <= set(rows)  # the reference is always measured
     assert "scrapinghub-aeb F1" in rows["extractor"] and "overall F1" in rows["extractor"]
     assert rows["trafilatura"].split("|")[4].strip() == "1.00x"
@@ -59,27 +65,9 @@ def test_a_short_run_prints_every_extractor_and_source(corpus):
 def test_a_baseline_checkout_is_measured_in_the_same_run(corpus):
     """``--baseline``: another checkout's extractors (here this one's) get rows of their own, with and
     without the template step, so a change to extraction is measured before and after on the same pages."""
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
-    env["SCRAPY_SIMHASH_SHARED"] = str(corpus.parent)
     repo = BENCH.parent
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(BENCH / "extract.py"),
-            "--pages",
-            "1",
-            "--extractors",
-            "resiliparse,resiliparse-raw",
-            "--baseline",
-            str(repo),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr
-    rows = {line.split("|")[1].strip(): line for line in done.stdout.splitlines() if line.startswith("| ")}
+    args = ["--pages", "1", "--extractors", "resiliparse,resiliparse-raw", "--baseline", str(repo)]
+    done, rows = run_bench(corpus, *args)
     assert {f"resiliparse@{repo.name}", f"resiliparse-raw@{repo.name}"} <= set(rows)
     assert f"- resiliparse-raw@{repo.name}: `resiliparse/" in done.stdout
     assert "boilerplate=1" not in done.stdout.split(f"- resiliparse-raw@{repo.name}: ")[1].splitlines()[0]

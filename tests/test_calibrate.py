@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -85,6 +86,16 @@ def _record(file: Path, offset: int) -> ArchiveRecord:
     raise AssertionError(f"no record at {offset}")
 
 
+def _pair_similarity(pair: dict, **options: Any) -> float:
+    """The estimated Jaccard of a sampled pair's two records, fingerprinted again with ``options``."""
+    sketches = []
+    for side in ("a", "b"):
+        file, offset = pair[side]["locator"].rsplit("@", 1)
+        page = html_page(_record(Path(file), int(offset)))
+        sketches.append(fingerprint_page(page.body, page.url, page.encoding, **options).minhash)
+    return sketches[0].jaccard(sketches[1])
+
+
 def test_sample_from_real_records_has_their_texts_and_minhash_similarity(
     corpus: Path, tmp_path: Path
 ) -> None:
@@ -96,12 +107,7 @@ def test_sample_from_real_records_has_their_texts_and_minhash_similarity(
     payload = json.loads(re.search(r'id="judge-data">(.*?)</script>', out.read_text(), re.S).group(1))
     assert payload["pairs"] and all(p["left"] and p["reason"] is None for p in payload["pairs"])
     pair = payload["pairs"][0]
-    sketches = []
-    for side in ("a", "b"):
-        file, offset = pair[side]["locator"].rsplit("@", 1)
-        page = html_page(_record(Path(file), int(offset)))
-        sketches.append(fingerprint_page(page.body, page.url, page.encoding, minhash=True).minhash)
-    assert pair["similarity"] == pytest.approx(sketches[0].jaccard(sketches[1]), abs=1e-4)
+    assert pair["similarity"] == pytest.approx(_pair_similarity(pair, minhash=True), abs=1e-4)
 
 
 def _judgements(tmp_path: Path, rows: list[dict]) -> Path:
@@ -266,12 +272,7 @@ def test_sample_takes_extractor_and_records_it_and_score_says_it(corpus: Path, t
     assert payload["extractor"] == resiliparse.description
     assert f'<span id="extractor">{resiliparse.description}</span>' in out.read_text()
     pair = next(p for p in payload["pairs"] if p["similarity"] is not None)
-    sketches = []
-    for side in ("a", "b"):
-        file, offset = pair[side]["locator"].rsplit("@", 1)
-        page = html_page(_record(Path(file), int(offset)))
-        sketches.append(fingerprint_page(page.body, page.url, page.encoding, extractor=resiliparse).minhash)
-    assert pair["similarity"] == pytest.approx(sketches[0].jaccard(sketches[1]), abs=1e-4)
+    assert pair["similarity"] == pytest.approx(_pair_similarity(pair, extractor=resiliparse), abs=1e-4)
 
     # the default stays the default extractor, and the page says the input's fingerprints are another's
     done = run_cli("calibrate", "sample", str(sidecar), "-o", str(out), "--pairs", "7")

@@ -28,7 +28,7 @@ import itertools
 import json
 import random
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -162,11 +162,14 @@ def same_site_pairs(pages: list[Page]) -> list[tuple[Page, Page]]:
 
 
 def random_pairs(pages: list[Page], count: int, seed: int) -> list[tuple[Page, Page]]:
-    """``count`` distinct pairs of pages from different sites, drawn with ``seed``."""
+    """``count`` distinct pairs of pages from different sites, drawn with ``seed``; all of them when the
+    pages have fewer such pairs (a small corpus), never waiting for pairs that do not exist."""
     rng = random.Random(f"random-pairs:{seed}")
     seen: set[tuple[str, str]] = set()
     out: list[tuple[Page, Page]] = []
-    limit = len(pages) * (len(pages) - 1) // 2
+    per_site = Counter(page.site for page in pages)
+    same_site = sum(n * (n - 1) // 2 for n in per_site.values())
+    limit = len(pages) * (len(pages) - 1) // 2 - same_site
     while len(out) < min(count, limit):
         a, b = rng.sample(pages, 2)
         key = (min(a.id, b.id), max(a.id, b.id))

@@ -71,3 +71,14 @@ def test_a_baseline_checkout_is_measured_in_the_same_run(corpus):
     assert {f"resiliparse@{repo.name}", f"resiliparse-raw@{repo.name}"} <= set(rows)
     assert f"- resiliparse-raw@{repo.name}: `resiliparse/" in done.stdout
     assert "boilerplate=1" not in done.stdout.split(f"- resiliparse-raw@{repo.name}: ")[1].splitlines()[0]
+
+
+def test_random_pairs_stop_at_the_cross_site_pairs_a_small_corpus_has():
+    from quality_pairs import Page, random_pairs
+
+    named = [("a", 1), ("a", 2), ("b", 1)]
+    pages = [Page(f"{site}{n}", Path(f"{site}{n}.html.gz"), site) for site, n in named]
+    pairs = random_pairs(pages, 10, seed=1)  # 3 pairs in all, 1 within site a: 2 to draw, not 10
+    drawn = sorted(tuple(sorted((x.id, y.id))) for x, y in pairs)
+    assert drawn == [("a1", "b1"), ("a2", "b1")]
+    assert random_pairs(pages[:2], 5, seed=1) == []  # one site: no pair at all

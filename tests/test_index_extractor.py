@@ -201,6 +201,47 @@ def test_two_crawlers_opening_a_redis_index_at_once_agree_on_one_extractor(serve
     assert _recorded(uri) == (DEFAULT, ())
 
 
+class _RivalBetweenReads:
+    """A Redis index on which another crawler records its extractor and stores a page right after this
+    one has read the (still empty) notes: the moment between the check's two reads."""
+
+    def __init__(self, index, rival_extractor: str, uri: str) -> None:
+        self.index, self.rival, self.uri, self.reads = index, rival_extractor, uri, 0
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def notes(self) -> dict[str, str]:
+        notes = self.index.notes()
+        self.reads += 1
+        if self.reads == 1:
+            _with_page(self.uri, self.rival)
+        return notes
+
+    def note(self, name: str, value: str, *, replacing: str | None = None) -> str:
+        return self.index.note(name, value, replacing=replacing)
+
+
+@pytest.mark.parametrize("mine", [OTHER_NAME, DEFAULT])
+def test_a_crawler_that_finds_a_new_namespace_filled_meanwhile_compares_with_the_rivals_record(server, mine):
+    """Notes empty, then pages: another crawler recorded its extractor in between. The check compares
+    with that record, not with an index "written before records" (a wrong refusal message, and with
+    mixing a wrong ``trafilatura`` record)."""
+    uri = f"{server.url}?prefix=extractor-{uuid.uuid4().hex[:12]}"
+    with open_index(uri) as index:
+        raced = _RivalBetweenReads(index, DEFAULT, uri)
+        if mine == DEFAULT:
+            assert check_extractor(raced, mine).outcome == "same"
+        else:
+            with pytest.raises(ExtractorMismatch) as refused:
+                check_extractor(raced, mine)
+            assert (refused.value.recorded, refused.value.before_records) == (DEFAULT, False)
+            assert "before indexes recorded" not in str(refused.value)
+            mixed = check_extractor(index, mine, mix=True)  # the rival has recorded: mixing adds this one
+            assert (mixed.outcome, mixed.recorded) == ("mixed", DEFAULT)
+    assert _recorded(uri)[0] == DEFAULT
+
+
 def test_an_embedded_note_is_a_checksummed_acknowledged_write(tmp_path):
     """The record is in the database's settings, under their checksum, and moves the commit mark:
     the reopened index has it, and damage to it is found."""

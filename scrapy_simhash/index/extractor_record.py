@@ -97,8 +97,12 @@ def check_extractor(index: NotedIndex, current: str, *, mix: bool = False) -> Ex
     extractors differ in name or options and ``mix`` is off."""
     recorded, mixed = recorded_extractors(index.notes())
     me = _identity(current)
+    pages = 0 if recorded is not None else len(index)
+    if recorded is None and pages:
+        # pages but no record: an index written before records, or a new one that another writer
+        # recorded and filled between the two reads above; read again to tell them apart
+        recorded, mixed = recorded_extractors(index.notes())
     if recorded is None:
-        pages = len(index)
         if pages and me.name != BEFORE_RECORDS:
             if not mix:
                 raise ExtractorMismatch(BEFORE_RECORDS, current, before_records=True)

@@ -10,7 +10,8 @@ original is not in the input is reported as such. Resolution waits until every i
 answer does not depend on file order (a revisit often comes before its original in the same file).
 
 ``server-not-modified`` revisits (no payload, no digest to compare) are counted and skipped; a revisit
-with an unknown profile or without any reference is counted as damaged and noted.
+with an unknown profile, or with neither ``WARC-Refers-To`` nor ``WARC-Payload-Digest``, is counted
+as damaged and noted.
 """
 
 from __future__ import annotations
@@ -123,10 +124,10 @@ def revisit_profile(record: ArchiveRecord) -> tuple[str, str | None]:
         return "damaged", (
             f"revisit record with an unknown WARC-Profile ({shown}): not reported as a duplicate"
         )
-    if links is None or not (links.refers_to or links.payload_digest or links.refers_to_uri):
+    if links is None or not (links.refers_to or links.payload_digest):
         return "damaged", (
-            "revisit record without WARC-Refers-To, WARC-Payload-Digest or WARC-Refers-To-Target-URI: "
-            "its original cannot be found"
+            "revisit record with neither WARC-Refers-To nor WARC-Payload-Digest: "
+            "what it repeats cannot be told, it is not reported as a duplicate"
         )
     return "identical", None
 

@@ -47,6 +47,8 @@ RULE_COLUMNS = [
     "rule",
     "keep",
     "extractor",
+    "revisit",
+    "revisit_of",
 ]
 MINHASH_COLUMNS = [
     "cluster",
@@ -61,6 +63,8 @@ MINHASH_COLUMNS = [
     "rule",
     "keep",
     "extractor",
+    "revisit",
+    "revisit_of",
 ]
 EARLY, LATE = "2024-01-01T00:00:00Z", "2024-06-01T00:00:00Z"
 

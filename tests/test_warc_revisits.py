@@ -343,3 +343,59 @@ def test_a_real_webrecorder_warc_with_revisits_before_their_originals(corpus: Pa
         assert originals[row["cluster"]]["uri"] == row["uri"]
         assert originals[row["cluster"]]["record_id"] == row["revisit_of"]
         assert originals[row["cluster"]]["date"] < row["date"]
+
+
+def test_cdxj_lines_of_revisits_are_pywbs_and_carry_the_originals_fingerprint(
+    collection: dict, tmp_path: Path
+) -> None:
+    """cdxj-indexer's lines for revisits (mime ``warc/revisit``, the payload digest), unchanged; with
+    ``tag``'s sidecars, a revisit of a page gains the page's fingerprint."""
+    copy = tmp_path / "collection"
+    copy.mkdir()
+    for name in ("1-crawl.warc.gz", "0-again.warc"):
+        (copy / name).write_bytes((collection["dir"] / name).read_bytes())
+    assert run_cli("tag", str(copy), *COMMON, cwd=tmp_path).returncode == 0
+    index = tmp_path / "index.cdxj"
+    done = run_cli(
+        "cdxj", str(copy / "1-crawl.warc.gz"), str(copy / "0-again.warc"), "-o", str(index), cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    reference = subprocess.run(
+        [str(Path(sys.executable).with_name("cdxj-indexer")), "-s", "1-crawl.warc.gz", "0-again.warc"],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    ours = [
+        (line.split(" ", 2)[:2], json.loads(line.split(" ", 2)[2])) for line in index.read_text().splitlines()
+    ]
+    theirs = [(line.split(" ", 2)[:2], json.loads(line.split(" ", 2)[2])) for line in reference.splitlines()]
+    extra = ("simhash", "simhash-scheme", "text-extractor", "minhash", "minhash-scheme")
+    assert [(key, {k: v for k, v in f.items() if k not in extra}) for key, f in ours] == theirs
+    a = collection["a"]
+    page = next(f for _, f in ours if f["url"] == a["uri"] and f["mime"] == "text/html")
+    revisits = [f for _, f in ours if f["mime"] == "warc/revisit" and f.get("digest") == a["digest"]]
+    # the bad-profile revisit names the same digest but is not reported as a duplicate: no fingerprint
+    assert sorted(f.get("simhash") is not None for f in revisits) == [False, True, True]
+    assert all(f["simhash"] == page["simhash"] for f in revisits if "simhash" in f)
+
+
+def test_the_report_counts_exact_duplicates_by_revisit(collection: dict, tmp_path: Path) -> None:
+    """From ``dedupe`` rows and from ``tag``'s sidecars alike: revisits are a count of their own, not
+    near-duplicates (a revisit of an image is not a page)."""
+    copy = tmp_path / "collection"
+    copy.mkdir()
+    for name in ("1-crawl.warc.gz", "0-again.warc"):
+        (copy / name).write_bytes((collection["dir"] / name).read_bytes())
+    rows = tmp_path / "rows.jsonl"
+    assert run_cli("dedupe", str(copy), "--report", str(rows), *COMMON, cwd=tmp_path).returncode == 0
+    assert run_cli("tag", str(copy), *COMMON, cwd=tmp_path).returncode == 0
+    for source in (rows, copy):
+        page = tmp_path / "report.html"
+        done = run_cli("report", str(source), "-o", str(page), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        html = page.read_text()
+        assert 'id="total-revisits" data-value="4"' in html
+        assert 'id="total-revisits-not-in-input" data-value="1"' in html
+        assert 'id="total-near-duplicates" data-value="0"' in html

@@ -164,6 +164,8 @@ def dedupe(
     for row in rows:
         row["keep"] = keep
         row["extractor"] = extractor
+        for name in REVISIT_FIELDS:  # last, as in the written rows
+            row[name] = row.pop(name, None)
     summary.seconds = progress.elapsed
     return summary, rows
 

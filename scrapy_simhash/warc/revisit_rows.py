@@ -16,11 +16,10 @@ from typing import Any
 from ..fingerprint import to_base32
 from ..fingerprint.minhash import SCHEME as MINHASH_SCHEME
 from .pipeline import PageResult
-from .revisits import Resolution
+from .revisits import REVISIT_METHOD, Resolution
 
 REVISIT_FIELDS = ["revisit", "revisit_of"]
 """Columns every ``dedupe`` row has: empty for pages, set for revisit records."""
-REVISIT_METHOD = "revisit"
 
 
 def with_revisits(

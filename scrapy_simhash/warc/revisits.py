@@ -37,8 +37,8 @@ NOT_IN_INPUT = "original not in input"
 """How a revisit was resolved (the ``revisit`` column of ``dedupe`` rows, ``revisit-resolved-by`` in
 sidecars), or that its original is not in the input."""
 
-NOT_MODIFIED_REASON = "revisit_not_modified"
-DAMAGED_REASON = "revisit_damaged"
+REVISIT_METHOD = "revisit"
+"""The ``method`` of a ``dedupe`` row that is a revisit record (an exact duplicate, not a judged pair)."""
 ORIGINAL_TYPES = frozenset({"response", "resource"})
 
 

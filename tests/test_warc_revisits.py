@@ -399,3 +399,22 @@ def test_the_report_counts_exact_duplicates_by_revisit(collection: dict, tmp_pat
         assert 'id="total-revisits" data-value="4"' in html
         assert 'id="total-revisits-not-in-input" data-value="1"' in html
         assert 'id="total-near-duplicates" data-value="0"' in html
+
+
+@pytest.mark.skipif(not fastwarc_available(), reason="no FastWARC")
+@pytest.mark.parametrize(
+    "name", ["aut/warc/issue-493.warc", "aut/warc/example.pdf.warc.gz", "warcio/example.warc.gz"]
+)
+def test_both_readers_give_the_same_revisit_headers(corpus: Path, name: str) -> None:
+    """The headers revisits are resolved by come the same from warcio and FastWARC (plain and gzip)."""
+    from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord
+
+    path = corpus / "warcs" / name
+    seen = {}
+    for backend in ("warcio", "fastwarc"):
+        records = [r for r in ArchiveReader(backend).read(path) if isinstance(r, ArchiveRecord)]
+        seen[backend] = [(r.offset, r.record_type, r.links) for r in records]
+    assert seen["warcio"] == seen["fastwarc"]
+    revisits = [links for _, kind, links in seen["warcio"] if kind == "revisit"]
+    assert revisits and all(links.profile and links.payload_digest for links in revisits)
+    assert all(links.refers_to_uri and links.refers_to_date for links in revisits)

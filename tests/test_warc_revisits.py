@@ -418,3 +418,20 @@ def test_both_readers_give_the_same_revisit_headers(corpus: Path, name: str) -> 
     revisits = [links for _, kind, links in seen["warcio"] if kind == "revisit"]
     assert revisits and all(links.profile and links.payload_digest for links in revisits)
     assert all(links.refers_to_uri and links.refers_to_date for links in revisits)
+
+
+def test_cdxj_compute_gives_revisits_the_keys_the_sidecars_give(collection: dict, tmp_path: Path) -> None:
+    copy = tmp_path / "collection"
+    copy.mkdir()
+    for name in ("1-crawl.warc.gz", "0-again.warc"):
+        (copy / name).write_bytes((collection["dir"] / name).read_bytes())
+    inputs = [str(copy / "1-crawl.warc.gz"), str(copy / "0-again.warc")]
+    computed = run_cli("cdxj", *inputs, "--compute", "-o", str(tmp_path / "computed.cdxj"), cwd=tmp_path)
+    assert computed.returncode == 0, computed.stderr
+    assert run_cli("tag", *inputs, *COMMON, cwd=tmp_path).returncode == 0
+    from_sidecars = run_cli("cdxj", *inputs, "-o", str(tmp_path / "sidecars.cdxj"), cwd=tmp_path)
+    assert from_sidecars.returncode == 0, from_sidecars.stderr
+    lines = (tmp_path / "computed.cdxj").read_text()
+    assert lines == (tmp_path / "sidecars.cdxj").read_text()
+    # the two revisits of page a and the one of page b (the gif has no fingerprint)
+    assert sum('"warc/revisit"' in line and '"simhash"' in line for line in lines.splitlines()) == 3

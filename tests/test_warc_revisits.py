@@ -233,6 +233,8 @@ def test_dedupe_reports_each_revisit_as_an_exact_duplicate_of_what_it_repeats(
     assert done.returncode == 0, done.stderr
     assert SUMMARY in done.stdout
     assert "problems: 0 skipped data, 2 notices" in done.stdout
+    # page a and its two revisits, page b and one, the image and one; not the revisit of a missing record
+    assert "clusters: 3 covering 7 records (4 redundant)" in done.stdout
     assert "neither WARC-Refers-To nor WARC-Payload-Digest" in done.stdout + done.stderr
     assert "unknown WARC-Profile ('http://example.test/my-own-profile')" in done.stdout + done.stderr
     rows = [json.loads(line) for line in report.read_text().splitlines()]

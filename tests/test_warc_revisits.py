@@ -384,16 +384,20 @@ def test_cdxj_lines_of_revisits_are_pywbs_and_carry_the_originals_fingerprint(
 
 
 def test_the_report_counts_exact_duplicates_by_revisit(collection: dict, tmp_path: Path) -> None:
-    """From ``dedupe`` rows and from ``tag``'s sidecars alike: revisits are a count of their own, not
-    near-duplicates (a revisit of an image is not a page)."""
+    """From ``dedupe`` rows, from ``tag``'s sidecars and from the archives alone: revisits are a count
+    of their own, not near-duplicates (a revisit of an image is not a page)."""
     copy = tmp_path / "collection"
     copy.mkdir()
     for name in ("1-crawl.warc.gz", "0-again.warc"):
         (copy / name).write_bytes((collection["dir"] / name).read_bytes())
+    raw = tmp_path / "raw"  # the archives alone, as a crawl leaves them: resolved by the report itself
+    raw.mkdir()
+    for name in ("1-crawl.warc.gz", "0-again.warc"):
+        (raw / name).write_bytes((collection["dir"] / name).read_bytes())
     rows = tmp_path / "rows.jsonl"
     assert run_cli("dedupe", str(copy), "--report", str(rows), *COMMON, cwd=tmp_path).returncode == 0
     assert run_cli("tag", str(copy), *COMMON, cwd=tmp_path).returncode == 0
-    for source in (rows, copy):
+    for source in (rows, copy, raw):
         page = tmp_path / "report.html"
         done = run_cli("report", str(source), "-o", str(page), cwd=tmp_path)
         assert done.returncode == 0, done.stderr

@@ -15,9 +15,11 @@ import json
 import os
 import subprocess
 import sys
+import urllib.parse
 from pathlib import Path
 
 import pytest
+from test_cdxj import PYWB, _get, needs_pywb, wayback
 from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
@@ -441,3 +443,45 @@ def test_cdxj_compute_gives_revisits_the_keys_the_sidecars_give(collection: dict
     assert lines == (tmp_path / "sidecars.cdxj").read_text()
     # the two revisits of page a and the one of page b (the gif has no fingerprint)
     assert sum('"warc/revisit"' in line and '"simhash"' in line for line in lines.splitlines()) == 3
+
+
+@needs_pywb
+def test_pywb_replays_the_revisits_with_the_originals_payload_from_our_index(
+    collection: dict, tmp_path: Path
+) -> None:
+    """Our CDXJ lines (with the fingerprints of ``tag``'s sidecars) in a pywb collection: each revisit's
+    URL and time replays the original's payload, byte for byte, and the revisit's line carries the
+    original's fingerprint."""
+    assert PYWB is not None
+    root = tmp_path / "pywb"
+    root.mkdir()
+    subprocess.run([str(PYWB / "wb-manager"), "init", "coll"], cwd=root, check=True, capture_output=True)
+    names = ("1-crawl.warc.gz", "0-again.warc")
+    archive = root / "collections" / "coll" / "archive"
+    subprocess.run(
+        [str(PYWB / "wb-manager"), "add", "coll", *(str(collection["dir"] / n) for n in names)],
+        cwd=root,
+        check=True,
+        capture_output=True,
+    )
+    assert run_cli("tag", *(str(archive / n) for n in names), *COMMON, cwd=tmp_path).returncode == 0
+    index = root / "collections" / "coll" / "indexes" / "index.cdxj"
+    done = run_cli("cdxj", *(str(archive / n) for n in names), "-o", str(index), cwd=archive)
+    assert done.returncode == 0, done.stderr
+    a = collection["a"]
+    fingerprint = next(
+        json.loads(line.split(" ", 2)[2])["simhash"]
+        for line in index.read_text().splitlines()
+        if f'"url": "{a["uri"]}"' in line and '"text/html"' in line
+    )
+    with wayback(root) as base:
+        for when, uri in (
+            ("20240201100000", a["uri"]),
+            ("20240101100100", "http://example.test/a?utm_source=x"),
+        ):
+            status, body = _get(f"{base}/coll/{when}id_/{uri}")
+            assert status == 200 and body == _page(1)
+            status, body = _get(f"{base}/coll/cdx?url={urllib.parse.quote(uri, safe='')}&output=json")
+            lines = [json.loads(line) for line in body.decode().splitlines()]
+            revisit = next(line for line in lines if line["timestamp"] == when)
+            assert revisit["mime"] == "warc/revisit" and revisit["simhash"] == fingerprint

@@ -28,6 +28,7 @@ from typing import BinaryIO, Literal
 
 from .framing import OffsetStream, Recorder, record_type, resync, warcio_iterator
 from .gzip_members import MemberStream, SingleStream, scan
+from .links import RecordLinks, record_links
 from .sniff import FileKind, sniff
 from .wacz import archive_size, open_archive
 
@@ -82,36 +83,6 @@ class ArchiveRecord:
     links: RecordLinks | None = None
     """The headers that tie a record to another one (payload digest, revisit profile and references);
     None for ARC records and WARC records without any of them."""
-
-
-@dataclass(frozen=True)
-class RecordLinks:
-    """``WARC-Payload-Digest``, ``WARC-Profile`` and the ``WARC-Refers-To*`` headers of a record: what
-    resolves a ``revisit`` record to the record whose payload it repeats (:mod:`.revisits`)."""
-
-    payload_digest: str | None = None
-    profile: str | None = None
-    refers_to: str | None = None
-    refers_to_uri: str | None = None
-    refers_to_date: str | None = None
-
-
-LINK_HEADERS = (
-    "WARC-Payload-Digest",
-    "WARC-Profile",
-    "WARC-Refers-To",
-    "WARC-Refers-To-Target-URI",
-    "WARC-Refers-To-Date",
-)
-
-
-def record_links(get: Callable[[str], str | None]) -> RecordLinks | None:
-    """The link headers read with ``get`` (a header lookup of either backend); None when none is set."""
-    values = [(get(name) or "").strip() or None for name in LINK_HEADERS]
-    if not any(values):
-        return None
-    digest, profile, refers_to, refers_uri, refers_date = values
-    return RecordLinks(digest, profile, refers_to, clean_uri(refers_uri), refers_date)
 
 
 @dataclass(frozen=True)
@@ -440,7 +411,7 @@ class ArchiveReader:
                     archive_format="arc" if is_arc else "warc",
                     clipped=clipped,
                     header_cut=cut,
-                    links=None if is_arc else record_links(headers.get_header),
+                    links=None if is_arc else record_links(headers.get_header, clean_uri),
                 )
             for where, line in mismatches:
                 if self._starts_member(where) and line.startswith(("WARC/", "\x1f")):
@@ -510,7 +481,7 @@ class ArchiveReader:
                 truncated=clipped or len(block) > self.max_block or declared > len(block),
                 clipped=clipped,
                 header_cut=cut,
-                links=record_links(headers.get),
+                links=record_links(headers.get, clean_uri),
             )
             pending = record, rec.stream_pos + len(header_bytes.getvalue()) + declared
         if pending is not None:

@@ -485,3 +485,36 @@ def test_pywb_replays_the_revisits_with_the_originals_payload_from_our_index(
             lines = [json.loads(line) for line in body.decode().splitlines()]
             revisit = next(line for line in lines if line["timestamp"] == when)
             assert revisit["mime"] == "warc/revisit" and revisit["simhash"] == fingerprint
+
+
+def test_revisits_inside_a_wacz_are_resolved_across_its_warcs(collection: dict, tmp_path: Path) -> None:
+    """The two archives packed in one WACZ (``wacz create``): the same rows as the plain files, named
+    ``coll.wacz#archive/…``; ``tag``'s sidecars beside the package name the original's member."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    names = ["0-again.warc", "1-crawl.warc.gz"]
+    for name in names:
+        (plain / name).write_bytes((collection["dir"] / name).read_bytes())
+    package = tmp_path / "coll.wacz"
+    made = subprocess.run(
+        [str(Path(sys.executable).with_name("wacz")), "create", "-o", str(package), *names],
+        cwd=plain,
+        capture_output=True,
+        text=True,
+    )
+    assert made.returncode == 0, made.stderr
+    rows = {}
+    for target, prefix in ((plain, f"{plain}/"), (package, f"{package}#archive/")):
+        report = tmp_path / f"{target.name}.jsonl"
+        done = run_cli("dedupe", str(target), "--report", str(report), *COMMON, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert SUMMARY in done.stdout
+        found = [json.loads(line) for line in report.read_text().splitlines()]
+        assert all(row["file"].startswith(prefix) for row in found)
+        rows[target.name] = [{**row, "file": row["file"][len(prefix) :]} for row in found]
+    assert rows["coll.wacz"] == rows["plain"]
+    assert run_cli("tag", str(package), *COMMON, cwd=tmp_path).returncode == 0
+    again = _sidecar_fields(tmp_path / "coll.wacz.0-again.warc.simhash.warc.gz")
+    revisit = again[collection["ids"]["a-next-crawl"]]
+    assert revisit["revisit-of-file"] == "coll.wacz#archive/1-crawl.warc.gz"
+    assert revisit["revisit-of-offset"] == "0" and revisit["revisit-resolved-by"] == "record-id"

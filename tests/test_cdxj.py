@@ -546,7 +546,10 @@ def _sidecar_sketches(sidecar: Path) -> set[str]:
     with open(sidecar, "rb") as fh:
         for rec in ArchiveIterator(fh):
             if rec.rec_type == "metadata":
-                fields = SimhashFields.from_pairs(parse_fields(rec.content_stream().read()))
+                pairs = parse_fields(rec.content_stream().read())
+                if "revisit-resolved-by" in dict(pairs):
+                    continue  # a revisit record's: no page of its own (docs/warc.md)
+                fields = SimhashFields.from_pairs(pairs)
                 assert fields.minhash is not None
                 out.add(fields.minhash.to_text())
     return out

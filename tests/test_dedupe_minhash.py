@@ -47,6 +47,8 @@ RULE_COLUMNS = [
     "rule",
     "keep",
     "extractor",
+    "revisit",
+    "revisit_of",
 ]
 MINHASH_COLUMNS = [
     "cluster",
@@ -61,6 +63,8 @@ MINHASH_COLUMNS = [
     "rule",
     "keep",
     "extractor",
+    "revisit",
+    "revisit_of",
 ]
 EARLY, LATE = "2024-01-01T00:00:00Z", "2024-06-01T00:00:00Z"
 
@@ -412,7 +416,7 @@ def test_rule_report_columns(planted: dict, tmp_path: Path) -> None:
         == 0
     )
     assert report.read_text().splitlines()[0] == ",".join(RULE_COLUMNS)
-    fields = dedupe_module.REPORT_FIELDS
+    fields = dedupe_module.REPORT_FIELDS + dedupe_module.REVISIT_FIELDS
     assert fields == ["cluster", *RULE_COLUMNS[2:]]
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from ..fingerprint import from_base32
 from ..index import is_server_uri, open_index
 from ..index.extractor_record import recorded_extractors
+from ..warc.revisits import REVISIT_METHOD
 from ..warc.wacz import open_archive
 from .model import (
     DEFAULT_K,
@@ -259,8 +260,12 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
     minhash_rows = False
     clusters: dict[tuple[int, Any], Cluster] = {}
     pages: list[Page] = []
+    revisits = Counter[bool]()
     for index, path in enumerate(paths):
         for number, row in _rows(path, notes, bad):
+            if row.get("method") == REVISIT_METHOD:  # an exact duplicate by revisit: counted, not drawn
+                revisits[row.get("cluster") is not None] += 1
+                continue
             try:
                 page = page_from_row(row)
                 cluster = clusters.setdefault((index, row["cluster"]), Cluster(len(clusters), []))
@@ -280,6 +285,9 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
             minhash_rows = minhash_rows or row.get("scheme") is not None
             pages.append(page)
             cluster.members.append(page)
+    if revisits:  # a cluster of a record and its revisits only (an image, a page alone) is no cluster
+        clusters = {key: c for key, c in clusters.items() if len(c.members) > 1}
+        pages = [p for c in clusters.values() for p in c.members]
     for cluster in clusters.values():
         first = next((m for m in cluster.members if m.original), cluster.members[0])
         cluster.members = [first] + [m for m in cluster.members if m is not first]
@@ -326,6 +334,7 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
         keep=" / ".join(name for name, _ in keeps.most_common()) or None,
         extractor=extractor,
         extractors=tuple(extractors),
+        revisits=(revisits[True], revisits[False]) if revisits else None,
     )
 
 

@@ -89,6 +89,10 @@ def _totals(data: ReportData) -> str:
         cell("clusters", "clusters", t.clusters),
         cell("in-clusters", "pages in clusters", t.in_clusters),
     ]
+    if t.revisits is not None:
+        cells.append(cell("revisits", "exact duplicates by revisit", t.revisits))
+        unresolved = t.revisits_not_in_input
+        cells.append(cell("revisits-not-in-input", "revisits, original not in input", unresolved))
     out = f'<div class="totals">{"".join(cells)}</div>'
     if t.skipped:
         rows = "".join(

@@ -83,6 +83,11 @@ class Totals:
     near_duplicates: int
     clusters: int
     in_clusters: int
+    revisits: int | None = None
+    """Revisit records reported as exact duplicates of a record in the input (None: the input does not
+    say); they are counted here, not among the near-duplicates."""
+    revisits_not_in_input: int | None = None
+    """Revisit records whose original is not in the input."""
 
     @property
     def unique(self) -> int | None:
@@ -158,8 +163,10 @@ def build(
     keep: str | None = None,
     extractor: str | None = None,
     extractors: tuple[str, ...] | None = None,
+    revisits: tuple[int, int] | None = None,
 ) -> ReportData:
-    """Derive the histograms, hosts and totals from ``pages`` (every page the input knows) and clusters."""
+    """Derive the histograms, hosts and totals from ``pages`` (every page the input knows) and clusters;
+    ``revisits``: (exact duplicates by revisit, revisits whose original is not in the input)."""
     clusters = sorted(clusters, key=lambda c: -c.size)
     near = sum(c.size - 1 for c in clusters)
     duplicates = [m for c in clusters for m in c.members[1:]]
@@ -186,6 +193,8 @@ def build(
         near_duplicates=near,
         clusters=len(clusters),
         in_clusters=sum(c.size for c in clusters),
+        revisits=None if revisits is None else revisits[0],
+        revisits_not_in_input=None if revisits is None else revisits[1],
     )
     return ReportData(
         kind=kind,

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from ..warc.payload import html_page
 from ..warc.reader import ArchiveReader, ArchiveRecord, ReadProblem
 from ..warc.records import WARC_FIELDS, SimhashFields, parse_fields
+from ..warc.revisits import NOT_IN_INPUT, REVISIT_RESOLVED_BY, RevisitBook
 from ..warc.wacz import archive_exists, expand_archive, is_wacz_name
 from .model import MAX_NOTES, Page, ReportData, build, group_clusters, named_extractor, rule_for
 
@@ -45,14 +46,21 @@ def _expanded(path: str) -> list[str]:
         return [path]
 
 
-def read_pages(inputs: list[str], *, backend: str = "auto") -> tuple[list[Page], int, list[str]]:
+def read_pages(
+    inputs: list[str], *, backend: str = "auto", revisits: Counter[bool] | None = None
+) -> tuple[list[Page], int, list[str]]:
     """The pages of the simhash metadata records (earliest capture first), the HTML responses seen,
-    and notes on what was passed over."""
+    and notes on what was passed over. Revisit records are not pages: each is counted in ``revisits``
+    (True: its original is in the input), as ``tag``'s sidecar record of it says (``revisit-*`` fields),
+    else as resolved among the inputs (:mod:`..warc.revisits`)."""
     reader = ArchiveReader(backend)
     pages: list[Page] = []
     notes: list[str] = []
     problems = html = 0
     known: set[str] = set()
+    book = RevisitBook()
+    described: dict[str, bool] = {}
+    """Revisits a sidecar describes (by the revisit's record id): whether their original is in the input."""
     for path in _archives(inputs):
         last_response: dict[str | None, int] = {}
         for item in reader.read(path):
@@ -61,15 +69,29 @@ def read_pages(inputs: list[str], *, backend: str = "auto") -> tuple[list[Page],
                 if len(notes) < MAX_NOTES:
                     notes.append(str(item))
                 continue
+            book.see(item)  # a damaged revisit is simply not counted
             if item.record_type in ("response", "resource"):
                 last_response[item.target_uri] = item.offset
                 if html_page(item) is not None:
                     html += 1
             elif item.record_type == "metadata" and (item.content_type or "").startswith(WARC_FIELDS):
+                resolved = _revisit_of_metadata(item)
+                if resolved is not None:
+                    refers_to = item.links.refers_to if item.links else None
+                    described[refers_to or f"{item.file}#{item.offset}"] = resolved != NOT_IN_INPUT
+                    continue
                 page = _page_of_metadata(item, last_response)
                 if page is not None and page.key not in known:  # a record described twice counts once
                     known.add(page.key)
                     pages.append(page)
+    if revisits is not None:
+        for found in book.resolve_all().values():
+            for resolution in found:
+                revisit = resolution.revisit
+                described.setdefault(
+                    revisit.record_id or f"{revisit.file}#{revisit.offset}", resolution.original is not None
+                )
+        revisits.update(described.values())
     if problems:
         notes.append(f"{problems} read problem(s) in the inputs (records passed over)")
     # the earliest capture is a cluster's original; without dates, the first in the files, as dedupe
@@ -84,7 +106,8 @@ def load_warcs(
     (verified where the records carry sketches with ``threshold``, the shipped one by default;
     simhash within ``k`` elsewhere)."""
     rule = rule_for(k, threshold)
-    pages, html, notes = read_pages(inputs, backend=backend)
+    revisits = Counter[bool]()
+    pages, html, notes = read_pages(inputs, backend=backend, revisits=revisits)
     seen = html if html else None
     skipped = {"no fingerprint record": max(0, html - len(pages))} if html else None
     if not html:
@@ -105,7 +128,15 @@ def load_warcs(
         mode=rule.mode,
         extractor=extractor,
         extractors=tuple(named),
+        revisits=(revisits[True], revisits[False]) if revisits else None,
     )
+
+
+def _revisit_of_metadata(record: ArchiveRecord) -> str | None:
+    """How a sidecar's revisit record was resolved (``revisit-resolved-by``); None for other records."""
+    if REVISIT_RESOLVED_BY.encode() not in record.block:
+        return None
+    return dict(parse_fields(record.block)).get(REVISIT_RESOLVED_BY)
 
 
 def _page_of_metadata(record: ArchiveRecord, last_response: dict[str | None, int]) -> Page | None:

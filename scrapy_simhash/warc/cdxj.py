@@ -168,7 +168,8 @@ def compute_fingerprints(
     current = _Found()
     extractor = options.extractor.description
     progress = Progress(len(entries), enabled=False)
-    for event in Pipeline(options, progress).run(list(entries)):
+    pipeline = Pipeline(options, progress)
+    for event in pipeline.run(list(entries)):
         if isinstance(event, FileStart):
             current = found.setdefault(str(event.input.path), _Found())
         elif isinstance(event, ReadProblem):
@@ -185,6 +186,20 @@ def compute_fingerprints(
                 if result.record_id:
                     current.by_id[result.record_id] = keys
                 current.by_offset[result.offset] = keys
+    # a revisit of a page gets the page's simhash keys (not its sketch), as tag's sidecar record gives them
+    for file, resolutions in pipeline.revisits.resolve_all().items():
+        for resolution in resolutions:
+            original, revisit = resolution.original, resolution.revisit
+            if original is None or original.file not in found:
+                continue
+            page = found[original.file].by_offset.get(original.offset)
+            if page is None:
+                continue
+            keys = {name: value for name, value in page.items() if name not in (MINHASH, MINHASH_SCHEME)}
+            into = found.setdefault(file, _Found())
+            if revisit.record_id:
+                into.by_id[revisit.record_id] = keys
+            into.by_offset[revisit.offset] = keys
     return found
 
 

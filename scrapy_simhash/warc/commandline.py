@@ -422,10 +422,12 @@ def run_dedupe(args: argparse.Namespace) -> int:
         options.extractor.description,
     )
     write_report(rows, args.report, args.format, method)
-    clusters = len({row["cluster"] for row in rows})
+    clustered = [row for row in rows if row["cluster"] is not None]  # not: revisits of records not in input
+    clusters = len({row["cluster"] for row in clustered})
     out = sys.stdout if args.report not in (None, "-") else sys.stderr
     for line in summary.lines():
         print(line, file=out)
-    print(f"clusters: {clusters} covering {len(rows)} records ({len(rows) - clusters} redundant)", file=out)
+    redundant = len(clustered) - clusters
+    print(f"clusters: {clusters} covering {len(clustered)} records ({redundant} redundant)", file=out)
     print(f"originals: chosen by --keep {args.keep}", file=out)
     return summary.exit_status

@@ -37,6 +37,7 @@ from .pipeline import (
 )
 from .progress import Progress
 from .reader import ReadProblem
+from .revisit_rows import REVISIT_FIELDS, with_revisits
 
 # -- dedupe ------------------------------------------------------------------------------------------
 
@@ -118,8 +119,9 @@ def dedupe(
     progress = Progress(len(inputs), enabled=options.progress, stream=stream)
     summary = RunSummary(mode=options.mode if method != "minhash" else "minhash")
     results: list[PageResult] = []
+    pipeline = Pipeline(options, progress)
     try:
-        for event in Pipeline(options, progress).run(inputs):
+        for event in pipeline.run(inputs):
             if isinstance(event, ReadProblem):
                 summary.add_problem(event, progress)
             elif isinstance(event, FileEnd):
@@ -151,10 +153,19 @@ def dedupe(
         duplicates = [row for row in rows if row["role"] == "duplicate"]
         summary.near_duplicates = len(duplicates)
         summary.by_simhash = sum(1 for row in duplicates if row["method"] == "simhash")
+    resolutions = [r for found in pipeline.revisits.resolve_all().values() for r in found]
+    summary.revisits.add(pipeline.revisits, resolutions)
+    if method == "minhash":
+        label = minhash_label(_threshold_of(index, threshold))
+    else:
+        label = rule_label(options.rule)
+    rows = with_revisits(rows, resolutions, results, rule=label, minhash=method == "minhash")
     extractor = options.extractor.description
     for row in rows:
         row["keep"] = keep
         row["extractor"] = extractor
+        for name in REVISIT_FIELDS:  # last, as in the written rows
+            row[name] = row.pop(name, None)
     summary.seconds = progress.elapsed
     return summary, rows
 
@@ -425,9 +436,15 @@ def _index_components(
 
 
 def report_fields(method: str = "rule") -> list[str]:
-    """The report's columns for ``method`` (``minhash``, or the rule's), ``role`` second."""
+    """The report's columns for ``method`` (``minhash``, or the rule's), ``role`` second, the revisit
+    columns (:data:`~.revisit_rows.REVISIT_FIELDS`) last."""
     chosen = MINHASH_REPORT_FIELDS if method == "minhash" else REPORT_FIELDS
-    return ["cluster", "role", *chosen[1:]]
+    return ["cluster", "role", *chosen[1:], *REVISIT_FIELDS]
+
+
+def _threshold_of(index: Any, threshold: float) -> float:
+    """The threshold ``--method minhash`` pairs by: the index's own when there is one."""
+    return float(getattr(index, "threshold", threshold)) if index is not None else threshold
 
 
 def write_report(
@@ -450,9 +467,9 @@ def write_report(
 
 def _write_rows(out: TextIO, rows: list[dict[str, Any]], fields: list[str], fmt: str) -> None:
     if fmt == "csv":
-        writer = csv.DictWriter(out, fieldnames=fields)
+        writer = csv.DictWriter(out, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
     else:
         for row in rows:
-            out.write(json.dumps({k: row[k] for k in fields}, ensure_ascii=False) + "\n")
+            out.write(json.dumps({k: row.get(k) for k in fields}, ensure_ascii=False) + "\n")

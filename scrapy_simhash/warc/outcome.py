@@ -12,6 +12,7 @@ from .pipeline import FileStats, InputProblem, PageResult
 from .progress import Progress
 from .reader import ReadProblem
 from .records import Duplicate
+from .revisits import RevisitCounts
 
 
 @dataclass
@@ -29,6 +30,8 @@ class RunSummary:
     unsketched: int = 0
     """Verified mode: fingerprinted pages without a sketch, judged by simhash alone."""
     reasons: dict[str, int] = field(default_factory=dict)
+    revisits: RevisitCounts = field(default_factory=RevisitCounts)
+    """Revisit records read: exact duplicates of a record in the input, or not, and those skipped."""
     problems: list[ReadProblem] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -79,6 +82,8 @@ class RunSummary:
         out.append(self.decisions_line())
         if self.reasons:
             out.append("not fingerprinted: " + ", ".join(f"{k} {v}" for k, v in sorted(self.reasons.items())))
+        if self.revisits.any:
+            out.append(self.revisits.line())
         skipped = [p for p in self.problems if p.skipped]
         notes = [p for p in self.problems if not p.skipped]
         out.append(f"problems: {len(skipped)} skipped data, {len(notes)} notices")

@@ -30,6 +30,7 @@ from .payload import html_page
 from .progress import Progress
 from .reader import ArchiveReader, ArchiveRecord, ReadProblem
 from .records import valid_date
+from .revisits import RevisitBook
 from .wacz import ARCHIVE_FOLDER, archive_exists, expand_archive, is_wacz_name, split_location
 from .writer import OPEN_SUFFIX
 
@@ -371,6 +372,8 @@ class Pipeline:
         self.options = options
         self.reader = ArchiveReader(options.reader)
         self.progress = progress
+        self.revisits = RevisitBook()
+        """The inputs' possible originals and revisit records, resolved once every input is read."""
 
     def _produce(
         self, inputs: list[Input], skip: Callable[[Input], str | None]
@@ -403,6 +406,13 @@ class Pipeline:
                 stats.records += 1
                 self.progress.update(records=1, offset=item.offset)
                 task = _task(item, self.options.max_body_size)
+                damaged = self.revisits.see(item, page=isinstance(task, PageTask))
+                if damaged is not None:  # a revisit that names no original: noted, the run goes on
+                    stats.problems.append(damaged)
+                    if batch:
+                        yield file, batch
+                        batch = []
+                    yield damaged
                 if isinstance(task, ReadProblem):  # a page this installation cannot decode: not lost silently
                     stats.problems.append(task)
                     if batch:

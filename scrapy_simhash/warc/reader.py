@@ -28,10 +28,19 @@ from typing import BinaryIO, Literal
 
 from .framing import OffsetStream, Recorder, record_type, resync, warcio_iterator
 from .gzip_members import MemberStream, SingleStream, scan
+from .links import RecordLinks, record_links
 from .sniff import FileKind, sniff
 from .wacz import archive_size, open_archive
 
-__all__ = ["ArchiveReader", "ArchiveRecord", "FileKind", "ReadProblem", "fastwarc_available", "sniff"]
+__all__ = [
+    "ArchiveReader",
+    "ArchiveRecord",
+    "FileKind",
+    "ReadProblem",
+    "RecordLinks",
+    "fastwarc_available",
+    "sniff",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +80,9 @@ class ArchiveRecord:
     header_cut: bool = False
     """A WARC record without ``Content-Length`` (mandatory): its header was cut off, by the end of the
     file or by damage, so its length and block are unknown. Always ``clipped`` as well."""
+    links: RecordLinks | None = None
+    """The headers that tie a record to another one (payload digest, revisit profile and references);
+    None for ARC records and WARC records without any of them."""
 
 
 @dataclass(frozen=True)
@@ -399,6 +411,7 @@ class ArchiveReader:
                     archive_format="arc" if is_arc else "warc",
                     clipped=clipped,
                     header_cut=cut,
+                    links=None if is_arc else record_links(headers.get_header, clean_uri),
                 )
             for where, line in mismatches:
                 if self._starts_member(where) and line.startswith(("WARC/", "\x1f")):
@@ -468,6 +481,7 @@ class ArchiveReader:
                 truncated=clipped or len(block) > self.max_block or declared > len(block),
                 clipped=clipped,
                 header_cut=cut,
+                links=record_links(headers.get, clean_uri),
             )
             pending = record, rec.stream_pos + len(header_bytes.getvalue()) + declared
         if pending is not None:

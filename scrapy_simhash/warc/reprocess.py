@@ -9,11 +9,12 @@ read without loss, so a rerun skips finished inputs and redoes interrupted or da
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any, TextIO
 
 from ..fingerprint import SCHEME
 from .dedupe import dedupe, write_report
-from .outcome import RunSummary, check_and_add, count_result, duplicate_from, record_key
+from .outcome import RunSummary, check_and_add, count_result, duplicate_from, record_key, relative_file
 from .pipeline import (
     FileEnd,
     FileSkipped,
@@ -27,7 +28,18 @@ from .pipeline import (
 )
 from .progress import Progress
 from .reader import ReadProblem
-from .records import Duplicate, SimhashFields, metadata_record
+from .records import (
+    SOURCE_FILE,
+    SOURCE_OFFSET,
+    WARC_FIELDS,
+    Duplicate,
+    SimhashFields,
+    WarcRecord,
+    encode_fields,
+    metadata_record,
+    warc_date,
+)
+from .revisits import Resolution, revisit_pairs
 from .wacz import archive_size
 from .writer import WarcFileWriter, base_warcinfo_fields, warcinfo_record
 
@@ -47,8 +59,13 @@ def tag(inputs: list[Input], options: Options, index: Any = None, stream: TextIO
     writer: WarcFileWriter | None = None
     current: Input | None = None
     extractor_name = options.extractor.description
+    pipeline = Pipeline(options, progress)
+    fingerprints: dict[tuple[str, int], PageResult] = {}
+    """Fingerprinted pages, by (file, offset): an original's fingerprint for the revisits of it."""
+    with_revisits: list[tuple[Input, FileStats]] = []
+    """Inputs whose sidecars are finished once every input is read (their revisits resolved)."""
     try:
-        for event in Pipeline(options, progress).run(inputs, skip=sidecar_complete):
+        for event in pipeline.run(inputs, skip=sidecar_complete):
             if isinstance(event, FileSkipped):
                 summary.files_skipped_complete += 1
                 progress.update(files=1)
@@ -60,7 +77,11 @@ def tag(inputs: list[Input], options: Options, index: Any = None, stream: TextIO
             elif isinstance(event, FileEnd):
                 summary.add_file(event.stats)
                 assert writer is not None
-                _finish_sidecar(writer, event.stats, progress)
+                if str(event.input.path) in pipeline.revisits.revisits:
+                    writer.abandon()  # reopened for its revisit records once every input is read
+                    with_revisits.append((event.input, event.stats))
+                else:
+                    _finish_sidecar(writer, event.stats, progress)
                 writer = None
                 progress.update(files=1)
             else:
@@ -70,6 +91,7 @@ def tag(inputs: list[Input], options: Options, index: Any = None, stream: TextIO
                     if result.simhash is None:
                         continue
                     progress.update(pages=1)
+                    fingerprints[(result.file, result.offset)] = _without_sketch(result)
                     duplicate = None
                     if index is not None:
                         key = record_key(result)
@@ -85,6 +107,14 @@ def tag(inputs: list[Input], options: Options, index: Any = None, stream: TextIO
                             if duplicate.similarity is None:
                                 summary.by_simhash += 1
                     writer.write(_sidecar_record(current, result, extractor_name, duplicate))
+        resolutions = pipeline.revisits.resolve_all()
+        summary.revisits.add(pipeline.revisits, [r for found in resolutions.values() for r in found])
+        for entry, stats in with_revisits:
+            writer = WarcFileWriter(entry.sidecar, mode="ab")
+            for resolution in resolutions.get(str(entry.path), []):
+                writer.write(_revisit_record(entry, resolution, fingerprints, extractor_name))
+            _finish_sidecar(writer, stats, progress)
+            writer = None
     finally:
         if writer is not None:
             writer.abandon()  # interrupted: the .open file stays, the input is redone next run
@@ -153,3 +183,52 @@ def _sidecar_record(
         return metadata_record(result.uri, fields, refers_to=result.record_id)
     # ARC records have no id: name the capture by URI and date instead
     return metadata_record(result.uri, fields, refers_to_uri=result.uri, refers_to_date=result.date)
+
+
+def _without_sketch(result: PageResult) -> PageResult:
+    """What a revisit's sidecar record copies from its original (not its sketch: memory stays small)."""
+    return replace(result, minhash=None) if result.minhash is not None else result
+
+
+def _revisit_record(
+    entry: Input, resolution: Resolution, fingerprints: dict[tuple[str, int], PageResult], extractor_name: str
+) -> WarcRecord:
+    """The sidecar record of an identical-payload revisit: ``revisit-*`` fields naming its original; when
+    the original is a fingerprinted page, also its fingerprint and ``near-duplicate-*`` fields with
+    distance 0 and similarity 1 (an exact duplicate), so readers of sidecars see the pair."""
+    revisit, original = resolution.revisit, resolution.original
+    original_file = None if original is None else relative_file(original.file, entry.sidecar.parent)
+    if original is not None and entry.source and original.file == str(entry.path):
+        original_file = entry.source
+    page = None if original is None else fingerprints.get((original.file, original.offset))
+    pairs: list[tuple[str, str]] = []
+    if original is not None and page is not None and page.simhash is not None:
+        exact = Duplicate(
+            record_id=original.record_id,
+            uri=original.uri,
+            date=original.date,
+            distance=0,
+            file=original_file,
+            offset=original.offset,
+            similarity=1.0,
+        )
+        fields = SimhashFields(
+            simhash=page.simhash,
+            tokens=page.tokens,
+            extractor=extractor_name,
+            duplicate=exact,
+            source_file=_source(entry),
+            source_offset=revisit.offset,
+        )
+        pairs = fields.to_pairs()
+    else:
+        pairs = [(SOURCE_FILE, _source(entry)), (SOURCE_OFFSET, str(revisit.offset))]
+    pairs += revisit_pairs(resolution, original_file)
+    headers: list[tuple[str, str]] = []
+    if revisit.uri:
+        headers.append(("WARC-Target-URI", revisit.uri))
+    headers.append(("WARC-Date", warc_date()))
+    if revisit.record_id:
+        headers.append(("WARC-Refers-To", revisit.record_id))
+    headers.append(("Content-Type", WARC_FIELDS))
+    return WarcRecord("metadata", headers, encode_fields(pairs))

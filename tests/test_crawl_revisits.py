@@ -1,0 +1,590 @@
+"""Revisit records in the crawl's WARCs: real crawls (child processes) of a real HTTP server on 127.0.0.1.
+
+The site serves two URLs with byte-identical bodies (and an identical binary twice): the first
+crawl writes one response and one revisit for each payload; a second crawl of the unchanged site
+through the same index writes revisits only; pywb replays every revisit with the original's bytes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from scrapy_simhash.index.payload_digests import DATABASE, Claim, Original
+from scrapy_simhash.index.redis_payload_digests import RedisPayloadDigests
+from scrapy_simhash.warc.reader import fastwarc_available
+from scrapy_simhash.warc.records import response_record, sha1_digest
+from scrapy_simhash.warc.crawl_revisits import revisit_record
+from scrapy_simhash.warc.writer import RollingWarcWriter
+
+PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+BINARY = bytes(range(256)) * 16
+
+SPIDER_SCRIPT = r"""
+import json, sys
+import scrapy
+from scrapy.crawler import CrawlerProcess
+
+start, warc_dir, index, out, extra = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+
+class Site(scrapy.Spider):
+    name = "site"
+    start_urls = [start]
+
+    def parse(self, response):
+        yield {"url": response.url, "record_id": response.meta.get("warc_record_id"),
+               "date": response.meta.get("warc_date"), "revisit_of": response.meta.get("warc_revisit_of")}
+        if response.url == start:
+            for href in response.css("a::attr(href)").getall():
+                yield response.follow(href, self.parse)
+
+settings = {
+    "ADDONS": {"scrapy_simhash.Addon": 500},
+    "SIMHASH_WARC_ENABLED": True,
+    "SIMHASH_WARC_DIR": warc_dir,
+    "SIMHASH_WARC_PREFIX": "rv",
+    "SIMHASH_INDEX": index,
+    "SIMHASH_WORKERS": 0,
+    "CONCURRENT_REQUESTS": 1,
+    "ROBOTSTXT_OBEY": False,
+    "TELNETCONSOLE_ENABLED": False,
+    "LOG_LEVEL": "WARNING",
+    "FEEDS": {out + "/items.jl": {"format": "jsonlines"}},
+}
+settings.update(json.loads(extra))
+process = CrawlerProcess(settings)
+crawler = process.create_crawler(Site)
+process.crawl(crawler)
+process.start()
+with open(out + "/stats.json", "w") as fh:
+    json.dump({k: v for k, v in crawler.stats.get_stats().items() if k.startswith("simhash/")}, fh)
+"""
+
+
+def _pages(corpus: Path) -> list[bytes]:
+    files = sorted((corpus / "pages" / "scrapinghub-aeb").glob("*.html.gz"))[:3]
+    return [gzip.decompress(f.read_bytes()) for f in files]
+
+
+@pytest.fixture(scope="module")
+def site(corpus: Path) -> Iterator[dict[str, object]]:
+    a, b, c = _pages(corpus)
+    links = ["/a", "/a-again", "/b", "/c", "/bin", "/bin-again", "/empty", "/empty-again"]
+    routes: dict[str, tuple[str, bytes]] = {
+        "/": (
+            "text/html",
+            b"<html><body>" + b"".join(f'<a href="{p}">x</a>'.encode() for p in links) + b"</body>",
+        ),
+        "/a": ("text/html; charset=utf-8", a),
+        "/a-again": ("text/html; charset=utf-8", a),
+        "/b": ("text/html", b),
+        "/c": ("text/html", c),
+        "/bin": ("application/octet-stream", BINARY),
+        "/bin-again": ("application/octet-stream", BINARY),
+        "/empty": ("text/plain", b""),
+        "/empty-again": ("text/plain", b""),
+    }
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            content_type, body = routes.get(self.path, ("text/plain", b"not found"))
+            self.send_response(200 if self.path in routes else 404)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield {"url": f"http://127.0.0.1:{server.server_port}/", "routes": routes}
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def run_crawl(
+    site: dict[str, object], out: Path, index: str, warc_dir: Path | None = None, **settings: object
+) -> dict[str, object]:
+    """One crawl in a child process: its WARCs, items, simhash stats and log."""
+    out.mkdir(parents=True, exist_ok=True)
+    script = out / "crawl.py"
+    script.write_text(SPIDER_SCRIPT)
+    warc_dir = warc_dir or out / "warcs"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIMHASH", "SCRAPY"))}
+    proc = subprocess.run(
+        [sys.executable, str(script), str(site["url"]), str(warc_dir), index, str(out), json.dumps(settings)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=out,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return {
+        "warcs": sorted(warc_dir.glob("*.warc.gz")),
+        "items": [json.loads(line) for line in (out / "items.jl").read_text().splitlines()],
+        "stats": json.loads((out / "stats.json").read_text()),
+        "log": proc.stderr,
+    }
+
+
+def warcio_records(warcs: list[Path]) -> list[dict[str, object]]:
+    """Every record, read by warcio with digest checking on."""
+    found = []
+    for path in warcs:
+        with open(path, "rb") as fh:
+            for rec in ArchiveIterator(fh, check_digests=True):
+                payload = rec.content_stream().read() if rec.rec_type in ("response", "revisit") else None
+                found.append(
+                    {
+                        "type": rec.rec_type,
+                        "headers": dict(rec.rec_headers.headers),
+                        "status": rec.http_headers.get_statuscode() if rec.http_headers else None,
+                        "payload": payload,
+                        "digest_ok": rec.digest_checker.passed,
+                        "problems": list(rec.digest_checker.problems),
+                        "file": path,
+                    }
+                )
+    return found
+
+
+def fastwarc_records(warcs: list[Path]) -> list[dict[str, object]]:
+    """Every record, read by FastWARC with its block digests verified."""
+    from fastwarc.warc import ArchiveIterator as FastIterator
+    from fastwarc.warc import WarcRecordType
+
+    found = []
+    for path in warcs:
+        with open(path, "rb") as fh:  # the block digest covers the HTTP head too: verified unparsed
+            digests = [
+                rec.verify_block_digest()
+                for rec in FastIterator(fh, record_types=WarcRecordType.any_type, parse_http=False)
+            ]
+        with open(path, "rb") as fh:
+            for rec, block_ok in zip(
+                FastIterator(fh, record_types=WarcRecordType.any_type, parse_http=True), digests, strict=True
+            ):
+                found.append(
+                    {
+                        "type": rec.headers.get("WARC-Type"),
+                        "headers": dict(rec.headers.items()),
+                        "block_ok": block_ok,
+                        "status": rec.http_headers.status_code if rec.http_headers else None,
+                    }
+                )
+    return found
+
+
+def _by_type(records: list[dict[str, object]], kind: str) -> list[dict[str, object]]:
+    return [r for r in records if r["type"] == kind]
+
+
+@pytest.fixture(scope="module")
+def crawls(site: dict[str, object], tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """Two crawls of the unchanged site through one embedded index, each into its own WARC directory."""
+    root = tmp_path_factory.mktemp("revisits")
+    index = str(root / "index")
+    first = run_crawl(site, root / "first", index)
+    time.sleep(1.1)  # the second crawl's captures get later 14-digit timestamps than the first's
+    second = run_crawl(site, root / "second", index)
+    return {"first": first, "second": second, "index": index, "root": root}
+
+
+def test_first_crawl_writes_one_response_and_one_revisit_per_identical_payload(
+    crawls: dict, site: dict
+) -> None:
+    first = crawls["first"]
+    records = warcio_records(first["warcs"])
+    assert all(r["digest_ok"] is not False for r in records), [r["problems"] for r in records]
+    responses = {r["headers"]["WARC-Target-URI"]: r for r in _by_type(records, "response")}
+    revisits = {r["headers"]["WARC-Target-URI"]: r for r in _by_type(records, "revisit")}
+    base = site["url"]
+    pairs = [("a", "a-again"), ("bin", "bin-again")]
+    for one, two in pairs:
+        assert (base + one in responses) != (base + two in responses), "exactly one response per payload"
+        original_uri, revisit_uri = (
+            (base + one, base + two) if base + one in responses else (base + two, base + one)
+        )
+        original, revisit = responses[original_uri], revisits[revisit_uri]
+        h = revisit["headers"]
+        assert h["WARC-Profile"] == PROFILE
+        assert h["WARC-Refers-To"] == original["headers"]["WARC-Record-ID"]
+        assert h["WARC-Refers-To-Target-URI"] == original_uri
+        assert h["WARC-Refers-To-Date"] == original["headers"]["WARC-Date"]
+        body = site["routes"]["/" + one][1]
+        assert h["WARC-Payload-Digest"] == original["headers"]["WARC-Payload-Digest"] == sha1_digest(body)
+        assert "WARC-Truncated" not in h
+        assert h["Content-Type"] == "application/http;msgtype=response"
+        assert revisit["payload"] == b"" and revisit["status"] == "200"  # headers only
+        assert original["payload"] == body
+    # distinct payloads and empty bodies (nothing to save) are written in full
+    assert {base + p for p in ("", "b", "c", "empty", "empty-again")} <= set(responses)
+    assert len(revisits) == 2
+    stats = first["stats"]
+    assert stats["simhash/warc/revisits"] == 2
+    assert stats["simhash/warc/revisit_bytes_saved"] == len(site["routes"]["/a"][1]) + len(BINARY)
+    assert "simhash/warc/revisit_errors" not in stats
+    # a request record for every response and revisit, concurrent to it
+    ids = {r["headers"]["WARC-Record-ID"] for r in records if r["type"] in ("response", "revisit")}
+    requests = _by_type(records, "request")
+    assert len(requests) == len(ids) and {r["headers"]["WARC-Concurrent-To"] for r in requests} == ids
+
+
+def test_meta_names_the_revisit_record_and_its_original(crawls: dict, site: dict) -> None:
+    first = crawls["first"]
+    records = warcio_records(first["warcs"])
+    written = {r["headers"]["WARC-Record-ID"]: r for r in records if r["type"] in ("response", "revisit")}
+    for item in first["items"]:
+        record = written[item["record_id"]]
+        assert record["headers"]["WARC-Target-URI"] == item["url"]
+        assert record["headers"]["WARC-Date"] == item["date"]
+        if record["type"] == "revisit":
+            assert item["revisit_of"] == record["headers"]["WARC-Refers-To"]
+        else:
+            assert item["revisit_of"] is None
+    # the page's metadata record is still written, concurrent to the revisit
+    metadata = _by_type(records, "metadata")
+    revisit_ids = {r["headers"]["WARC-Record-ID"] for r in _by_type(records, "revisit")}
+    assert revisit_ids & {m["headers"].get("WARC-Concurrent-To") for m in metadata}
+
+
+def test_fastwarc_reads_every_record_with_valid_digests(crawls: dict) -> None:
+    if not fastwarc_available():
+        pytest.skip("FastWARC not installed")
+    for crawl in (crawls["first"], crawls["second"]):
+        fast = fastwarc_records(crawl["warcs"])
+        slow = warcio_records(crawl["warcs"])
+        assert [r["type"] for r in fast] == [r["type"] for r in slow]
+        assert all(r["block_ok"] for r in fast)
+        for f, s in zip(fast, slow, strict=True):
+            assert f["headers"]["WARC-Record-ID"] == s["headers"]["WARC-Record-ID"]
+            if f["type"] == "revisit":
+                assert f["headers"]["WARC-Refers-To"] == s["headers"]["WARC-Refers-To"]
+                assert f["status"] == 200
+
+
+def test_second_crawl_of_the_unchanged_site_writes_revisits_only(crawls: dict, site: dict) -> None:
+    first = warcio_records(crawls["first"]["warcs"])
+    second = warcio_records(crawls["second"]["warcs"])
+    originals = {r["headers"]["WARC-Record-ID"]: r for r in _by_type(first, "response")}
+    with_body = [r for r in _by_type(second, "response") if r["payload"]]
+    assert with_body == []
+    revisits = _by_type(second, "revisit")
+    assert len(revisits) == len(site["routes"]) - 2  # every page but the two empty ones
+    for r in revisits:
+        original = originals[r["headers"]["WARC-Refers-To"]]  # a response of the first crawl
+        assert r["headers"]["WARC-Payload-Digest"] == original["headers"]["WARC-Payload-Digest"]
+        assert r["headers"]["WARC-Refers-To-Date"] == original["headers"]["WARC-Date"]
+    stats = crawls["second"]["stats"]
+    assert stats["simhash/warc/revisits"] == len(revisits)
+    saved = sum(len(body) for body in {body for _, body in site["routes"].values()})
+    duplicates = len(site["routes"]["/a"][1]) + len(BINARY)  # fetched twice, saved twice
+    assert stats["simhash/warc/revisit_bytes_saved"] == saved + duplicates
+    assert (Path(crawls["index"]) / DATABASE).is_file()
+
+
+# -- pywb -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(
+    not os.environ.get("SCRAPY_SIMHASH_PYWB_BIN") and not (Path(sys.executable).parent / "wayback").exists(),
+    reason="pywb not found: set SCRAPY_SIMHASH_PYWB_BIN to the bin directory of a venv with pywb",
+)
+def test_pywb_replays_every_revisit_with_the_originals_payload(
+    crawls: dict, site: dict, tmp_path: Path
+) -> None:
+    from test_cdxj import PYWB, _get, wayback
+
+    assert PYWB is not None
+    root = tmp_path / "pywb"
+    root.mkdir()
+    subprocess.run([str(PYWB / "wb-manager"), "init", "coll"], cwd=root, check=True, capture_output=True)
+    warcs = [*crawls["first"]["warcs"], *crawls["second"]["warcs"]]
+    subprocess.run(
+        [str(PYWB / "wb-manager"), "add", "coll", *map(str, warcs)], cwd=root, check=True, capture_output=True
+    )
+    revisits = _by_type(warcio_records(warcs), "revisit")
+    assert len(revisits) >= len(site["routes"])
+    checked = 0
+    with wayback(root) as base:
+        for r in revisits:
+            uri = r["headers"]["WARC-Target-URI"]
+            stamp = "".join(ch for ch in r["headers"]["WARC-Date"] if ch.isdigit())[:14]
+            body = site["routes"]["/" + uri.removeprefix(str(site["url"]))][1]
+            status, replayed = _get(f"{base}/coll/{stamp}id_/{uri}")
+            assert status == 200, (uri, replayed[:300])
+            assert replayed == body, uri
+            checked += 1
+            # the CDX API lists this capture as the revisit it is
+            status, rows = _get(f"{base}/coll/cdx?url={uri}&output=json")
+            assert any(json.loads(line).get("mime") == "warc/revisit" for line in rows.decode().splitlines())
+    assert checked == len(revisits)
+
+
+# -- stores that cannot be used ---------------------------------------------------------------------
+
+
+def _assert_all_in_full(crawl: dict[str, object], site: dict[str, object]) -> None:
+    records = warcio_records(crawl["warcs"])
+    assert _by_type(records, "revisit") == []
+    assert len(_by_type(records, "response")) == len(site["routes"])
+    assert "simhash/warc/revisits" not in crawl["stats"]
+    assert crawl["stats"]["simhash/warc/revisit_errors"] >= 1
+    assert crawl["log"].count("cannot use the payload digests") == 1, crawl["log"][-3000:]
+
+
+def test_a_damaged_digest_file_writes_full_responses_and_says_so_once(site: dict, tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    index.mkdir()
+    (index / DATABASE).write_bytes(b"this is not a SQLite database\n" * 200)
+    crawl = run_crawl(site, tmp_path / "crawl", str(index))
+    _assert_all_in_full(crawl, site)
+    assert "are damaged" in crawl["log"]
+    assert (index / DATABASE).read_bytes().startswith(b"this is not")  # left as it was, for inspection
+
+
+def test_a_dead_redis_writes_full_responses_and_the_crawl_goes_on(site: dict, tmp_path: Path) -> None:
+    from redis_server import free_port
+
+    crawl = run_crawl(site, tmp_path / "crawl", f"redis://127.0.0.1:{free_port()}/0?prefix=gone")
+    _assert_all_in_full(crawl, site)
+
+
+def test_revisits_off_writes_every_payload_in_full(site: dict, tmp_path: Path) -> None:
+    index = str(tmp_path / "index")
+    run_crawl(site, tmp_path / "one", index)
+    crawl = run_crawl(site, tmp_path / "two", index, SIMHASH_WARC_REVISITS=False)
+    records = warcio_records(crawl["warcs"])
+    assert _by_type(records, "revisit") == [] and len(_by_type(records, "response")) == len(site["routes"])
+
+
+def test_reset_forgets_the_payloads_archived_before(site: dict, tmp_path: Path) -> None:
+    index = str(tmp_path / "index")
+    run_crawl(site, tmp_path / "one", index)
+    crawl = run_crawl(site, tmp_path / "two", index, SIMHASH_RESET=True)
+    records = warcio_records(crawl["warcs"])
+    assert len(_by_type(records, "revisit")) == 2  # only this crawl's own repeated payloads
+    ids = {r["headers"]["WARC-Record-ID"] for r in _by_type(records, "response")}
+    assert {r["headers"]["WARC-Refers-To"] for r in _by_type(records, "revisit")} <= ids
+
+
+# -- Redis: several crawlers share the digests --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    from redis_server import RedisServer
+
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server
+    server.stop()
+
+
+def _prefix() -> str:
+    return f"rv-{uuid.uuid4().hex[:12]}"
+
+
+def test_redis_second_crawl_writes_revisits_only(redis_server: object, site: dict, tmp_path: Path) -> None:
+    uri = f"{redis_server.url}?prefix={_prefix()}"
+    first = run_crawl(site, tmp_path / "one", uri)
+    second = run_crawl(site, tmp_path / "two", uri)
+    assert first["stats"]["simhash/warc/revisits"] == 2
+    originals = {r["headers"]["WARC-Record-ID"] for r in _by_type(warcio_records(first["warcs"]), "response")}
+    records = warcio_records(second["warcs"])
+    assert [r for r in _by_type(records, "response") if r["payload"]] == []
+    assert {r["headers"]["WARC-Refers-To"] for r in _by_type(records, "revisit")} <= originals
+
+
+def test_redis_two_concurrent_crawls_write_each_payload_once(
+    redis_server: object, site: dict, tmp_path: Path
+) -> None:
+    """Both crawls fetch every page at the same time: across their WARCs, each payload has exactly one
+    response record, and every other capture of it is a revisit referring to that response."""
+    uri = f"{redis_server.url}?prefix={_prefix()}"
+    with ThreadPoolExecutor(2) as pool:
+        crawls = list(pool.map(lambda name: run_crawl(site, tmp_path / name, uri), ["one", "two"]))
+    records = warcio_records([w for crawl in crawls for w in crawl["warcs"]])
+    responses = {r["headers"]["WARC-Record-ID"]: r for r in _by_type(records, "response") if r["payload"]}
+    by_digest: dict[str, list[str]] = {}
+    for r in responses.values():
+        by_digest.setdefault(r["headers"]["WARC-Payload-Digest"], []).append(r["headers"]["WARC-Target-URI"])
+    non_empty = {body for _, body in site["routes"].values() if body}
+    assert sorted(by_digest) == sorted(sha1_digest(body) for body in non_empty)
+    assert all(len(uris) == 1 for uris in by_digest.values()), by_digest
+    revisits = _by_type(records, "revisit")
+    captures = sum(2 for _, body in site["routes"].values() if body)  # every non-empty page, by both
+    assert len(revisits) == captures - len(non_empty)
+    for r in revisits:
+        original = responses[r["headers"]["WARC-Refers-To"]]
+        assert original["headers"]["WARC-Payload-Digest"] == r["headers"]["WARC-Payload-Digest"]
+    assert sum(crawl["stats"].get("simhash/warc/revisits", 0) for crawl in crawls) == len(revisits)
+
+
+def test_redis_writers_racing_on_one_payload_write_one_response_and_one_revisit(
+    redis_server: object, tmp_path: Path
+) -> None:
+    """The loser of the claim waits for the winner's confirmation and then writes a revisit."""
+    uri = f"{redis_server.url}?prefix={_prefix()}"
+    payload = b"<html>the same payload</html>"
+    digest = sha1_digest(payload)
+    winner_store = RedisPayloadDigests.from_uri(uri)
+    claimed = threading.Event()
+    loser_waiting = threading.Event()
+
+    def loser_sleep(seconds: float) -> None:
+        loser_waiting.set()
+        time.sleep(seconds)
+
+    loser_store = RedisPayloadDigests.from_uri(uri, sleep=loser_sleep, wait=30.0)
+    writers = {name: RollingWarcWriter(tmp_path / name, name) for name in ("winner", "loser")}
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n"
+
+    winner = Original("<urn:uuid:winner>", "http://example.com/one", "2026-01-01T00:00:00.000000Z")
+    assert winner_store.claim(digest, winner).claimed
+    claimed.set()
+    loser = Original("<urn:uuid:loser>", "http://example.com/two", "2026-01-01T00:00:00.500000Z")
+    with ThreadPoolExecutor(1) as pool:
+        answer = pool.submit(loser_store.claim, digest, loser)
+        assert loser_waiting.wait(30)  # the loser found the pending claim and waits
+        record = response_record(winner.uri, winner.date, head, payload)
+        record.record_id = winner.record_id
+        writers["winner"].write(record)
+        winner_store.confirm(digest, winner)
+        claim = answer.result(30)
+    assert claim.original == winner and not claim.claimed
+    writers["loser"].write(revisit_record(loser.uri, loser.date, head, digest, claim.original))
+    files = [path for writer in writers.values() for path in writer.close()]
+    records = warcio_records(files)
+    assert [r["type"] for r in records if r["type"] != "warcinfo"] == ["response", "revisit"]
+    assert records[-1]["headers"]["WARC-Refers-To"] == winner.record_id
+    winner_store.close()
+    loser_store.close()
+
+
+def test_redis_a_claimant_that_dies_never_leaves_others_pointing_to_nothing(
+    redis_server: object,
+) -> None:
+    """A pending claim is never taken for an original: while it lasts others store the payload in full
+    (and register nothing); once it expires, the next fetch claims the payload afresh."""
+    uri = f"{redis_server.url}?prefix={_prefix()}"
+    digest = sha1_digest(b"payload")
+    now = [0.0]
+
+    def tick(seconds: float) -> None:
+        now[0] += seconds
+
+    dead = RedisPayloadDigests.from_uri(uri, pending_ttl=0.3)
+    assert dead.claim(digest, Original("<urn:uuid:dead>", "http://x/1", "d1")).claimed
+    dead.close()  # killed before its response was written: never confirms
+    other = RedisPayloadDigests.from_uri(uri, sleep=tick, clock=lambda: now[0], wait=0.2)
+    assert other.claim(digest, Original("<urn:uuid:other>", "http://x/2", "d2")) == Claim()
+    assert now[0] >= 0.2  # it waited for a confirmation (on its injected clock), then gave up
+    client = redis_server.client()
+    try:
+        for _ in range(200):  # the pending claim expires on the server
+            if not client.exists(other.key(digest)):
+                break
+            time.sleep(0.05)
+        assert not client.exists(other.key(digest))
+    finally:
+        client.close()
+    third = Original("<urn:uuid:third>", "http://x/3", "d3")
+    assert other.claim(digest, third).claimed
+    other.confirm(digest, third)
+    assert other.claim(digest, Original("<urn:uuid:4>", "http://x/4", "d4")).original == third
+    other.close()
+
+
+# -- a crawl killed between writing a response and registering its payload ----------------------------
+
+KILL_PRELUDE = r"""
+import os, sys, time
+from scrapy_simhash.index import payload_digests
+
+point = sys.argv.pop()  # "before" or "after" the payload is registered
+real_confirm = payload_digests.EmbeddedPayloadDigests.confirm
+
+def confirm(self, digest, candidate):
+    if candidate.uri.endswith(("/a", "/a-again")):
+        if point == "after":
+            real_confirm(self, digest, candidate)
+        sys.stdout.write("KILL ME\n")
+        sys.stdout.flush()
+        time.sleep(600)
+    return real_confirm(self, digest, candidate)
+
+payload_digests.EmbeddedPayloadDigests.confirm = confirm
+"""
+
+
+@pytest.mark.parametrize("point", ["before", "after"])
+def test_a_crawl_killed_around_registration_never_leaves_a_revisit_pointing_to_nothing(
+    site: dict, tmp_path: Path, point: str
+) -> None:
+    """The child crawl says when it is between writing /a's response and registering its payload
+    (``before``) or just after registering it (``after``), and is SIGKILLed there. The next crawl
+    through the same index and WARC directory finishes the killed crawl's ``.open`` file; then every
+    revisit in every finished WARC refers to a response record that is in one of them."""
+    index, warc_dir, out = tmp_path / "index", tmp_path / "warcs", tmp_path / "killed"
+    out.mkdir()
+    script = out / "crawl.py"
+    script.write_text(KILL_PRELUDE + SPIDER_SCRIPT)
+    args = [str(site["url"]), str(warc_dir), str(index), str(out), "{}", point]
+    child = subprocess.Popen(
+        [sys.executable, str(script), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=out
+    )
+    assert child.stdout is not None and child.stderr is not None
+    try:
+        line = child.stdout.readline()
+        assert line == b"KILL ME\n", child.stderr.read()[-3000:]
+        os.kill(child.pid, signal.SIGKILL)
+        assert child.wait(30) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        child.stdout.close()
+        child.stderr.close()
+    assert list(warc_dir.glob("*.warc.gz.open")), "the killed crawl left its WARC open"
+    after = run_crawl(site, tmp_path / "next", str(index), warc_dir)
+    assert after["stats"]["simhash/warc/recovered"] == 1
+    assert not list(warc_dir.glob("*.open"))
+    records = warcio_records(sorted(warc_dir.glob("*.warc.gz")))
+    responses = {r["headers"]["WARC-Record-ID"]: r for r in _by_type(records, "response")}
+    revisits = _by_type(records, "revisit")
+    assert revisits
+    for r in revisits:
+        original = responses[r["headers"]["WARC-Refers-To"]]
+        assert original["headers"]["WARC-Payload-Digest"] == r["headers"]["WARC-Payload-Digest"]
+        assert original["payload"], "a revisit refers to a response without its payload"
+    a = site["routes"]["/a"][1]
+    killed_file = [r for r in responses.values() if r["payload"] == a and r["file"] != after["warcs"][-1]]
+    # the killed crawl's response for /a survived in the finished file; registered ("after"), the next
+    # crawl refers to it instead of storing the payload again
+    assert killed_file
+    refers_to_killed = {r["headers"]["WARC-Refers-To"] for r in revisits} & {
+        r["headers"]["WARC-Record-ID"] for r in killed_file
+    }
+    assert bool(refers_to_killed) == (point == "after")

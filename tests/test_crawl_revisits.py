@@ -588,3 +588,35 @@ def test_a_crawl_killed_around_registration_never_leaves_a_revisit_pointing_to_n
         r["headers"]["WARC-Record-ID"] for r in killed_file
     }
     assert bool(refers_to_killed) == (point == "after")
+
+
+def test_a_store_that_failed_is_tried_again_after_the_pause(tmp_path: Path) -> None:
+    """On the injected clock: no store calls during the pause (each response counted), then the store
+    is opened again and revisits resume."""
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_simhash.index.payload_digests import EmbeddedPayloadDigests, PayloadDigestError
+    from scrapy_simhash.warc.crawl_revisits import ERRORS, CrawlRevisits
+
+    opened: list[str] = []
+    now = [0.0]
+
+    def open_store() -> EmbeddedPayloadDigests:
+        opened.append("try")
+        if len(opened) == 1:
+            raise PayloadDigestError("down")
+        return EmbeddedPayloadDigests(tmp_path)
+
+    stats = get_crawler().stats
+    revisits = CrawlRevisits(open_store, stats, location="here", retry_after=30.0, clock=lambda: now[0])
+    one = Original("<urn:uuid:1>", "http://x/1", "d1")
+    assert revisits.claim("sha1:A", one) == Claim()  # the store fails: a full response
+    now[0] = 29.0
+    assert revisits.claim("sha1:A", one) == Claim()  # still pausing: not tried
+    assert opened == ["try"] and stats.get_value(ERRORS) == 2
+    now[0] = 30.0
+    assert revisits.claim("sha1:A", one).claimed
+    revisits.confirm("sha1:A", one)
+    assert revisits.claim("sha1:A", Original("<urn:uuid:2>", "http://x/2", "d2")).original == one
+    assert opened == ["try", "try"] and stats.get_value(ERRORS) == 2
+    revisits.close()

@@ -620,3 +620,20 @@ def test_a_store_that_failed_is_tried_again_after_the_pause(tmp_path: Path) -> N
     assert revisits.claim("sha1:A", Original("<urn:uuid:2>", "http://x/2", "d2")).original == one
     assert opened == ["try", "try"] and stats.get_value(ERRORS) == 2
     revisits.close()
+
+
+def test_redis_a_released_claim_is_claimed_again_at_once(redis_server: object) -> None:
+    """A claimant that could not write its response (disk full) releases its claim: the next fetch
+    claims the payload without waiting."""
+    uri = f"{redis_server.url}?prefix={_prefix()}"
+    digest = sha1_digest(b"payload")
+    slept: list[float] = []
+    first = RedisPayloadDigests.from_uri(uri)
+    second = RedisPayloadDigests.from_uri(uri, sleep=slept.append)
+    failed = Original("<urn:uuid:failed>", "http://x/1", "d1")
+    assert first.claim(digest, failed).claimed
+    first.release(digest, failed)
+    assert second.claim(digest, Original("<urn:uuid:next>", "http://x/2", "d2")).claimed
+    assert slept == []
+    first.close()
+    second.close()

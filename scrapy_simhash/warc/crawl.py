@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from dataclasses import dataclass
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -45,7 +46,7 @@ from scrapy.exceptions import NotConfigured
 
 from ..fingerprint import SCHEME, from_base32
 from ..fingerprint.minhash import MinHash
-from ..index.payload_digests import Original
+from ..index.payload_digests import Claim, Original
 from ..signals import fingerprint_computed
 from .records import (
     Duplicate,
@@ -140,6 +141,15 @@ def _truncation(response: Response) -> str | None:
     if "download_stopped" in flags:
         return "unspecified"
     return None
+
+
+@dataclass(frozen=True)
+class _Payload:
+    """A response's payload as looked up in the digest store: its digest and what to write."""
+
+    revisits: CrawlRevisits
+    digest: str
+    claim: Claim
 
 
 class WarcWriterExtension:
@@ -258,13 +268,12 @@ class WarcWriterExtension:
         resp = response_record(
             response.url, date, head, response.body, ip_address=ip_address, truncated=truncated
         )
-        # a truncated or empty payload is never deduplicated: nothing to save, or not the whole payload
-        digest = sha1_digest(response.body) if response.body and truncated is None else None
         candidate = Original(resp.record_id, response.url, date)
-        claim = self.revisits.claim(digest, candidate) if self.revisits and digest else None
-        if claim is not None and claim.original is not None:
-            assert digest is not None
-            resp = revisit_record(response.url, date, head, digest, claim.original, ip_address=ip_address)
+        payload = self._claim(response.body, truncated, candidate)
+        if payload is not None and payload.claim.original is not None:
+            resp = revisit_record(
+                response.url, date, head, payload.digest, payload.claim.original, ip_address=ip_address
+            )
         request_headers = _header_pairs(request.headers)
         if not any(name.lower() == b"host" for name, _ in request_headers):
             request_headers.insert(0, (b"Host", urlsplit(request.url).netloc.encode("latin-1")))
@@ -278,17 +287,16 @@ class WarcWriterExtension:
         try:
             self.writer.write(resp)  # written and flushed before the payload is registered
         except OSError as exc:  # disk full, permissions: the crawl goes on, the loss is counted and logged
-            if claim is not None and claim.claimed and self.revisits:
-                self.revisits.release(digest or "", candidate)
+            if payload is not None and payload.claim.claimed:
+                payload.revisits.release(payload.digest, candidate)
             self.stats.inc_value("simhash/warc/error/write")
             logger.error("simhash: cannot write WARC record for %s: %s", response.url, exc)
             return
-        if claim is not None and self.revisits:
-            if claim.original is not None:
-                self.revisits.written(len(response.body))
-                request.meta[REVISIT_OF_META] = claim.original.record_id
-            elif claim.claimed:
-                self.revisits.confirm(digest or "", candidate)
+        if payload is not None and payload.claim.original is not None:
+            payload.revisits.written(len(response.body))
+            request.meta[REVISIT_OF_META] = payload.claim.original.record_id
+        elif payload is not None and payload.claim.claimed:
+            payload.revisits.confirm(payload.digest, candidate)
         request.meta[RECORD_ID_META] = resp.record_id
         request.meta[DATE_META] = date
         self.stats.inc_value("simhash/warc/records")
@@ -299,6 +307,14 @@ class WarcWriterExtension:
             logger.error("simhash: cannot write WARC request record for %s: %s", response.url, exc)
             return
         self.stats.inc_value("simhash/warc/records")
+
+    def _claim(self, body: bytes, truncated: str | None, candidate: Original) -> _Payload | None:
+        """Look the payload up (claiming it when new); None when it is not deduplicated: revisits off,
+        an empty body (nothing to save) or a truncated one (its digest is not the payload's)."""
+        if self.revisits is None or not body or truncated is not None:
+            return None
+        digest = sha1_digest(body)
+        return _Payload(self.revisits, digest, self.revisits.claim(digest, candidate))
 
     def fingerprint_computed(
         self, response: Response, request: Request, result: dict[str, Any], spider: Spider | None = None

@@ -650,3 +650,28 @@ def test_redis_a_released_claim_is_claimed_again_at_once(redis_server: object) -
     assert slept == []
     first.close()
     second.close()
+
+
+def test_redis_cluster_claims_confirms_and_forgets(tmp_path: Path) -> None:
+    """On a real Redis Cluster: the scripts run on the index's slot, and a reset finds every key."""
+    from redis_server import RedisClusterServers
+
+    cluster = RedisClusterServers(tmp_path, size=3).start()
+    try:
+        stores = [RedisPayloadDigests.from_uri(f"{cluster.url}?cluster=1&prefix=crawl{i}") for i in range(3)]
+        for i, store in enumerate(stores):
+            for n in range(20):
+                digest = sha1_digest(f"{i}-{n}".encode())
+                original = Original(f"<urn:uuid:{i}-{n}>", f"http://x/{n}", "d")
+                assert store.claim(digest, original).claimed
+                store.confirm(digest, original)
+                assert (
+                    store.claim(digest, Original("<urn:uuid:later>", "http://y/", "d2")).original == original
+                )
+        stores[0].clear()
+        assert stores[0].claim(sha1_digest(b"0-0"), Original("<urn:uuid:new>", "http://x/0", "d")).claimed
+        assert stores[1].claim(sha1_digest(b"1-0"), Original("<urn:uuid:new>", "http://x/0", "d")).original
+        for store in stores:
+            store.close()
+    finally:
+        cluster.stop()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -603,7 +604,9 @@ def test_a_crawl_killed_around_registration_never_leaves_a_revisit_pointing_to_n
     assert bool(refers_to_killed) == (point == "after")
 
 
-def test_a_store_that_failed_is_tried_again_after_the_pause(tmp_path: Path) -> None:
+def test_a_store_that_failed_is_tried_again_after_the_pause(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """On the injected clock: no store calls during the pause (each response counted), then the store
     is opened again and revisits resume."""
     from scrapy.utils.test import get_crawler
@@ -611,6 +614,7 @@ def test_a_store_that_failed_is_tried_again_after_the_pause(tmp_path: Path) -> N
     from scrapy_simhash.index.payload_digests import EmbeddedPayloadDigests, PayloadDigestError
     from scrapy_simhash.warc.crawl_revisits import ERRORS, CrawlRevisits
 
+    caplog.set_level(logging.INFO, logger="scrapy_simhash.warc.crawl_revisits")
     opened: list[str] = []
     now = [0.0]
 
@@ -632,6 +636,8 @@ def test_a_store_that_failed_is_tried_again_after_the_pause(tmp_path: Path) -> N
     revisits.confirm("sha1:A", one)
     assert revisits.claim("sha1:A", Original("<urn:uuid:2>", "http://x/2", "d2")).original == one
     assert opened == ["try", "try"] and stats.get_value(ERRORS) == 2
+    logged = [r.getMessage() for r in caplog.records if "payload digests of here" in r.getMessage()]
+    assert len(logged) == 2 and "down" in logged[0] and "work again" in logged[1]
     revisits.close()
 
 

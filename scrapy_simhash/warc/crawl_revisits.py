@@ -100,6 +100,8 @@ class CrawlRevisits:
             store.clear()
             self._reset = False
             logger.info("SIMHASH_RESET: forgot the payload digests of %s", self.location)
+        if self._down_until is not None:
+            logger.info("simhash: the payload digests of %s work again; revisits resume", self.location)
         self._store = store
         self._down_until = None
         return store

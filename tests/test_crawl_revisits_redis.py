@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 from revisit_support import by_type, run_crawl, site, warcio_records
+from scrapy.utils.test import get_crawler
 
 from scrapy_simhash.index.payload_digests import Claim, Original
 from scrapy_simhash.index.redis_payload_digests import RedisPayloadDigests
 from scrapy_simhash.warc.records import response_record, sha1_digest
-from scrapy_simhash.warc.crawl_revisits import revisit_record
+from scrapy_simhash.warc.crawl_revisits import BUSY, ERRORS, CrawlRevisits, revisit_record
 from scrapy_simhash.warc.writer import RollingWarcWriter
 
 __all__ = ["site"]
@@ -52,7 +53,9 @@ def test_redis_two_concurrent_crawls_write_each_payload_once(
     redis_server: object, site: dict, tmp_path: Path
 ) -> None:
     """Both crawls fetch every page at the same time: across their WARCs, each payload has exactly one
-    response record, and every other capture of it is a revisit referring to that response."""
+    response record, and every other capture of it is a revisit referring to that response. (A crawl
+    that finds the other's claim still pending after its wait writes a full response and counts it in
+    ``simhash/warc/revisit_busy``: on a loaded machine that may happen, and is accounted for.)"""
     uri = f"{redis_server.url}?prefix={_prefix()}"
     with ThreadPoolExecutor(2) as pool:
         crawls = list(pool.map(lambda name: run_crawl(site, tmp_path / name, uri), ["one", "two"]))
@@ -62,11 +65,12 @@ def test_redis_two_concurrent_crawls_write_each_payload_once(
     for r in responses.values():
         by_digest.setdefault(r["headers"]["WARC-Payload-Digest"], []).append(r["headers"]["WARC-Target-URI"])
     non_empty = {body for _, body in site["routes"].values() if body}
+    busy = sum(crawl["stats"].get("simhash/warc/revisit_busy", 0) for crawl in crawls)
     assert sorted(by_digest) == sorted(sha1_digest(body) for body in non_empty)
-    assert all(len(uris) == 1 for uris in by_digest.values()), by_digest
+    assert sum(len(uris) for uris in by_digest.values()) == len(non_empty) + busy, by_digest
     revisits = by_type(records, "revisit")
     captures = sum(2 for _, body in site["routes"].values() if body)  # every non-empty page, by both
-    assert len(revisits) == captures - len(non_empty)
+    assert len(revisits) == captures - len(non_empty) - busy
     for r in revisits:
         original = responses[r["headers"]["WARC-Refers-To"]]
         assert original["headers"]["WARC-Payload-Digest"] == r["headers"]["WARC-Payload-Digest"]
@@ -132,6 +136,12 @@ def test_redis_a_claimant_that_dies_never_leaves_others_pointing_to_nothing(
     other = RedisPayloadDigests.from_uri(uri, sleep=tick, clock=lambda: now[0], wait=0.2)
     assert other.claim(digest, Original("<urn:uuid:other>", "http://x/2", "d2")) == Claim()
     assert now[0] >= 0.2  # it waited for a confirmation (on its injected clock), then gave up
+    stats = get_crawler().stats  # as the crawl sees it: a full response, counted as busy
+    assert (
+        CrawlRevisits(lambda: other, stats, location="x").claim(digest, Original("<urn:uuid:o2>", "u", "d"))
+        == Claim()
+    )
+    assert stats.get_value(BUSY) == 1 and stats.get_value(ERRORS) is None
     client = redis_server.client()
     try:
         for _ in range(200):  # the pending claim expires on the server

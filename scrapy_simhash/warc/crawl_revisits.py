@@ -35,6 +35,8 @@ RETRY_AFTER = 30.0
 REVISITS = "simhash/warc/revisits"
 BYTES_SAVED = "simhash/warc/revisit_bytes_saved"
 ERRORS = "simhash/warc/revisit_errors"
+BUSY = "simhash/warc/revisit_busy"
+"""Responses written in full because another crawler's claim on their payload was still pending."""
 
 
 def revisit_record(
@@ -132,10 +134,13 @@ class CrawlRevisits:
             if store is None:
                 self.stats.inc_value(ERRORS)
                 return Claim()
-            return store.claim(digest, candidate)
+            claim = store.claim(digest, candidate)
         except PayloadDigestError as exc:
             self._failed(exc)
             return Claim()
+        if claim.original is None and not claim.claimed:
+            self.stats.inc_value(BUSY)
+        return claim
 
     def confirm(self, digest: str, candidate: Original) -> None:
         """Register the response just written (and flushed) as the payload's original."""

@@ -15,8 +15,8 @@ from scrapy.utils.test import get_crawler
 
 from scrapy_simhash.index.payload_digests import Claim, Original
 from scrapy_simhash.index.redis_payload_digests import RedisPayloadDigests
-from scrapy_simhash.warc.records import response_record, sha1_digest
 from scrapy_simhash.warc.crawl_revisits import BUSY, ERRORS, CrawlRevisits, revisit_record
+from scrapy_simhash.warc.records import response_record, sha1_digest
 from scrapy_simhash.warc.writer import RollingWarcWriter
 
 __all__ = ["site"]

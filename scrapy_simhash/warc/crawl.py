@@ -48,6 +48,7 @@ from ..fingerprint import SCHEME, from_base32
 from ..fingerprint.minhash import MinHash
 from ..index.payload_digests import Claim, Original
 from ..signals import fingerprint_computed
+from .crawl_revisits import CrawlRevisits, revisit_record
 from .records import (
     Duplicate,
     SimhashFields,
@@ -59,7 +60,6 @@ from .records import (
     warc_date,
 )
 from .recover import Recovery, recover_stale
-from .crawl_revisits import CrawlRevisits, revisit_record
 from .writer import DEFAULT_MAX_SIZE, SOFTWARE, RollingWarcWriter, base_warcinfo_fields
 
 if TYPE_CHECKING:

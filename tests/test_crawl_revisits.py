@@ -345,3 +345,29 @@ def test_a_store_that_failed_is_tried_again_after_the_pause(
     logged = [r.getMessage() for r in caplog.records if "payload digests of here" in r.getMessage()]
     assert len(logged) == 2 and "down" in logged[0] and "work again" in logged[1]
     revisits.close()
+
+
+def test_dedupe_reads_both_crawls_revisits_as_exact_duplicates_of_their_originals(
+    crawls: dict, tmp_path: Path
+) -> None:
+    """Read back by `scrapy-simhash dedupe` (a subprocess): every revisit is found by its
+    WARC-Refers-To among the two crawls' records, none is left without its original."""
+    report = tmp_path / "rows.jsonl"
+    warc_dirs = [str(crawls[run]["warcs"][0].parent) for run in ("first", "second")]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIMHASH", "SCRAPY"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "scrapy_simhash", "dedupe", *warc_dirs, "--report", str(report)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [json.loads(line) for line in report.read_text().splitlines()]
+    written = warcio_records([*crawls["first"]["warcs"], *crawls["second"]["warcs"]])
+    revisits = {r["headers"]["WARC-Record-ID"]: r for r in by_type(written, "revisit")}
+    revisit_rows = [row for row in rows if row.get("revisit")]
+    assert len(revisit_rows) == len(revisits)
+    for row in revisit_rows:
+        assert row["revisit"] == "record-id", row
+        assert row["revisit_of"] in {r["headers"]["WARC-Refers-To"] for r in revisits.values()}

@@ -184,3 +184,17 @@ def fastwarc_records(warcs: list[Path]) -> list[dict[str, object]]:
 
 def by_type(records: list[dict[str, object]], kind: str) -> list[dict[str, object]]:
     return [r for r in records if r["type"] == kind]
+
+
+class Stats:
+    """The two calls of Scrapy's stats collector that the revisit writer makes (a Scrapy collector
+    needs a running crawler)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, int] = {}
+
+    def inc_value(self, key: str, count: int = 1) -> None:
+        self.values[key] = self.values.get(key, 0) + count
+
+    def get_value(self, key: str) -> int | None:
+        return self.values.get(key)

@@ -21,6 +21,7 @@ from revisit_support import (
     BINARY,
     PROFILE,
     SPIDER_SCRIPT,
+    Stats,
     by_type,
     fastwarc_records,
     run_crawl,
@@ -315,8 +316,6 @@ def test_a_store_that_failed_is_tried_again_after_the_pause(
 ) -> None:
     """On the injected clock: no store calls during the pause (each response counted), then the store
     is opened again and revisits resume."""
-    from scrapy.utils.test import get_crawler
-
     from scrapy_simhash.index.payload_digests import EmbeddedPayloadDigests, PayloadDigestError
     from scrapy_simhash.warc.crawl_revisits import ERRORS, CrawlRevisits
 
@@ -330,7 +329,7 @@ def test_a_store_that_failed_is_tried_again_after_the_pause(
             raise PayloadDigestError("down")
         return EmbeddedPayloadDigests(tmp_path)
 
-    stats = get_crawler().stats
+    stats = Stats()
     revisits = CrawlRevisits(open_store, stats, location="here", retry_after=30.0, clock=lambda: now[0])
     one = Original("<urn:uuid:1>", "http://x/1", "d1")
     assert revisits.claim("sha1:A", one) == Claim()  # the store fails: a full response

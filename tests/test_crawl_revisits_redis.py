@@ -10,8 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from revisit_support import by_type, run_crawl, site, warcio_records
-from scrapy.utils.test import get_crawler
+from revisit_support import Stats, by_type, run_crawl, site, warcio_records
 
 from scrapy_simhash.index.payload_digests import Claim, Original
 from scrapy_simhash.index.redis_payload_digests import RedisPayloadDigests
@@ -136,7 +135,7 @@ def test_redis_a_claimant_that_dies_never_leaves_others_pointing_to_nothing(
     other = RedisPayloadDigests.from_uri(uri, sleep=tick, clock=lambda: now[0], wait=0.2)
     assert other.claim(digest, Original("<urn:uuid:other>", "http://x/2", "d2")) == Claim()
     assert now[0] >= 0.2  # it waited for a confirmation (on its injected clock), then gave up
-    stats = get_crawler().stats  # as the crawl sees it: a full response, counted as busy
+    stats = Stats()  # as the crawl sees it: a full response, counted as busy
     assert (
         CrawlRevisits(lambda: other, stats, location="x").claim(digest, Original("<urn:uuid:o2>", "u", "d"))
         == Claim()

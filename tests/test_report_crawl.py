@@ -68,6 +68,9 @@ def test_the_crawl_s_own_warcs_give_the_same_clusters_with_their_texts(site, tmp
         "LOG_LEVEL": "INFO",
         "SIMHASH_WARC_ENABLED": True,
         "SIMHASH_WARC_DIR": str(warcs),
+        # every page as a full response record: the site serves some pages byte for byte under two URLs,
+        # and a revisit record is counted apart by the report, not shown as a member of its cluster
+        "SIMHASH_WARC_REVISITS": False,
     }
     run_crawl(site + "/", tmp_path / "run", settings)
     out = tmp_path / "from-warcs.html"

@@ -17,8 +17,15 @@ Enable with ``SIMHASH_WARC_ENABLED = True`` (the add-on then installs it), or
   ``near-duplicate-distance`` and ``near-duplicate-similarity`` (absent when the
   decision was made by simhash alone).
 
+- A response whose payload was archived before (this crawl, or an earlier one
+  through the same index location) is written as a ``revisit`` record instead
+  (``SIMHASH_WARC_REVISITS``, on by default; see :mod:`.crawl_revisits`). Then
+  ``request.meta["warc_record_id"]`` and ``warc_date`` name the revisit record,
+  and ``request.meta["warc_revisit_of"]`` the original's record id.
+
 Settings: ``SIMHASH_WARC_DIR`` (``warcs``), ``SIMHASH_WARC_PREFIX`` (the spider
-name), ``SIMHASH_WARC_MAX_SIZE`` (1 GB: a new file after that size).
+name), ``SIMHASH_WARC_MAX_SIZE`` (1 GB: a new file after that size),
+``SIMHASH_WARC_REVISITS`` (True).
 
 On start, the ``.warc.gz.open`` files that killed crawls left in the directory
 are finished (cut after their last whole record and renamed; see
@@ -29,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from dataclasses import dataclass
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -38,7 +46,9 @@ from scrapy.exceptions import NotConfigured
 
 from ..fingerprint import SCHEME, from_base32
 from ..fingerprint.minhash import MinHash
+from ..index.payload_digests import Claim, Original
 from ..signals import fingerprint_computed
+from .crawl_revisits import CrawlRevisits, revisit_record
 from .records import (
     Duplicate,
     SimhashFields,
@@ -46,6 +56,7 @@ from .records import (
     metadata_record,
     request_record,
     response_record,
+    sha1_digest,
     warc_date,
 )
 from .recover import Recovery, recover_stale
@@ -63,6 +74,9 @@ RECORD_ID_META = "warc_record_id"
 """``request.meta`` key: the WARC-Record-ID of the response record written for this request."""
 DATE_META = "warc_date"
 """``request.meta`` key: the WARC-Date string of that response record, exactly as written."""
+REVISIT_OF_META = "warc_revisit_of"
+"""``request.meta`` key, set when a revisit record was written: the record id of the response holding
+the payload (``warc_record_id`` and ``warc_date`` then name the revisit record)."""
 
 _NOT_WRITTEN_HEADERS = frozenset(
     {b"transfer-encoding"}
@@ -129,13 +143,24 @@ def _truncation(response: Response) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class _Payload:
+    """A response's payload as looked up in the digest store: its digest and what to write."""
+
+    revisits: CrawlRevisits
+    digest: str
+    claim: Claim
+
+
 class WarcWriterExtension:
     """Writes request, response and simhash metadata records for every HTTP(S) download."""
 
-    def __init__(self, crawler: Crawler, writer: RollingWarcWriter) -> None:
+    def __init__(self, crawler: Crawler, writer: RollingWarcWriter, *, revisits: bool = True) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self.writer = writer
+        self.revisits_enabled = revisits
+        self.revisits: CrawlRevisits | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -153,7 +178,7 @@ class WarcWriterExtension:
             max_size=max_size,
             warcinfo_fields=cls._warcinfo_fields(crawler, prefix),
         )
-        extension = cls(crawler, writer)
+        extension = cls(crawler, writer, revisits=settings.getbool("SIMHASH_WARC_REVISITS", True))
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(extension.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(extension.fingerprint_computed, signal=fingerprint_computed)
@@ -184,6 +209,27 @@ class WarcWriterExtension:
         """Finish what killed crawls left in the directory before writing anything new."""
         for result in recover_stale(self.writer.directory, is_crawl_file):
             self._report_recovery(result)
+        if self.revisits_enabled:
+            self.revisits = self._crawl_revisits(spider)
+
+    def _crawl_revisits(self, spider: Spider | None) -> CrawlRevisits:
+        """The digest store beside the crawl's near-duplicate index (``SIMHASH_INDEX``, else the
+        spider's own location), opened on the first payload."""
+        from ..crawl_config import spider_name
+        from ..crawl_index import default_location, with_crawl_options
+        from ..index import is_server_uri
+        from ..index.payload_digests import open_payload_digests
+        from ..shown import shown_location
+
+        settings = self.crawler.settings
+        location = settings.get("SIMHASH_INDEX") or default_location(spider_name(spider, self.crawler))
+        opened = with_crawl_options(location) if is_server_uri(location) else location
+        return CrawlRevisits(
+            lambda: open_payload_digests(opened),
+            self.stats,
+            location=shown_location(location),
+            reset=settings.getbool("SIMHASH_RESET", False),
+        )
 
     def _report_recovery(self, result: Recovery) -> None:
         if result.action == "recovered":
@@ -217,14 +263,17 @@ class WarcWriterExtension:
         date = warc_date()
         head = http_head(status_line(response), _header_pairs(response.headers, _NOT_WRITTEN_HEADERS))
         ip = getattr(response, "ip_address", None)
+        ip_address = str(ip) if ip is not None else None
+        truncated = _truncation(response)
         resp = response_record(
-            response.url,
-            date,
-            head,
-            response.body,
-            ip_address=str(ip) if ip is not None else None,
-            truncated=_truncation(response),
+            response.url, date, head, response.body, ip_address=ip_address, truncated=truncated
         )
+        candidate = Original(resp.record_id, response.url, date)
+        payload = self._claim(response.body, truncated, candidate)
+        if payload is not None and payload.claim.original is not None:
+            resp = revisit_record(
+                response.url, date, head, payload.digest, payload.claim.original, ip_address=ip_address
+            )
         request_headers = _header_pairs(request.headers)
         if not any(name.lower() == b"host" for name, _ in request_headers):
             request_headers.insert(0, (b"Host", urlsplit(request.url).netloc.encode("latin-1")))
@@ -236,15 +285,36 @@ class WarcWriterExtension:
             concurrent_to=resp.record_id,
         )
         try:
-            self.writer.write(resp)
-            self.writer.write(req)
+            self.writer.write(resp)  # written and flushed before the payload is registered
         except OSError as exc:  # disk full, permissions: the crawl goes on, the loss is counted and logged
+            if payload is not None and payload.claim.claimed:
+                payload.revisits.release(payload.digest, candidate)
             self.stats.inc_value("simhash/warc/error/write")
             logger.error("simhash: cannot write WARC record for %s: %s", response.url, exc)
             return
+        if payload is not None and payload.claim.original is not None:
+            payload.revisits.written(len(response.body))
+            request.meta[REVISIT_OF_META] = payload.claim.original.record_id
+        elif payload is not None and payload.claim.claimed:
+            payload.revisits.confirm(payload.digest, candidate)
         request.meta[RECORD_ID_META] = resp.record_id
         request.meta[DATE_META] = date
-        self.stats.inc_value("simhash/warc/records", 2)
+        self.stats.inc_value("simhash/warc/records")
+        try:
+            self.writer.write(req)
+        except OSError as exc:
+            self.stats.inc_value("simhash/warc/error/write")
+            logger.error("simhash: cannot write WARC request record for %s: %s", response.url, exc)
+            return
+        self.stats.inc_value("simhash/warc/records")
+
+    def _claim(self, body: bytes, truncated: str | None, candidate: Original) -> _Payload | None:
+        """Look the payload up (claiming it when new); None when it is not deduplicated: revisits off,
+        an empty body (nothing to save) or a truncated one (its digest is not the payload's)."""
+        if self.revisits is None or not body or truncated is not None:
+            return None
+        digest = sha1_digest(body)
+        return _Payload(self.revisits, digest, self.revisits.claim(digest, candidate))
 
     def fingerprint_computed(
         self, response: Response, request: Request, result: dict[str, Any], spider: Spider | None = None
@@ -264,6 +334,8 @@ class WarcWriterExtension:
         self.stats.inc_value("simhash/warc/metadata")
 
     def spider_closed(self, spider: Spider | None = None, reason: str | None = None) -> None:
+        if self.revisits is not None:
+            self.revisits.close()
         files = self.writer.close()
         self.stats.set_value("simhash/warc/files", len(files))
         if files:

@@ -21,6 +21,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from .defaults import MODE
 from .index import LayoutError, NearDuplicateIndex, SimhashIndexError, is_server_uri, open_index, stored_kind
 from .index.extractor_record import ExtractorMismatch, check_extractor, describe, notice
+from .index.store_format import IndexFormatError
 from .settings import SimhashConfigError
 from .shown import shown_location
 
@@ -148,6 +149,8 @@ _REBUILD = (
 
 def _explain(exc: ValueError, location: str, k: int, similarity: float | None) -> str:
     """Why the index at ``location`` refused the crawl's settings, and what to set instead."""
+    if isinstance(exc, IndexFormatError):  # it names the one command that converts the index
+        return str(exc)
     built = _built_with(location)
     shown = shown_location(location)
     if isinstance(exc, LayoutError) and built is not None and built[0] < k:

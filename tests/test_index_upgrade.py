@@ -1,0 +1,219 @@
+"""Indexes of earlier development formats: refused at open with the command that converts them, and
+``scrapy-simhash index upgrade OLD NEW`` (run as a subprocess from a clean environment) converts each
+kind into an index that answers what the old rows imply; damaged old input writes nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from index_old_layouts import KINDS, NV, WITH_SKETCHES, Page, pages
+
+from scrapy_simhash.decision import DEFAULT_RULE
+from scrapy_simhash.index import open_index
+from scrapy_simhash.index.embedded import SimhashIndex
+from scrapy_simhash.index.store_format import IndexFormatError
+
+ENTRY = "import sys; from scrapy_simhash.cli import main; sys.exit(main())"
+RULE = dataclasses.replace(DEFAULT_RULE, distance=3)
+
+
+def cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``scrapy-simhash index ...`` with nothing from the test's environment but PATH."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    return subprocess.run(
+        [sys.executable, "-c", ENTRY, "index", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
+
+
+def files(directory: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()
+    }
+
+
+def queries(rows: list[Page]) -> list[tuple[int, np.ndarray | None]]:
+    """Near each page (a few bits, a few values changed), the pages themselves without sketch, far ones."""
+    rng = np.random.default_rng(7)
+    out: list[tuple[int, np.ndarray | None]] = []
+    for h, _, _, sketch in rows:
+        near = rng.integers(0, 2**32, size=NV, dtype=np.uint32) if sketch is None else sketch.copy()
+        near[rng.choice(NV, 20, replace=False)] ^= np.uint32(0x5A)
+        out.append((h ^ 0b1011, near))
+    out += [(h, None) for h, *_ in rows[::5]]
+    out += [(int(rng.integers(1, 2**63)), rng.integers(0, 2**32, size=NV, dtype=np.uint32)) for _ in range(5)]
+    return out
+
+
+def brute_force(rows: list[Page], h: int, sketch: np.ndarray | None, with_sketches: bool) -> set[str]:
+    return {
+        key
+        for ph, key, _, ps in rows
+        if RULE.compare_values(h, ph, sketch, ps if with_sketches else None).near_duplicate
+    }
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_an_old_index_is_refused_with_the_command_that_converts_it(tmp_path: Path, kind: str) -> None:
+    old = tmp_path / "old"
+    KINDS[kind](old, pages())
+    before = files(old)
+    command = re.escape(f"`scrapy-simhash index upgrade {old} NEW`")
+    for opening in (
+        lambda: open_index(old),
+        lambda: open_index(old, read_only=True),
+        lambda: open_index(old, mode="simhash"),
+        lambda: SimhashIndex(old, read_only=True),
+    ):
+        with pytest.raises(IndexFormatError, match=command):
+            opening()
+    for args in (("info", str(old)), ("stats", str(old)), ("compact", str(old))):
+        done = cli(tmp_path, *args)
+        assert done.returncode == 2, done.stderr
+        assert f"`scrapy-simhash index upgrade {old} NEW`" in done.stderr and "Traceback" not in done.stderr
+    assert files(old) == before  # nothing was changed, moved or added
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_upgrade_converts_each_old_kind_into_an_index_with_the_same_answers(
+    tmp_path: Path, kind: str
+) -> None:
+    rows = pages()
+    old, new = tmp_path / "old", tmp_path / "new"
+    KINDS[kind](old, rows)
+    before = files(old)
+    done = cli(tmp_path, "upgrade", str(old), str(new))
+    assert done.returncode == 0, done.stderr
+    assert "pages read" in done.stderr  # progress on stderr
+    assert f"{len(rows)} pages" in done.stdout
+    assert files(old) == before
+    with_sketches = kind in WITH_SKETCHES
+    without = sum(s is None for *_, s in rows) if with_sketches else len(rows)
+    assert f"without sketch: {without} pages" in done.stdout
+    with open_index(new, read_only=True) as index:
+        # every page with its age (seq), fingerprint and meta; the sketch kept as its low 8 bits
+        assert {m.key: (m.seq, m.simhash, m.meta) for m in index} == {
+            key: (seq, h, meta or {}) for seq, (h, key, meta, _) in enumerate(rows, 1)
+        }
+        assert index.stats()["without_sketch"] == without
+        for _, key, _, sketch in rows:
+            got = index.sketch(key)
+            if sketch is None or not with_sketches:
+                assert got is None, key
+            else:
+                assert got is not None and np.array_equal(got.values, sketch & 0xFF), key
+        assert index.sketch("https://example.org/cut") is None  # a sketch without page is dropped
+        for h, sketch in queries(rows):
+            assert {m.key for m in index.query(h, sketch=sketch)} == brute_force(
+                rows, h, sketch, with_sketches
+            )
+    with open_index(new) as index:  # a writer goes on after the old high-water seq
+        high = max(m.seq for m in index)
+        index.add(
+            0x5555, "https://example.org/new", None, sketch=rows[0][3] if rows[0][3] is not None else None
+        )
+        assert index.get("https://example.org/new").seq > high
+    if kind == "format-2-unchecked-rows":  # three removals advanced the seq past the last row
+        assert high == len(rows)
+        with open_index(new, read_only=True) as index:
+            assert index.get("https://example.org/new").seq == len(rows) + 4
+
+
+def _flip_meta(database: Path, seq: int) -> None:
+    with sqlite3.connect(database) as db:
+        db.execute("UPDATE entries SET meta = ? WHERE seq = ?", ('{"i":999}', seq))
+    db.close()
+
+
+def _flip_sketch(database: Path, seq: int) -> None:
+    with sqlite3.connect(database) as db:
+        (sketch,) = db.execute("SELECT sketch FROM sketches WHERE seq = ?", (seq,)).fetchone()
+        db.execute("UPDATE sketches SET sketch = ? WHERE seq = ?", (bytes([sketch[0] ^ 1]) + sketch[1:], seq))
+    db.close()
+
+
+def _flip_setting(database: Path, seq: int) -> None:
+    with sqlite3.connect(database) as db:
+        db.execute("UPDATE settings SET value = '2' WHERE name = 'k'")
+    db.close()
+
+
+def _garble_pages(database: Path, seq: int) -> None:
+    """Random bytes over a page of the rows, in the middle of the file (no row checksum can catch it)."""
+    data = bytearray(database.read_bytes())
+    page = 4096
+    start = len(data) // page // 2 * page
+    assert start >= 4 * page
+    data[start : start + page] = random.Random(seq).randbytes(page)
+    database.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(
+    ("kind", "damage", "where", "said"),
+    [
+        (
+            "format-2-unchecked-rows",
+            _flip_meta,
+            "index.sqlite3",
+            "row 20 ('https://example.org/19') fails its checksum",
+        ),
+        (
+            "checks-without-format",
+            _flip_meta,
+            "index.sqlite3",
+            "row 9 ('https://example.org/8') fails its checksum",
+        ),
+        ("format-2-32-bit-sketches", _flip_setting, "index.sqlite3", "the settings fail their checksum"),
+        (
+            "sketch-store",
+            _flip_sketch,
+            "sketches/minhash.sqlite3",
+            "row 3 ('https://example.org/3') fails its checksum",
+        ),
+        ("format-1", _garble_pages, "index.sqlite3", "is damaged"),
+    ],
+)
+def test_damaged_old_input_exits_1_and_writes_nothing(
+    tmp_path: Path, kind: str, damage: object, where: str, said: str
+) -> None:
+    old, new = tmp_path / "old", tmp_path / "new"
+    KINDS[kind](old, pages(400 if kind == "format-1" else 48))
+    damage(
+        old / where, 20 if kind == "format-2-unchecked-rows" else 9 if kind == "checks-without-format" else 3
+    )
+    done = cli(tmp_path, "upgrade", str(old), str(new))
+    assert done.returncode == 1, (done.returncode, done.stderr)
+    lines = [line for line in done.stderr.splitlines() if "error:" in line]
+    assert len(lines) == 1 and said in lines[0], done.stderr
+    assert "Traceback" not in done.stderr
+    assert not new.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old"]  # no half-written directory left
+
+
+def test_upgrade_refuses_an_existing_new_and_an_index_of_this_format(tmp_path: Path) -> None:
+    old, new = tmp_path / "old", tmp_path / "new"
+    KINDS["format-2-unchecked-rows"](old, pages())
+    new.mkdir()
+    (new / "keep").write_text("mine")
+    done = cli(tmp_path, "upgrade", str(old), str(new))
+    assert done.returncode == 2 and f"{new} exists" in done.stderr
+    assert files(new) == {"keep": b"mine"}
+    current = tmp_path / "current"
+    with open_index(current) as index:
+        index.add(5, "https://example.org/a")
+    done = cli(tmp_path, "upgrade", str(current), str(tmp_path / "other"))
+    assert done.returncode == 2 and "already in format 3" in done.stderr
+    assert not (tmp_path / "other").exists()

@@ -175,10 +175,20 @@ def two_stores(path: Path, rows: list[Page], bits: int | None = 8, orphan: bool 
     ``bits`` None: written before ``value_bits`` was recorded, 32-bit), and a sketch whose page a
     crash cut."""
     _database(path, rows, chk=True, sketch_column=True, settings={"format": "2"}, signed=True)
-    store = path / "sketches"
-    store.mkdir()
+    stored = [(key, sketch, None) for _, key, _, sketch in rows if sketch is not None]
+    if orphan:
+        stored.append(("https://example.org/cut", rows[0][3], None))
+    _minhash_database(path / "sketches", stored, bits)
+
+
+def _minhash_database(
+    directory: Path, stored: list[tuple[str, np.ndarray, dict | None]], bits: int | None
+) -> None:
+    """``minhash.sqlite3``: a MinHash index's rows (seq 1, 2, ...) and signed settings without ``format``
+    (``bits`` None: without ``value_bits`` either, 32-bit values)."""
+    directory.mkdir(parents=True)
     width = 32 if bits is None else bits
-    db = sqlite3.connect(store / "minhash.sqlite3", isolation_level=None)
+    db = sqlite3.connect(directory / "minhash.sqlite3", isolation_level=None)
     try:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("CREATE TABLE settings (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -186,14 +196,11 @@ def two_stores(path: Path, rows: list[Page], bits: int | None = 8, orphan: bool 
             "CREATE TABLE sketches (seq INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL UNIQUE, "
             "sketch BLOB NOT NULL, meta TEXT, chk INTEGER NOT NULL)"
         )
-        stored = [(key, sketch) for _, key, _, sketch in rows if sketch is not None]
-        if orphan:
-            stored.append(("https://example.org/cut", rows[0][3]))
-        for seq, (key, sketch) in enumerate(stored, 1):
-            data = encode(sketch, width)
+        for seq, (key, sketch, meta) in enumerate(stored, 1):
+            data, text = encode(sketch, width), _meta(meta)
             db.execute(
                 "INSERT INTO sketches VALUES (?, ?, ?, ?, ?)",
-                (seq, key, data, None, sketch_row_check(seq, key, data, None)),
+                (seq, key, data, text, sketch_row_check(seq, key, data, text)),
             )
         values = {
             "kind": "minhash",
@@ -210,6 +217,15 @@ def two_stores(path: Path, rows: list[Page], bits: int | None = 8, orphan: bool 
         db.executemany("INSERT INTO settings VALUES (?, ?)", values.items())
     finally:
         db.close()
+
+
+def minhash_index(path: Path, rows: list[Page], bits: int | None = None) -> None:
+    """A MinHash-kind index (``dedupe --method minhash --index``) as written before it recorded a
+    format: the pages with a sketch, their meta kept; ``bits`` None: before ``value_bits`` too."""
+    _minhash_database(
+        path, [(key, sketch, meta) for _, key, meta, sketch in rows if sketch is not None], bits
+    )
+    (path / "LOCK").touch()
 
 
 KINDS = {

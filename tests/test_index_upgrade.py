@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from index_old_layouts import KINDS, NV, WITH_SKETCHES, Page, pages
+from index_old_layouts import BANDS, KINDS, NV, ROWS, THRESHOLD, WITH_SKETCHES, Page, minhash_index, pages
 
 from scrapy_simhash.decision import DEFAULT_RULE
 from scrapy_simhash.index import open_index
@@ -217,3 +217,48 @@ def test_upgrade_refuses_an_existing_new_and_an_index_of_this_format(tmp_path: P
     done = cli(tmp_path, "upgrade", str(current), str(tmp_path / "other"))
     assert done.returncode == 2 and "already in format 3" in done.stderr
     assert not (tmp_path / "other").exists()
+
+
+# -- the MinHash kind (``dedupe --method minhash --index``) -------------------------------------------
+@pytest.mark.parametrize("bits", [None, 8])
+def test_a_minhash_index_of_an_earlier_format_is_refused_then_upgraded_with_the_same_answers(
+    tmp_path: Path, bits: int | None
+) -> None:
+    """Without ``format`` (and, before the setting, without ``value_bits``: 32-bit values): refused with
+    the command; converted with every row as it was, answering as an index built from the same rows."""
+    from scrapy_simhash.index.minhash_store import MinHashIndex
+
+    rows = pages()
+    old, new, fresh = tmp_path / "old", tmp_path / "new", tmp_path / "fresh"
+    minhash_index(old, rows, bits)
+    command = re.escape(f"`scrapy-simhash index upgrade {old} NEW`")
+    for opening in (lambda: MinHashIndex(old), lambda: open_index(old, kind="minhash", read_only=True)):
+        with pytest.raises(IndexFormatError, match=command):
+            opening()
+    info = cli(tmp_path, "info", str(old))
+    assert info.returncode == 2 and f"`scrapy-simhash index upgrade {old} NEW`" in info.stderr
+    before = files(old)  # (a refused reader may leave SQLite's empty -wal and -shm files)
+    done = cli(tmp_path, "upgrade", str(old), str(new))
+    assert done.returncode == 0, done.stderr
+    assert files(old) == before
+    stored = [(key, sketch, meta) for _, key, meta, sketch in rows if sketch is not None]
+    width = 32 if bits is None else bits
+    with MinHashIndex(fresh, THRESHOLD, NV, BANDS, ROWS, value_bits=width) as built:
+        built.add_many(stored)
+    with MinHashIndex(new, read_only=True) as index, MinHashIndex(fresh, read_only=True) as built:
+        assert index.value_bits == width and len(index) == len(stored)
+        for key, sketch, meta in stored:
+            assert np.array_equal(index.get(key), sketch if width == 32 else sketch & 0xFF)
+            assert index.meta(key) == (meta or {})
+        for _, sketch in queries(rows):
+            if sketch is not None:
+                assert index.query(sketch) == built.query(sketch)
+
+
+def test_a_damaged_minhash_index_exits_1_and_writes_nothing(tmp_path: Path) -> None:
+    old, new = tmp_path / "old", tmp_path / "new"
+    minhash_index(old, pages())
+    _flip_sketch(old / "minhash.sqlite3", 3)
+    done = cli(tmp_path, "upgrade", str(old), str(new))
+    assert done.returncode == 1 and "row 3 ('https://example.org/3') fails its checksum" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old"]

@@ -122,9 +122,9 @@ def test_simhash_mode_misses_the_edits_the_verified_mode_catches(site, tmp_path)
 
 def test_an_index_without_sketches_is_reopened_and_its_pages_gain_sketches_on_revisit(site, tmp_path):
     """An index whose pages were stored without sketch (by a simhash-mode crawl) under a verified crawl:
-    it opens, its pages, which have no sketch, are judged by simhash alone, counted as such, and each revisited
-    page gains its sketch without being re-added (it keeps its age); the next crawl is verified throughout
-    and catches the edits, tagged as copies of their older originals."""
+    it opens, its pages, which have no sketch, are judged by simhash alone, counted as such, and each
+    revisited page gains its sketch without being re-added (it keeps its age); the next crawl is verified
+    throughout and catches the edits, tagged as copies of their older originals."""
     old = run_crawl(site + "/", tmp_path / "old", _settings(tmp_path, SIMHASH_MODE="simhash"))
     assert old.stat("simhash/index/size") == ARTICLE_PAGES
     assert old.stat("simhash/near_duplicate") == SIMHASH_NEAR_DUPLICATES

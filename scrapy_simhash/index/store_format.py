@@ -1,11 +1,15 @@
-"""The one on-disk format the simhash store (:mod:`.storage`) reads and writes, recorded as ``format``.
+"""The one on-disk format the embedded indexes read and write, recorded in their settings as ``format``.
 
 Format 3: the rows ``entries(seq, key, simhash, meta, chk, sketch)``, every row with its checksum
 (:mod:`.integrity`), the tables ``tombstones`` and ``resketched``, settings signed by their ``check``;
 a page's sketch, when it has one, is in its own row, a byte a value (``sketch_value_bits`` 8).
 
+The MinHash kind (:mod:`.minhash_store`, ``minhash.sqlite3``) records the same number: its rows
+``sketches(seq, key, sketch, meta, chk)`` and signed settings that include ``value_bits``.
+
 Databases written by earlier development versions (no ``format``, or 1 or 2: rows without
-checksums, sketches in a second store ``sketches/``, 32-bit sketch values, no sketch column) are
+checksums, sketches in a second store ``sketches/``, 32-bit sketch values, no sketch column; a MinHash
+index without ``format``, perhaps without ``value_bits``) are
 refused at open with :class:`IndexFormatError`, which names the one-off converter
 (``scrapy-simhash index upgrade OLD NEW``, :mod:`.upgrade`): the store has one reading path.
 """

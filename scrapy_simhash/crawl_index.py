@@ -81,8 +81,9 @@ def open_crawl_index(
     extracted) checks nothing.
 
     ``mode`` and ``similarity`` choose the decision rule (``SIMHASH_MODE``, ``SIMHASH_SIMILARITY``):
-    ``verified`` opens the simhash store with its sketch store; an index written before sketches
-    existed opens too, and its pages are judged by simhash alone (distance <= ``k``).
+    ``verified`` opens the simhash store with its sketch store; pages stored without sketch (by a
+    simhash-mode crawl) are judged by simhash alone (distance <= ``k``). An embedded index of an earlier
+    on-disk format is a :class:`~.settings.SimhashConfigError` naming ``scrapy-simhash index upgrade``.
 
     ``sync`` applies to the embedded index: ``"normal"`` keeps every acknowledged
     insert through a crash of the crawling process; ``"full"`` also through a power

@@ -262,3 +262,37 @@ def test_a_damaged_minhash_index_exits_1_and_writes_nothing(tmp_path: Path) -> N
     done = cli(tmp_path, "upgrade", str(old), str(new))
     assert done.returncode == 1 and "row 3 ('https://example.org/3') fails its checksum" in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old"]
+
+
+def test_a_reset_empties_an_old_index_without_converting_it(tmp_path: Path) -> None:
+    """``reset=True`` (``SIMHASH_RESET``) needs no upgrade: the old index's files go, its second sketch
+    store too, and a new index of this format takes their place."""
+    old = tmp_path / "old"
+    KINDS["sketch-store"](old, pages())
+    (old / "notes.txt").write_text("not the index's")
+    with open_index(old, reset=True) as index:
+        assert len(index) == 0
+        index.add(5, "https://example.org/a", None, sketch=np.arange(NV, dtype=np.uint32))
+    assert not (old / "sketches").exists()
+    assert (old / "notes.txt").read_text() == "not the index's"
+    with open_index(old, read_only=True) as index:
+        assert [m.key for m in index] == ["https://example.org/a"]
+
+
+def test_a_conversion_stopped_half_way_leaves_no_new(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stopped after the rows are written (while the new index builds its tables): no NEW, no staging."""
+    import scrapy_simhash.index.upgrade as converter
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    KINDS["format-2-unchecked-rows"](old, pages())
+
+    def interrupted(directory: Path, reader: object) -> None:
+        assert (directory / "index.sqlite3").exists()  # the rows were written there
+        raise KeyboardInterrupt("stopped")
+
+    monkeypatch.setattr(converter, "_open_once", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        converter.upgrade(old, new)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old"]
+    monkeypatch.undo()
+    assert converter.upgrade(old, new).pages == 48  # and it can be run again

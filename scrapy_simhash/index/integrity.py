@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sqlite3
 import struct
 import zlib
@@ -279,6 +280,8 @@ def remove_index(directory: Path, database: str) -> None:
     an index that :func:`refuse_missing_database` refuses; never a silently older one.
     """
     logger.info("index %s: reset, removing its files", directory)
+    if database == "index.sqlite3":  # the sketch store of an earlier format (a reset needs no upgrade)
+        shutil.rmtree(directory / "sketches", ignore_errors=True)
     paths = [directory / MARK, directory / "manifest.json", directory / "manifest.json.tmp"]
     paths += sorted(directory.glob("tables-*.npy"))
     paths += [directory / f"{database}{suffix}" for suffix in ("", "-wal", "-shm", "-journal")]

@@ -296,3 +296,29 @@ def test_a_conversion_stopped_half_way_leaves_no_new(tmp_path: Path, monkeypatch
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old"]
     monkeypatch.undo()
     assert converter.upgrade(old, new).pages == 48  # and it can be run again
+
+
+def test_the_crawls_payload_digests_go_with_the_index(tmp_path: Path) -> None:
+    """The WARC payload digests a crawl keeps in the index directory are copied to NEW: a crawl pointed
+    at NEW still writes revisit records for payloads archived before."""
+    from scrapy_simhash.index.payload_digests import EmbeddedPayloadDigests, Original
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    KINDS["format-2-unchecked-rows"](old, pages())
+    digests = EmbeddedPayloadDigests(old)
+    originals = {
+        f"sha1:{i:032d}": Original(f"<urn:uuid:{i}>", f"https://example.org/{i}", "2024") for i in range(5)
+    }
+    for digest, original in originals.items():
+        digests.confirm(digest, original)
+    digests.close()
+    done = cli(tmp_path, "upgrade", str(old), str(new))
+    assert done.returncode == 0, done.stderr
+    assert "payload digests (for revisit records) copied: 5" in done.stdout
+    copied = EmbeddedPayloadDigests(new)
+    try:
+        assert {
+            digest: copied.claim(digest, Original("x", "y", "z")).original for digest in originals
+        } == originals
+    finally:
+        copied.close()

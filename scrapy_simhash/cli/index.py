@@ -347,6 +347,8 @@ def run_upgrade(args: argparse.Namespace) -> int:
         f"with sketch: {report.with_sketch} (moved from a sketch store: {report.moved}, narrowed to 8 bits: "
         f"{report.narrowed}); sketches without a page dropped: {report.orphans}"
     )
+    if report.payload_digests:
+        print(f"payload digests (for revisit records) copied: {report.payload_digests}")
     if report.unchecked:
         print(f"rows that had no checksum, now checksummed as they were: {report.unchecked}")
     if report.without_sketch:

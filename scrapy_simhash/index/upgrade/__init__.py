@@ -34,10 +34,12 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 from .. import open_index
+from ..payload_digests import DATABASE as PAYLOAD_DIGESTS
 from .minhash_kind import OldMinHashIndex
 from .old_files import DATABASE, SKETCH_DATABASE, UpgradeDamaged, UpgradeError, UpgradeReport
 from .simhash_kind import OldIndex, write
@@ -75,6 +77,7 @@ def upgrade(
                     write(reader, staging / DATABASE, report, progress)
                 progress(f"upgrade: {report.pages} pages copied; building the index's tables")
                 _open_once(staging, reader)
+                report.payload_digests = _copy_payload_digests(old, staging)
                 staging.rename(new)
                 _sync_directory(new.parent)
             except BaseException:
@@ -108,6 +111,31 @@ class _writer_excluded:
     def __exit__(self, *exc: object) -> None:
         if self.fd is not None:
             os.close(self.fd)
+
+
+def _copy_payload_digests(old: Path, new: Path) -> int:
+    """The crawl's WARC payload digests kept in OLD (not the index's data, but a crawl pointed at NEW
+    should still write revisit records for payloads archived before): copied with SQLite's backup,
+    which reads a consistent state; the number of digests."""
+    source = old / PAYLOAD_DIGESTS
+    if not source.is_file():
+        return 0
+    try:
+        reader = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+        try:
+            writer = sqlite3.connect(new / PAYLOAD_DIGESTS)
+            try:
+                reader.backup(writer)
+                return int(writer.execute("SELECT count(*) FROM payload_digests").fetchone()[0])
+            finally:
+                writer.close()
+        finally:
+            reader.close()
+    except sqlite3.DatabaseError as exc:
+        raise UpgradeDamaged(
+            f"the payload digests at {source} are damaged ({exc}); nothing was written. Move the file "
+            "away and upgrade again (a crawl then stores every payload in full once more)"
+        ) from exc
 
 
 def _sync_directory(directory: Path) -> None:

@@ -44,6 +44,8 @@ class UpgradeReport:
     """Sketches moved from a second store (``sketches/``) into their pages' rows."""
     orphans: int = 0
     """Sketches of that store whose page was missing (dropped)."""
+    payload_digests: int = 0
+    """The crawl's WARC payload digests copied from OLD (``payload-digests.sqlite``)."""
 
     @property
     def without_sketch(self) -> int:

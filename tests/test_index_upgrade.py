@@ -322,3 +322,34 @@ def test_the_crawls_payload_digests_go_with_the_index(tmp_path: Path) -> None:
         } == originals
     finally:
         copied.close()
+
+
+@pytest.mark.parametrize(
+    ("build", "options"),
+    [
+        (lambda path: KINDS["sketch-store"](path, pages()), []),
+        (lambda path: minhash_index(path, pages()), ["--method", "minhash"]),
+    ],
+    ids=["simhash-kind", "minhash-kind"],
+)
+def test_dedupe_with_an_old_index_exits_2_with_the_command(
+    tmp_path: Path, corpus: Path, build: object, options: list[str]
+) -> None:
+    """``dedupe --index`` (and ``tag --index``, the same opening) on an index of an earlier format: a usage
+    error naming the converter, the index left as it was."""
+    warc = corpus / "warcs/cdxj-indexer/example.warc.gz"
+    old = tmp_path / "old"
+    build(old)
+    before = files(old)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    done = subprocess.run(
+        [sys.executable, "-c", ENTRY, "dedupe", str(warc), "--index", str(old), *options],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"`scrapy-simhash index upgrade {old} NEW`" in done.stderr and "Traceback" not in done.stderr
+    assert {name: data for name, data in files(old).items() if not name.endswith(("-wal", "-shm"))} == before

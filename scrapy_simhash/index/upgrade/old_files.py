@@ -59,13 +59,18 @@ def damaged(database: Path, what: str) -> UpgradeDamaged:
     )
 
 
+def read_only_uri(database: Path) -> str:
+    """The URI :func:`connect` opens ``database`` by (also to attach it to another connection)."""
+    mode = "ro" if Path(f"{database}-wal").exists() else "ro&immutable=1"
+    return f"file:{database}?mode={mode}"
+
+
 def connect(database: Path) -> sqlite3.Connection:
     """Read-only, after SQLite's full check (pages, indexes, free list). Without a write-ahead log (a
     writer closed it cleanly) the file is read as immutable, so that not even SQLite's shared-memory
     file is left beside it; with one (a writer was killed), SQLite reads it, as the old version would."""
-    mode = "ro" if Path(f"{database}-wal").exists() else "ro&immutable=1"
     try:
-        conn = sqlite3.connect(f"file:{database}?mode={mode}", uri=True)
+        conn = sqlite3.connect(read_only_uri(database), uri=True)
         problems = [row[0] for row in conn.execute("PRAGMA integrity_check(3)").fetchall()]
     except sqlite3.DatabaseError as exc:
         raise damaged(database, f"{type(exc).__name__}: {exc}") from exc

@@ -30,6 +30,7 @@ from .old_files import (
     UpgradeReport,
     connect,
     damaged,
+    read_only_uri,
     signed_settings,
     sketch_params,
 )
@@ -82,10 +83,11 @@ class OldIndex:
             self.unchecked_upto = EVERYTHING
         mine = {n.removeprefix("sketch_"): v for n, v in self.settings.items() if n.startswith("sketch_")}
         self.sketch_params = sketch_params(mine, database) if mine else None
-        self.store: dict[str, bytes] = {}
-        self.store_rows = 0
+        self.store: Path | None = None
+        """The second sketch store, attached to the connection as ``store``, when there is one."""
+        self.orphans = 0
         if self.sketch_params is None and (database.parent / SKETCH_STORE / SKETCH_DATABASE).is_file():
-            self._read_sketch_store(database.parent / SKETCH_STORE / SKETCH_DATABASE)
+            self._attach_sketch_store(database.parent / SKETCH_STORE / SKETCH_DATABASE)
         row = self.conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'entries'").fetchone()
         top = self.conn.execute("SELECT max(seq), count(*) FROM entries").fetchone()
         self.high, self.count = max(row[0] if row else 0, top[0] or 0), int(top[1])
@@ -97,39 +99,64 @@ class OldIndex:
             except SimhashIndexError as exc:
                 raise UpgradeDamaged(f"{exc}; nothing was written") from exc
 
-    def _read_sketch_store(self, database: Path) -> None:
-        """The sketches of a second store, reduced to 8 bits, each row checked against its checksum."""
+    def _attach_sketch_store(self, database: Path) -> None:
+        """A second store's sketches, read with their pages (a join, not a copy in memory): attached
+        after SQLite's check of it; its rows without page (dropped) are checked and counted here."""
         conn = connect(database)
         try:
             stored = signed_settings(conn, database)
-            if not stored:
-                return
-            self.sketch_params = params = sketch_params(stored, database)
-            width = params["value_bits"] // 8
-            for seq, key, sketch, meta, chk in conn.execute(
-                "SELECT seq, key, sketch, meta, chk FROM sketches"
-            ):
-                if not isinstance(sketch, bytes) or len(sketch) != width * params["num_values"]:
-                    raise damaged(database, f"row {seq} ({key!r}) holds a sketch of the wrong length")
-                if chk is None or chk & 0xFFFFFFFF != sketch_row_check(seq, key, sketch, meta):
-                    raise damaged(database, f"row {seq} ({key!r}) fails its checksum")
-                self.store[key] = sketch
-            self.store_rows = len(self.store)
         except sqlite3.DatabaseError as exc:
             raise damaged(database, f"{type(exc).__name__}: {exc}") from exc
         finally:
             conn.close()
+        if not stored:
+            return
+        self.sketch_params = sketch_params(stored, database)
+        self.conn.execute("ATTACH DATABASE ? AS store", (read_only_uri(database),))
+        self.store = database
+        lonely = (
+            "SELECT seq, key, sketch, meta, chk FROM store.sketches "
+            "WHERE key NOT IN (SELECT key FROM main.entries)"
+        )
+        for seq, key, sketch, meta, chk in self.conn.execute(lonely):
+            self._stored_sketch(seq, key, sketch, meta, chk)
+            self.orphans += 1
 
-    def rows(self) -> Iterator[list[tuple[int, str, int, str | None, int | None, bytes | None]]]:
-        """``(seq, key, unsigned simhash, meta, chk, sketch as stored)`` in seq order, each row checked."""
-        chk = "chk" if self.has_chk else "NULL"
-        sketch = "sketch" if self.has_sketch else "NULL"
-        try:
-            cursor = self.conn.execute(
-                f"SELECT seq, key, simhash, meta, {chk}, {sketch} FROM entries ORDER BY seq"
+    def _stored_sketch(self, seq: Any, key: Any, sketch: Any, meta: Any, chk: Any) -> bytes:
+        """A row of the second store, checked against its checksum."""
+        assert self.store is not None and self.sketch_params is not None
+        width = self.sketch_params["value_bits"] // 8 * self.sketch_params["num_values"]
+        if not isinstance(sketch, bytes) or len(sketch) != width:
+            raise damaged(self.store, f"row {seq} ({key!r}) holds a sketch of the wrong length")
+        if not isinstance(chk, int) or chk & 0xFFFFFFFF != sketch_row_check(seq, key, sketch, meta):
+            raise damaged(self.store, f"row {seq} ({key!r}) fails its checksum")
+        return sketch
+
+    def rows(self) -> Iterator[list[tuple[int, str, int, str | None, int | None, bytes | None, bool]]]:
+        """``(seq, key, unsigned simhash, meta, chk, sketch, moved)`` in seq order, each row checked:
+        the row's sketch as stored, or (``moved``) its sketch in the second store."""
+        chk = "e.chk" if self.has_chk else "NULL"
+        sketch = "e.sketch" if self.has_sketch else "NULL"
+        joined, join = ", NULL, NULL, NULL, NULL", ""
+        if self.store is not None:
+            joined, join = (
+                ", s.seq, s.sketch, s.meta, s.chk",
+                " LEFT JOIN store.sketches AS s ON s.key = e.key",
             )
+        query = (
+            f"SELECT e.seq, e.key, e.simhash, e.meta, {chk}, {sketch}{joined} FROM main.entries AS e{join}"
+        )
+        try:
+            cursor = self.conn.execute(f"{query} ORDER BY e.seq")
             while chunk := cursor.fetchmany(BATCH):
-                yield [self._checked(*row) for row in chunk]
+                out = []
+                for row in chunk:
+                    seq, key, h, meta, chk_value, own = self._checked(*row[:6])
+                    moved = own is None and row[7] is not None
+                    if moved:
+                        own = self._stored_sketch(row[6], key, row[7], row[8], row[9])
+                    out.append((seq, key, h, meta, chk_value, own, moved))
+                yield out
         except sqlite3.DatabaseError as exc:
             raise damaged(self.path, f"{type(exc).__name__}: {exc}") from exc
 
@@ -211,11 +238,9 @@ def write(old: OldIndex, database: Path, report: UpgradeReport, progress: Callab
         insert = "INSERT INTO entries (seq, key, simhash, meta, chk, sketch) VALUES (?, ?, ?, ?, ?, ?)"
         for chunk in old.rows():
             out = []
-            for seq, key, h, meta, chk, sketch in chunk:
+            for seq, key, h, meta, chk, sketch, moved in chunk:
                 report.unchecked += chk is None
-                if sketch is None and key in old.store:
-                    sketch = old.store.pop(key)
-                    report.moved += 1
+                report.moved += moved
                 if sketch is not None:
                     sketch, wider = old.narrow(sketch, seq, key)
                     report.narrowed += wider
@@ -234,7 +259,7 @@ def write(old: OldIndex, database: Path, report: UpgradeReport, progress: Callab
             conn.executemany(insert, out)
             report.pages += len(out)
             progress(f"upgrade: {report.pages} of {old.count} pages read")
-        report.orphans = len(old.store)
+        report.orphans = old.orphans
         # the high-water seq (a removal advanced it too): seqs are never reused
         update = "UPDATE sqlite_sequence SET seq = ? WHERE name = 'entries'"
         if old.high and not conn.execute(update, (old.high,)).rowcount:

@@ -2,8 +2,9 @@
 
 Builds, with raw sqlite3 (``tests/index_old_layouts.py``), a format-2 verified index of ``--n`` pages
 whose sketches are in a second store (``sketches/``, 8-bit values), with crawl-like keys and meta,
-then times the converter (reading, checking every checksum, writing, and the new index's first open,
-which writes its table files) and the new index's next open, and prints the bytes a page of both.
+then runs the command (a process of its own: reading, checking every checksum, writing, and the new
+index's first open, which writes its table files), and prints its time and peak memory, the new
+index's next open, and the bytes a page of both.
 
     python bench/upgrade.py --n 1000000
 """
@@ -11,6 +12,8 @@ which writes its table files) and the new index's next open, and prints the byte
 from __future__ import annotations
 
 import argparse
+import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -23,7 +26,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the
 from index_old_layouts import NV, two_stores
 
 from scrapy_simhash.index import open_index
-from scrapy_simhash.index.upgrade import upgrade
 
 
 def disk_bytes(path: Path) -> int:
@@ -55,15 +57,26 @@ def main() -> None:
         built = time.perf_counter() - start
         print(f"built a format-2 index with a sketches/ store: {args.n:,} pages in {built:.0f} s")
         start = time.perf_counter()
-        report = upgrade(old, new)
+        command = "import sys; from scrapy_simhash.cli import main; sys.exit(main())"
+        done = subprocess.run(
+            [sys.executable, "-c", command, "index", "upgrade", str(old), str(new)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         converted = time.perf_counter() - start
-        assert report.moved == args.n and report.without_sketch == 0
+        assert f"moved from a sketch store: {args.n}" in done.stdout, done.stdout
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
         start = time.perf_counter()
         with open_index(new) as index:
             assert len(index) == args.n
             opened = time.perf_counter() - start
         print(
             f"upgrade (read, check, write, first open): {converted:.1f} s ({args.n / converted:,.0f} pages/s)"
+        )
+        print(
+            f"its peak memory (max RSS):                {peak / 2**20:,.0f} MiB "
+            f"({peak / args.n:,.0f} B a page)"
         )
         print(f"next open (writer):                        {opened:.1f} s")
         print(

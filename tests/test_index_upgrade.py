@@ -353,3 +353,32 @@ def test_dedupe_with_an_old_index_exits_2_with_the_command(
     assert done.returncode == 2, done.stderr
     assert f"`scrapy-simhash index upgrade {old} NEW`" in done.stderr and "Traceback" not in done.stderr
     assert {name: data for name, data in files(old).items() if not name.endswith(("-wal", "-shm"))} == before
+
+
+def test_rows_only_in_the_write_ahead_log_of_a_killed_writer_are_converted(tmp_path: Path) -> None:
+    """An old writer killed before SQLite checkpointed leaves committed rows in ``index.sqlite3-wal``
+    alone: the converter reads them (it reads the file as immutable only when there is no log)."""
+    import shutil
+
+    from index_old_layouts import _signed, row_check
+
+    rows = pages()
+    live = tmp_path / "live"
+    KINDS["format-2-32-bit-sketches"](live, rows)
+    writer = sqlite3.connect(live / "index.sqlite3", isolation_level=None)
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    seq, h, key = len(rows) + 1, 0x0F0F, "https://example.org/late"
+    writer.execute(
+        "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?)",
+        (seq, key, _signed(h), None, row_check(seq, h, key, None, None), None),
+    )
+    old, new = tmp_path / "old", tmp_path / "new"
+    shutil.copytree(live, old)  # what a SIGKILL leaves: the database and its log, not checkpointed
+    writer.close()
+    assert (old / "index.sqlite3-wal").stat().st_size > 0
+    done = cli(tmp_path, "upgrade", str(old), str(new))
+    assert done.returncode == 0, done.stderr
+    with open_index(new, read_only=True) as index:
+        late = index.get(key)
+        assert late is not None and (late.seq, late.simhash) == (seq, h)
+        assert len(index) == len(rows) + 1

@@ -21,6 +21,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from .defaults import MODE
 from .index import LayoutError, NearDuplicateIndex, SimhashIndexError, is_server_uri, open_index, stored_kind
 from .index.extractor_record import ExtractorMismatch, check_extractor, describe, notice
+from .index.store_format import IndexFormatError
 from .settings import SimhashConfigError
 from .shown import shown_location
 
@@ -80,8 +81,9 @@ def open_crawl_index(
     extracted) checks nothing.
 
     ``mode`` and ``similarity`` choose the decision rule (``SIMHASH_MODE``, ``SIMHASH_SIMILARITY``):
-    ``verified`` opens the simhash store with its sketch store; an index written before sketches
-    existed opens too, and its pages are judged by simhash alone (distance <= ``k``).
+    ``verified`` opens the simhash store with its sketch store; pages stored without sketch (by a
+    simhash-mode crawl) are judged by simhash alone (distance <= ``k``). An embedded index of an earlier
+    on-disk format is a :class:`~.settings.SimhashConfigError` naming ``scrapy-simhash index upgrade``.
 
     ``sync`` applies to the embedded index: ``"normal"`` keeps every acknowledged
     insert through a crash of the crawling process; ``"full"`` also through a power
@@ -148,6 +150,8 @@ _REBUILD = (
 
 def _explain(exc: ValueError, location: str, k: int, similarity: float | None) -> str:
     """Why the index at ``location`` refused the crawl's settings, and what to set instead."""
+    if isinstance(exc, IndexFormatError):  # it names the one command that converts the index
+        return str(exc)
     built = _built_with(location)
     shown = shown_location(location)
     if isinstance(exc, LayoutError) and built is not None and built[0] < k:

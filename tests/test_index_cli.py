@@ -190,7 +190,7 @@ def test_stats_count_pages_without_sketch(verified_dir: Path, index_dir: Path) -
     stats = json.loads(cli("stats", str(verified_dir)).stdout)
     assert stats["size"] == 3 and stats["mode"] == "verified" and stats["without_sketch"] == 1
     assert stats["value_bits"] == 8 and stats["sketches"]["value_bits"] == 8
-    legacy = cli("stats", str(index_dir))  # an index written before sketches: every page
+    legacy = cli("stats", str(index_dir))  # an index written without sketches (SimhashIndex): every page
     assert legacy.returncode == 0, legacy.stderr
     assert json.loads(legacy.stdout)["without_sketch"] == 3
     assert "without_sketch" not in json.loads(cli("stats", str(verified_dir), "--mode", "simhash").stdout)

@@ -260,28 +260,30 @@ def test_an_embedded_note_is_a_checksummed_acknowledged_write(tmp_path):
         open_index(location)
 
 
-def test_an_index_written_before_checksums_records_its_extractor_under_the_format_rules(tmp_path):
-    """The oldest embedded databases (no row checksums, no settings check, no format) open as before:
-    a reader sees no record and changes nothing; the first writer records the format, then the
-    extractor, both under the settings' checksum."""
+def test_an_index_written_before_checksums_records_its_extractor_once_upgraded(tmp_path):
+    """The oldest embedded databases (no row checksums, no settings check, no format) are converted by
+    the upgrade, which records nothing about their extractor: the first writer of the new index takes
+    them as trafilatura's, under the settings' checksum."""
     import sqlite3
 
     from scrapy_simhash.index.embedded import SimhashIndex
+    from scrapy_simhash.index.upgrade import upgrade
 
-    path = tmp_path / "index"
+    path, new = tmp_path / "index", tmp_path / "new"
     _with_page(str(path), None)
     with sqlite3.connect(path / "index.sqlite3") as db:
         db.execute("ALTER TABLE entries DROP COLUMN chk")
         db.execute("DELETE FROM settings WHERE name IN ('check', 'format')")
     db.close()
     (path / "COMMITTED").unlink()
-    with SimhashIndex(path, read_only=True) as index:
+    upgrade(path, new)
+    with SimhashIndex(new, read_only=True) as index:
         assert index.notes() == {}
-    with SimhashIndex(path) as index:
+    with SimhashIndex(new) as index:
         assert check_extractor(index, DEFAULT).outcome == "assumed"
-    with SimhashIndex(path) as index:
+    with SimhashIndex(new) as index:
         settings = index._store.settings()  # verified against their checksum
-    assert settings["format"] == "2" and settings["note:extractor"] == DEFAULT
+    assert settings["format"] == "3" and settings["note:extractor"] == DEFAULT
 
 
 def test_a_redis_namespace_that_lost_its_data_records_nothing(server):

@@ -246,32 +246,35 @@ def test_loss_after_a_reboot_with_synchronous_normal_is_only_a_warning(
     assert "power cut" in caplog.text
 
 
-def test_index_without_checksums_opens_and_migrates(tmp_path: Path) -> None:
+def test_an_index_without_checksums_is_refused_and_upgraded_with_every_row_checksummed(
+    tmp_path: Path,
+) -> None:
     """An index written before row checksums (none of their markers: no ``chk`` column, no settings
-    check, no format): its rows stay unverified, new rows are verified, and only the old rows may
-    lack a checksum."""
-    path = tmp_path / "ix"
+    check, no format) is not opened with unverified rows: it is refused, and the converter gives every
+    row a checksum that this version verifies like any other."""
+    from scrapy_simhash.index.store_format import IndexFormatError
+    from scrapy_simhash.index.upgrade import upgrade
+
+    path, new = tmp_path / "ix", tmp_path / "new"
     rows = _fill(path)
     with sqlite3.connect(path / "index.sqlite3") as conn:
         conn.execute("ALTER TABLE entries DROP COLUMN chk")
         conn.execute("DELETE FROM settings WHERE name IN ('check', 'format')")
+    conn.close()
     (path / "COMMITTED").unlink()
-    with SimhashIndex(path, read_only=True) as index:
+    for read_only in (True, False):
+        with pytest.raises(IndexFormatError, match="scrapy-simhash index upgrade"):
+            SimhashIndex(path, read_only=read_only)
+    report = upgrade(path, new)
+    assert (report.found_format, report.pages, report.unchecked) == ("none", 200, 200)
+    with SimhashIndex(new) as index:
         assert {m.key: m.simhash for m in index} == rows
-    with SimhashIndex(path) as index:
-        assert {m.key: m.simhash for m in index} == rows
-        index.add(0xFEED, "new")
-    with sqlite3.connect(path / "index.sqlite3") as conn:
-        checks = dict(conn.execute("SELECT key, chk FROM entries").fetchall())
-        assert checks["new"] is not None and checks["k3"] is None
-        conn.execute("UPDATE entries SET simhash = 7 WHERE key = 'new'")
-    with pytest.raises(IndexCorruptError, match="checksum"):  # a newer row: read at open
-        SimhashIndex(path)
-    with sqlite3.connect(path / "index.sqlite3") as conn:
-        assert dict(conn.execute("SELECT name, value FROM settings").fetchall())["unchecked_upto"] == "200"
-        conn.execute("UPDATE entries SET chk = NULL, simhash = ? WHERE key = 'new'", (to_signed(0xFEED),))
-    with pytest.raises(IndexCorruptError, match="has no checksum"):  # only the old rows may lack one
-        SimhashIndex(path)
+    with sqlite3.connect(new / "index.sqlite3") as conn:
+        assert conn.execute("SELECT count(*) FROM entries WHERE chk IS NULL").fetchone()[0] == 0
+        conn.execute("UPDATE entries SET chk = NULL WHERE key = 'k150'")  # no row may lack one now
+    conn.close()
+    with SimhashIndex(new) as index, pytest.raises(IndexCorruptError, match="has no checksum"):
+        index.get("k150")  # in the table files the upgrade wrote: checked when read
 
 
 # -- a checksum that damage cannot switch off --------------------------------------------------------
@@ -280,8 +283,7 @@ def test_index_without_checksums_opens_and_migrates(tmp_path: Path) -> None:
 def test_a_null_row_checksum_in_a_checksummed_index_is_damage(
     tmp_path: Path, where: str, change: str
 ) -> None:
-    """Only rows written before checksums existed may lack one: a NULL ``chk`` elsewhere cannot hide
-    a changed row."""
+    """No row may lack its checksum: a NULL ``chk`` cannot hide a changed row."""
     path = tmp_path / "ix"
     rows = _fill(path)
     key = "k3" if where == "base" else "k150"
@@ -337,8 +339,9 @@ def test_a_changed_or_dropped_sketch_is_found_when_the_verified_index_opens(
 def test_a_missing_settings_check_is_damage_not_signed_again(
     tmp_path: Path, deleted: list[str], read_only: bool
 ) -> None:
-    """Deleting the settings' check does not make changed settings (k 3 -> 2) acceptable: only a
-    database written before checksums may lack it, and this one has checksummed rows."""
+    """Deleting the settings' check (and format) does not make changed settings (k 3 -> 2) acceptable,
+    nor the database look older: only a database written before checksums may lack it, and this one
+    has checksummed rows."""
     path = tmp_path / "ix"
     _fill(path)
     db = path / "index.sqlite3"
@@ -351,7 +354,7 @@ def test_a_missing_settings_check_is_damage_not_signed_again(
         assert conn.execute("SELECT count(*) FROM settings WHERE name = 'check'").fetchone()[0] == 0
 
 
-def test_settings_record_the_format_and_a_foreign_one_is_refused(tmp_path: Path) -> None:
+def test_settings_record_the_format_and_a_later_one_is_refused(tmp_path: Path) -> None:
     from scrapy_simhash.index import IndexSettingsError
     from scrapy_simhash.index.database import settings_check
 
@@ -360,57 +363,51 @@ def test_settings_record_the_format_and_a_foreign_one_is_refused(tmp_path: Path)
     db = path / "index.sqlite3"
     with sqlite3.connect(db) as conn:
         stored = dict(conn.execute("SELECT name, value FROM settings WHERE name != 'check'").fetchall())
-        assert stored["format"] == "2" and "unchecked_upto" not in stored
-        stored["format"] = "3"  # written by a later version, signed as it would sign it
+        assert stored["format"] == "3" and "unchecked_upto" not in stored
+        stored["format"] = "4"  # written by a later version, signed as it would sign it
         conn.execute("DELETE FROM settings")
         conn.executemany(
             "INSERT INTO settings VALUES (?, ?)", [*stored.items(), ("check", settings_check(stored))]
         )
-    with pytest.raises(IndexSettingsError, match="format 3"):
+    conn.close()
+    with pytest.raises(IndexSettingsError, match="format 4, written by a later version"):
         SimhashIndex(path)
 
 
-def _as_before_the_format_setting(db: Path, null_keys: tuple[str, ...] = ()) -> None:
+def test_an_index_written_before_the_format_setting_is_refused_and_upgraded(tmp_path: Path) -> None:
     """A database as versions that checksummed rows but recorded no format wrote it (rows an even older
-    version wrote, which that one migrated, have no checksum)."""
+    version wrote, which that one migrated, have no checksum): refused at open, converted with its
+    rows, a row that fails its checksum stops the conversion."""
     from scrapy_simhash.index.database import settings_check
+    from scrapy_simhash.index.store_format import IndexFormatError
+    from scrapy_simhash.index.upgrade import UpgradeDamaged, upgrade
 
+    path = tmp_path / "ix"
+    rows = _fill(path)
+    db = path / "index.sqlite3"
     with sqlite3.connect(db) as conn:
-        conn.executemany("UPDATE entries SET chk = NULL WHERE key = ?", [(key,) for key in null_keys])
+        conn.executemany("UPDATE entries SET chk = NULL WHERE key = ?", [("k1",), ("k2",)])
         stored = dict(conn.execute("SELECT name, value FROM settings").fetchall())
-        for name in ("check", "format", "unchecked_upto"):
+        for name in ("check", "format"):
             stored.pop(name, None)
         conn.execute("DELETE FROM settings")
         conn.executemany(
             "INSERT INTO settings VALUES (?, ?)", [*stored.items(), ("check", settings_check(stored))]
         )
-
-
-def test_an_index_written_before_the_format_setting_gets_it_and_keeps_its_unverified_rows(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "ix"
-    rows = _fill(path)
-    db = path / "index.sqlite3"
-    _as_before_the_format_setting(db, null_keys=("k1", "k2"))
-    with SimhashIndex(path, read_only=True) as index:  # a reader changes nothing
+    conn.close()
+    for read_only in (True, False):
+        with pytest.raises(IndexFormatError, match="earlier development version"):
+            SimhashIndex(path, read_only=read_only)
+    report = upgrade(path, tmp_path / "new")
+    assert (report.pages, report.unchecked) == (200, 2)
+    with SimhashIndex(tmp_path / "new", read_only=True) as index:
         assert {m.key: m.simhash for m in index} == rows
-    with SimhashIndex(path) as index:
-        assert {m.key: m.simhash for m in index} == rows
-        stored = index._store.settings()
     with sqlite3.connect(db) as conn:
-        seq2 = conn.execute("SELECT seq FROM entries WHERE key = 'k2'").fetchone()[0]
-        assert (stored["format"], stored["unchecked_upto"]) == ("2", str(seq2))
-        conn.execute("UPDATE entries SET chk = NULL WHERE key = 'k4'")  # after the last unverified row
-    with SimhashIndex(path) as index:
-        assert index.get("k2") is not None
-        with pytest.raises(IndexCorruptError, match="has no checksum"):
-            index.get("k4")
-    _as_before_the_format_setting(db)
-    with pytest.raises(IndexCorruptError, match="settings"):  # and the check deleted: damage
-        with sqlite3.connect(db) as conn:
-            conn.execute("DELETE FROM settings WHERE name = 'check'")
-        SimhashIndex(path)
+        conn.execute("UPDATE entries SET simhash = simhash + 1 WHERE key = 'k4'")
+    conn.close()
+    with pytest.raises(UpgradeDamaged, match="fails its checksum"):
+        upgrade(path, tmp_path / "other")
+    assert not (tmp_path / "other").exists()
 
 
 def test_commit_mark_format_is_what_read_mark_expects(tmp_path: Path) -> None:

@@ -154,30 +154,42 @@ def test_8_bit_values_are_stored_in_a_byte_each_and_read_back(tmp_path: Path) ->
             MinHashIndex(tmp_path / f"bad{bad}", value_bits=bad)
 
 
-def test_an_index_from_before_value_bits_keeps_32_bit_values(tmp_path: Path) -> None:
-    """A database without the setting (written before it existed) is read as 32 bits, whatever a
-    new index would get (``new_value_bits``)."""
-    from scrapy_simhash.index.sketch_rows import settings_check
+def test_an_index_from_before_value_bits_is_upgraded_to_32_bit_values(tmp_path: Path) -> None:
+    """A database without the setting (written before it existed, and before ``format``) is refused;
+    the upgrade records 32 bits, whatever a new index would get (``new_value_bits``). In this format a
+    database without the setting is damaged, and a width a later version might write is refused."""
+    from index_old_layouts import NV as OLD_NV
+    from index_old_layouts import minhash_index
 
-    path = tmp_path / "ix"
-    sketch = np.arange(NV, dtype=np.uint32) * np.uint32(0x01010101)
-    with MinHashIndex(path, THRESHOLD, NV, BANDS, ROWS, value_bits=32) as index:
-        index.add("a", sketch)
-    with sqlite3.connect(path / "minhash.sqlite3") as conn:
-        conn.execute("DELETE FROM settings WHERE name = 'value_bits'")
-        stored = dict(conn.execute("SELECT name, value FROM settings WHERE name != 'check'").fetchall())
-        conn.execute("UPDATE settings SET value = ? WHERE name = 'check'", (settings_check(stored),))
-    with MinHashIndex(path, new_value_bits=8) as index:
+    from scrapy_simhash.index.sketch_rows import settings_check
+    from scrapy_simhash.index.store_format import IndexFormatError
+    from scrapy_simhash.index.upgrade import upgrade
+
+    path, new = tmp_path / "ix", tmp_path / "new"
+    sketch = np.arange(OLD_NV, dtype=np.uint32) * np.uint32(0x01010101)
+    minhash_index(path, [(1, "a", None, sketch)], bits=None)
+    with pytest.raises(IndexFormatError, match="scrapy-simhash index upgrade"):
+        MinHashIndex(path, new_value_bits=8)
+    upgrade(path, new)
+    with MinHashIndex(new, new_value_bits=8) as index:
         assert index.value_bits == 32 and np.array_equal(index.get("a"), sketch)
         assert index.query(sketch ^ np.uint32(0xFFFFFF00)) == []
-    with MinHashIndex(tmp_path / "new", THRESHOLD, NV, BANDS, ROWS, new_value_bits=8) as index:
+    with MinHashIndex(tmp_path / "fresh", THRESHOLD, NV, BANDS, ROWS, new_value_bits=8) as index:
         assert index.value_bits == 8
-    with sqlite3.connect(path / "minhash.sqlite3") as conn:  # a width a later version might write
-        conn.execute("INSERT INTO settings VALUES ('value_bits', '4')")
-        stored = dict(conn.execute("SELECT name, value FROM settings WHERE name != 'check'").fetchall())
-        conn.execute("UPDATE settings SET value = ? WHERE name = 'check'", (settings_check(stored),))
+
+    def resign(change: str) -> None:
+        with sqlite3.connect(new / "minhash.sqlite3") as conn:
+            conn.execute(change)
+            stored = dict(conn.execute("SELECT name, value FROM settings WHERE name != 'check'").fetchall())
+            conn.execute("UPDATE settings SET value = ? WHERE name = 'check'", (settings_check(stored),))
+        conn.close()
+
+    resign("UPDATE settings SET value = '4' WHERE name = 'value_bits'")  # a width a later version might write
     with pytest.raises(IndexSettingsError, match="4-bit sketch values, which this version does not read"):
-        MinHashIndex(path)
+        MinHashIndex(new)
+    resign("DELETE FROM settings WHERE name = 'value_bits'")
+    with pytest.raises(IndexCorruptError, match="the settings lack value_bits"):
+        MinHashIndex(new)
 
 
 def test_check_and_add_reports_the_replaced_entry_with_its_old_meta(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import uuid
 import zlib
 
@@ -120,10 +121,10 @@ def test_simhash_mode_misses_the_edits_the_verified_mode_catches(site, tmp_path)
 
 
 def test_an_index_without_sketches_is_reopened_and_its_pages_gain_sketches_on_revisit(site, tmp_path):
-    """An index written before sketches (simhash mode writes that format) under a verified crawl: it opens,
-    its pages, which have no sketch, are judged by simhash alone, counted as such, and each revisited
-    page gains its sketch without being re-added (it keeps its age); the next crawl is verified throughout
-    and catches the edits, tagged as copies of their older originals."""
+    """An index whose pages were stored without sketch (by a simhash-mode crawl) under a verified crawl:
+    it opens, its pages, which have no sketch, are judged by simhash alone, counted as such, and each
+    revisited page gains its sketch without being re-added (it keeps its age); the next crawl is verified
+    throughout and catches the edits, tagged as copies of their older originals."""
     old = run_crawl(site + "/", tmp_path / "old", _settings(tmp_path, SIMHASH_MODE="simhash"))
     assert old.stat("simhash/index/size") == ARTICLE_PAGES
     assert old.stat("simhash/near_duplicate") == SIMHASH_NEAR_DUPLICATES
@@ -231,6 +232,19 @@ def _a_minhash_index(path):
     open_index(path, kind="minhash").close()
 
 
+def _an_index_of_an_earlier_format(path):
+    """Written by an earlier development version (format 2, sketches in a second store); left as it was."""
+    from index_old_layouts import pages, two_stores
+
+    if path.exists():
+        assert sqlite3.connect(f"file:{path / 'index.sqlite3'}?mode=ro&immutable=1", uri=True).execute(
+            "SELECT value FROM settings WHERE name = 'format'"
+        ).fetchone() == ("2",)
+        assert (path / "sketches" / "minhash.sqlite3").exists()
+        return
+    two_stores(path, pages(8))
+
+
 ITEMS_ONLY = {
     "DOWNLOADER_MIDDLEWARES": '{"scrapy_simhash.middleware.SimhashMiddleware": null}',
     "SIMHASH_ITEM_FIELD": "text",
@@ -254,6 +268,13 @@ ITEMS_ONLY = {
             "was built with SIMHASH_SIMILARITY = 0.5, not 0.7: set SIMHASH_SIMILARITY back to 0.5",
         ),
         (_a_minhash_index, "index", {}, "holds a MinHash index"),
+        (
+            _an_index_of_an_earlier_format,
+            "index",
+            {},
+            "was written by format 2 of scrapy-simhash, which this version does not read (format 3); "
+            "convert it once with `scrapy-simhash index upgrade ",
+        ),
         (  # the item pipeline's own index
             _built_with_distance_3,
             "index-items",

@@ -1,7 +1,7 @@
 """The embedded verified index keeps each page's sketch in the page's own row (index/sketch_column.py):
-one database, the key once, the row's checksum over the sketch; indexes written with a second sketch
-store (``sketches/``) are read as they are and moved into the rows by their first writer, losing
-nothing, also when that writer dies half-way.
+one database, the key once, the row's checksum over the sketch, a byte a value. (Indexes written with a
+second sketch store, ``sketches/``, are converted by ``scrapy-simhash index upgrade``:
+tests/test_index_upgrade.py.)
 """
 
 from __future__ import annotations
@@ -13,11 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scrapy_simhash.decision import DEFAULT_RULE
 from scrapy_simhash.index import IndexCorruptError, open_index
 from scrapy_simhash.index.embedded import SimhashIndex
-from scrapy_simhash.index.minhash_store import MinHashIndex
-from scrapy_simhash.index.sketch_column import SKETCHES
 from scrapy_simhash.index.verified import VerifiedIndex
 
 NV = 128
@@ -53,92 +50,16 @@ def answers(index: VerifiedIndex, asked: list[tuple[int, np.ndarray | None]]) ->
     return [[(m.key, m.distance, m.similarity, m.seq) for m in index.query(h, sketch=s)] for h, s in asked]
 
 
-def write_two_store_index(path: Path, rows: list, orphan: bool = True) -> None:
-    """An index as versions before the sketch column wrote it: the simhash store, and the sketches in
-    ``sketches/`` (a MinHash index with the rule's settings and 8-bit values), written sketches first."""
-    rule = DEFAULT_RULE
-    with MinHashIndex(path / SKETCHES, rule.similarity, NV, rule.bands, rule.rows, value_bits=8) as store:
-        store.add_many([(key, s, None) for _, key, _, s in rows if s is not None])
-        if orphan:  # a sketch whose page a crash cut: never part of an answer
-            store.add("https://example.org/cut", rows[0][3], None)
-    with SimhashIndex(path) as simhashes:
-        simhashes.add_many([(h, key, meta) for h, key, meta, _ in rows])
-
-
 def test_one_database_the_key_once_and_the_sketch_in_its_row(tmp_path: Path) -> None:
     path = tmp_path / "ix"
     rows = pages()
     with open_index(path) as index:
         index.add_many(rows)
-    assert not (path / SKETCHES).exists()
+    assert not (path / "sketches").exists()
     assert sorted(p.name for p in path.glob("*.sqlite3")) == ["index.sqlite3"]
     with sqlite3.connect(path / "index.sqlite3") as db:
         lengths = dict(db.execute("SELECT key, length(sketch) FROM entries"))
     assert lengths == {key: (None if s is None else NV) for _, key, _, s in rows}  # a byte a value
-
-
-def test_an_index_with_a_sketch_store_is_read_then_moved_into_the_rows(tmp_path: Path) -> None:
-    old, new = tmp_path / "old", tmp_path / "new"
-    rows = pages()
-    write_two_store_index(old, rows)
-    with open_index(new) as index:
-        index.add_many(rows)
-    asked = [(h ^ 0b101, s if s is None else near(s, 99, 5)) for h, _, _, s in rows[::3]]
-    asked += [(h, None) for h, _, _, _ in rows[:5]]
-    with open_index(new, read_only=True) as index:
-        want = answers(index, asked)
-        want_sketches = {key: index.sketch(key) for _, key, _, _ in rows}
-    assert sum(map(len, want)) > 40  # the lookups find pages, by sketch and by simhash
-    strip = [[row[:3] for row in found] for found in want]  # seqs differ between the two indexes
-    with open_index(old, read_only=True) as index:  # a reader reads the store, writes nothing
-        assert [[row[:3] for row in found] for found in answers(index, asked)] == strip
-        assert index.stats()["without_sketch"] == sum(s is None for *_, s in rows)
-    assert (old / SKETCHES / "minhash.sqlite3").exists()
-    with open_index(old) as index:  # the first writer moves the sketches into the rows
-        assert not (old / SKETCHES).exists()
-        got = answers(index, asked)
-        assert [[row[:3] for row in found] for found in got] == strip
-        for _, key, _, _ in rows:
-            mine, theirs = index.sketch(key), want_sketches[key]
-            assert (mine is None) == (theirs is None)
-            assert mine is None or np.array_equal(mine.values, theirs.values)
-        assert (
-            index.get("https://example.org/cut") is None and index.sketch("https://example.org/cut") is None
-        )
-        before = {m.key: m.seq for m in index}
-    with open_index(old) as index:  # ages kept: a page's seq is its age, which decisions compare
-        assert {m.key: m.seq for m in index} == before
-        assert [[row[:3] for row in found] for found in answers(index, asked)] == strip
-
-
-def test_a_writer_killed_after_moving_the_sketches_leaves_a_whole_index(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Deleting the old store comes after the commit: a writer dying in between leaves the rows
-    complete, and the next opening only deletes the store (sketches not moved twice: a page
-    rewritten since keeps its new sketch)."""
-    import scrapy_simhash.index.sketch_column as column
-
-    path = tmp_path / "ix"
-    rows = pages(20)
-    write_two_store_index(path, rows, orphan=False)
-
-    def killed(where: Path) -> None:
-        raise KeyboardInterrupt("killed")
-
-    monkeypatch.setattr(column.shutil, "rmtree", killed)
-    with pytest.raises(KeyboardInterrupt):
-        open_index(path)
-    monkeypatch.undo()
-    assert (path / SKETCHES).exists()
-    with open_index(path, mode="simhash") as index:  # a simhash-mode writer: drops the store only
-        assert not (path / SKETCHES).exists()
-        index.add(rows[0][0], rows[0][1], None)  # rewritten without sketch
-    with open_index(path) as index:
-        assert index.sketch(rows[0][1]) is None
-        for _, key, _, s in rows[1:]:
-            got = index.sketch(key)
-            assert (got is None) == (s is None) and (got is None or np.array_equal(got.values, s & 0xFF))
 
 
 def test_a_damaged_sketch_is_reported_not_answered_from(tmp_path: Path) -> None:
@@ -206,4 +127,8 @@ def test_the_columns_settings_are_kept_and_checked(tmp_path: Path) -> None:
     with SimhashIndex(path) as simhashes:
         simhashes.set_sketches([], {"sketch_value_bits": "4"})
     with pytest.raises(IndexSettingsError, match="4-bit sketch values, which this version does not read"):
+        open_index(path, similarity=0.6)
+    with SimhashIndex(path) as simhashes:  # the format keeps 8 bits: 32-bit values are an older one's
+        simhashes.set_sketches([], {"sketch_value_bits": "32"})
+    with pytest.raises(IndexSettingsError, match="records 32-bit sketch values; its format keeps 8"):
         open_index(path, similarity=0.6)

@@ -697,27 +697,19 @@ def test_sigkill_loses_no_acknowledged_insert(tmp_path: Path, sync: str) -> None
     assert len(present) > 50
 
 
-def test_an_index_with_32_bit_sketches_keeps_deciding_on_32_bits(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    """An index whose sketch store was written with whole values (before the default became 8 bits)
-    opens without error and applies the rule at its stored width; a new index compares 8 bits."""
-    from scrapy_simhash.index.minhash_store import MinHashIndex
-    from scrapy_simhash.index.sketch_column import SKETCHES
+def test_an_index_with_32_bit_sketches_decides_on_8_bits_once_upgraded(tmp_path: Path) -> None:
+    """An index whose sketches were written with whole values (before the default became 8 bits) is
+    converted to 8-bit values, and the new index applies the rule at 8 bits, as every index does."""
+    from index_old_layouts import format_2_32_bit
+
+    from scrapy_simhash.index.upgrade import upgrade
 
     base = sketch_of(21)
     high_only = base ^ np.uint32(0xFFFFFF00)  # every value differs, but not in its low byte
     old, new = tmp_path / "old", tmp_path / "new"
-    rule = DEFAULT_RULE
-    MinHashIndex(old / SKETCHES, rule.similarity, NV, rule.bands, rule.rows, value_bits=32).close()
-    for path, bits in ((old, 32), (new, 8)):
-        caplog.clear()
-        with caplog.at_level("INFO", logger="scrapy_simhash.index"), open_index(path) as index:
-            assert index.rule.value_bits == bits
-            said = [r.getMessage() for r in caplog.records if "32-bit sketch values" in r.getMessage()]
-            assert len(said) == (1 if bits == 32 else 0)  # the reader is told why, once
-            index.add(0x1234, "page", sketch=base)
-        with open_index(path) as index:  # and after a reopen
-            assert index.rule.value_bits == bits and index.sketches.value_bits == bits
-            found = index.query(0x1234 ^ 0xFFFF, sketch=high_only)  # 16 bits away: by sketch alone
-            assert [(m.key, m.similarity) for m in found] == ([] if bits == 32 else [("page", 1.0)])
+    format_2_32_bit(old, [(0x1234, "page", None, base)])
+    assert upgrade(old, new).narrowed == 1
+    with open_index(new) as index:
+        assert index.rule.value_bits == 8 and index.sketches.value_bits == 8
+        found = index.query(0x1234 ^ 0xFFFF, sketch=high_only)  # 16 bits away: by sketch alone
+        assert [(m.key, m.similarity) for m in found] == [("page", 1.0)]

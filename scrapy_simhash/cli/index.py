@@ -1,4 +1,5 @@
-"""``scrapy-simhash index info|stats|query|compact|export PATH``: inspect and maintain an index.
+"""``scrapy-simhash index info|stats|query|compact|export PATH``: inspect and maintain an index;
+``scrapy-simhash index upgrade OLD NEW``: convert one written by an earlier development version.
 
 ``stats``, ``query`` and ``export`` open a local index read-only, so they work while a
 crawler is writing to it; ``compact`` needs the write lock. PATH may also be a
@@ -33,7 +34,7 @@ from ..warc.progress import RowProgress, elapsed_spinner
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "index",
-        help="inspect or maintain a near-duplicate index (info, stats, query, compact, export)",
+        help="inspect or maintain a near-duplicate index (info, stats, query, compact, export, upgrade)",
         description="Inspect or maintain a near-duplicate index: a directory, or a redis:// URI.",
     )
     commands = parser.add_subparsers(dest="index_command", metavar="ACTION", required=True)
@@ -108,6 +109,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_progress_option(export)
     _add_mode_option(export)
     export.set_defaults(func=run_export)
+
+    upgrade = commands.add_parser(
+        "upgrade",
+        help="convert an index written by an earlier development version into this version's format",
+        description="Convert the embedded index OLD, written by an earlier development version, into a new "
+        "index NEW in this version's format (which refuses to open the old one). OLD is only read; NEW must "
+        "not exist and appears whole or not at all. Every page keeps its key, fingerprint, meta and age; "
+        "sketches become 8-bit; pages stored without a sketch stay so (judged by simhash alone). Exit 1 "
+        "when OLD is damaged (nothing is written), 2 on other errors.",
+    )
+    upgrade.add_argument("old", metavar="OLD", help="the old index directory (read only)")
+    upgrade.add_argument("new", metavar="NEW", help="where to write the converted index (must not exist)")
+    upgrade.set_defaults(func=run_upgrade)
 
 
 def _add_mode_option(parser: argparse.ArgumentParser) -> None:
@@ -315,4 +329,31 @@ def run_export(args: argparse.Namespace) -> int:
                     batch = []
     except (SimhashIndexError, NotImplementedError) as exc:
         return _fail(args, exc)
+    return 0
+
+
+def run_upgrade(args: argparse.Namespace) -> int:
+    from ..index.upgrade import UpgradeError, upgrade
+
+    try:
+        report = upgrade(args.old, args.new, lambda line: print(line, file=sys.stderr, flush=True))
+    except (UpgradeError, OSError) as exc:
+        return _fail(args, exc)
+    except SimhashIndexError as exc:  # damage: UpgradeDamaged, or a row the new index refuses
+        print(f"scrapy-simhash index upgrade: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"upgraded {args.old} (format {report.found_format}) to {args.new}: {report.pages} pages")
+    print(
+        f"with sketch: {report.with_sketch} (moved from a sketch store: {report.moved}, narrowed to 8 bits: "
+        f"{report.narrowed}); sketches without a page dropped: {report.orphans}"
+    )
+    if report.payload_digests:
+        print(f"payload digests (for revisit records) copied: {report.payload_digests}")
+    if report.unchecked:
+        print(f"rows that had no checksum, now checksummed as they were: {report.unchecked}")
+    if report.without_sketch:
+        print(
+            f"without sketch: {report.without_sketch} pages, judged by simhash alone; to judge them by the "
+            "verified rule, re-fingerprint them: re-add them from their WARCs or re-crawl into a new index"
+        )
     return 0

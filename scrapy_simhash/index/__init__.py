@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -154,14 +153,7 @@ def _open_verified(location: str | Path, k: int, similarity: float | None, optio
     except BaseException:
         simhashes.close()
         raise
-    if sketches is not None and sketches.value_bits != rule.value_bits:  # written before 8-bit values
-        logging.getLogger(__name__).info(
-            "the index at %s keeps %d-bit sketch values (written before %d bits became the default): "
-            "it decides on them; a rebuilt index keeps a quarter of the bytes",
-            location,
-            sketches.value_bits,
-            rule.value_bits,
-        )
+    if sketches is not None and sketches.value_bits != rule.value_bits:  # a Redis store of 32-bit values
         rule = dataclasses.replace(rule, value_bits=sketches.value_bits)
     if isinstance(sketches, SketchColumn):
         return EmbeddedVerifiedIndex(simhashes, sketches, rule)

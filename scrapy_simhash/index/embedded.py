@@ -253,7 +253,7 @@ class SimhashIndex(NearDuplicateIndex):
 
     def _mapped_lsh(self, column: Any) -> LSHSegment | None:
         """The base generation's sketch LSH, memory-mapped, when it was written for ``column``'s
-        parameters; None when it has none (written before, or without a column) or it is damaged."""
+        parameters; None when it has none (written without a column) or it is damaged."""
         manifest = self._layers.manifest
         if manifest is None or not isinstance(manifest.get("lsh"), dict):
             return None
@@ -301,8 +301,9 @@ class SimhashIndex(NearDuplicateIndex):
     def attach(self, column: Any) -> None:
         """Keep ``column`` in step with the rows' sketches, told of each write. Its base is mapped
         from the table generation's LSH files; only the rows written since (and those whose sketch
-        changed since) are read. A generation without such files (written before them) is
-        written again by a writer once, so that the next open maps it."""
+        changed since) are read. A generation without such files (written while the index
+        had no sketch column: only simhash mode so far) is written again by a writer once, so that the
+        next open maps it."""
         with self._lock:
             self._check_open()
             column.attach_rows(self)

@@ -6,8 +6,7 @@ an error. Three cheap checks turn such damage into :class:`IndexCorruptError`:
 
 - **Row checksums** (:func:`row_check`): every row carries ``chk``, the CRC-32 of its key and
   meta (high 32 bits) and a mix of its seq and fingerprint (low 32 bits, computable with numpy
-  over a whole column). Rows are verified whenever they are read. Only rows written before this
-  column existed may have ``chk`` NULL (they are not verified); a NULL anywhere else is damage.
+  over a whole column). Rows are verified whenever they are read; a row whose ``chk`` is NULL is damage.
 - **The commit mark** (:class:`CommitMark`, file ``COMMITTED``): after every acknowledged write
   the writer records the database's high-water mark (the largest seq handed out; removals
   advance it too) and its row count. A database behind its mark has lost acknowledged writes.
@@ -24,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sqlite3
 import struct
 import zlib
@@ -113,11 +113,10 @@ def _signed(value: int) -> int:
     return value - (1 << 64) if value >> 63 else value
 
 
-def bad_rows(seqs: np.ndarray, hashes: np.ndarray, checks: np.ndarray, unchecked_upto: int = 0) -> np.ndarray:
-    """Positions whose (seq, fingerprint) disagree with their stored check, or that have none (0) but a
-    seq above ``unchecked_upto`` (the last row written before checksums existed)."""
+def bad_rows(seqs: np.ndarray, hashes: np.ndarray, checks: np.ndarray) -> np.ndarray:
+    """Positions whose (seq, fingerprint) disagree with their stored check, or that have none (0)."""
     low = checks.view(np.uint64) & np.uint64(0xFFFFFFFF)
-    return np.flatnonzero(np.where(checks == 0, seqs > unchecked_upto, low != mix_array(seqs, hashes)))
+    return np.flatnonzero((checks == 0) | (low != mix_array(seqs, hashes)))
 
 
 # -- the commit mark -----------------------------------------------------------------------------
@@ -281,6 +280,8 @@ def remove_index(directory: Path, database: str) -> None:
     an index that :func:`refuse_missing_database` refuses; never a silently older one.
     """
     logger.info("index %s: reset, removing its files", directory)
+    if database == "index.sqlite3":  # the sketch store of an earlier format (a reset needs no upgrade)
+        shutil.rmtree(directory / "sketches", ignore_errors=True)
     paths = [directory / MARK, directory / "manifest.json", directory / "manifest.json.tmp"]
     paths += sorted(directory.glob("tables-*.npy"))
     paths += [directory / f"{database}{suffix}" for suffix in ("", "-wal", "-shm", "-journal")]

@@ -44,6 +44,7 @@ from .lsh_bands import DEFAULT_THRESHOLD as DEFAULT_THRESHOLD
 from .lsh_bands import DEFAULT_VALUE_BITS as DEFAULT_VALUE_BITS
 from .lsh_bands import as_sketch, as_sketch_batch, check_given, new_params, readable_params
 from .sketch_rows import Row, SketchStore
+from .store_format import FORMAT, refuse_format
 from .values import check_key, encode_meta
 
 logger = logging.getLogger(__name__)
@@ -96,9 +97,9 @@ class MinHashIndex(LockedSketchReads):
     """Persistent MinHash-LSH index in directory ``path`` (created if missing).
 
     ``threshold``, ``num_values``, ``bands``, ``rows``, ``value_bits``: as :class:`MinHashLSH`; fixed
-    when the index is created (defaults 0.8, 128 and 32, bands and rows derived from the threshold;
-    an index written before ``value_bits`` existed keeps 32). ``new_value_bits``: the width a new index
-    gets when ``value_bits`` is None (an existing one keeps its own: the verified index's way).
+    when the index is created (defaults 0.8, 128 and 32, bands and rows derived from the threshold).
+    ``new_value_bits``: the width a new index gets when ``value_bits`` is None (an existing one keeps
+    its own). An index of an earlier format is refused (:class:`~.store_format.IndexFormatError`).
     Reopening with None takes the stored values; a value that differs is an
     :class:`IndexSettingsError`. ``read_only``: no lock, no writes, a snapshot as of opening.
     ``synchronous``: ``"full"`` fsyncs every commit (survives a power cut), ``"normal"``
@@ -184,10 +185,14 @@ class MinHashIndex(LockedSketchReads):
         if not stored:
             if self.read_only:
                 raise SimhashIndexError(f"the MinHash index at {self.path} has never been initialised")
-            new = {"kind": KIND, "scheme": SCHEME, **new_params(given, new_value_bits)}
+            new = {"kind": KIND, "format": str(FORMAT), "scheme": SCHEME, **new_params(given, new_value_bits)}
             stored = self._store.init_settings(new)
         if stored.get("kind") != KIND:
             raise IndexSettingsError(f"the index at {self.path} is not a MinHash index ({stored})")
+        if stored.get("format") != str(FORMAT):  # (before it: value_bits perhaps not recorded)
+            raise refuse_format(self.path, stored.get("format"), kind="MinHash index")
+        if "value_bits" not in stored:  # signed settings of this format always record it
+            raise self._store.damaged("the settings lack value_bits")
         where = f"the MinHash index at {self.path}"
         have = readable_params(stored, where, instead="rebuild")
         check_given(given, have, where, "open it without them to use the stored ones, or build a new index")

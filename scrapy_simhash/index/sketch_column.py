@@ -10,20 +10,14 @@ and told of every write after it commits (:meth:`~.embedded.SimhashIndex.attach`
 sketch it remembers the row's seq, so a match's row is read by seq.
 
 Its settings (threshold, bands, rows, num_values, value_bits: the :class:`~scrapy_simhash.decision.Rule`'s)
-are stored with the simhash store's, prefixed ``sketch_``, and fixed when the column is created.
-
-Indexes written before the column kept their sketches in a second store, ``sketches/`` (a
-:class:`~.minhash_store.MinHashIndex` directory): the first writer that opens one moves them
-into the column (:func:`adopt_sketch_store`); a reader reads them from there.
+are stored with the simhash store's, prefixed ``sketch_``, and fixed when the column is created;
+``value_bits`` is always :data:`VALUE_BITS` (the store's format, :mod:`.store_format`).
 """
 
 from __future__ import annotations
 
-import logging
-import shutil
 import threading
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,16 +28,12 @@ from .base import IndexSettingsError
 from .lsh import MinHashLSH
 from .lsh_bands import as_sketch, as_sketch_batch, check_given, new_params, readable_params, stored_params
 from .lsh_segment import LSHSegment
-from .minhash_store import DATABASE as SKETCH_DATABASE
 from .minhash_store import LSHMatch
-from .sketch_rows import SketchStore
-
-logger = logging.getLogger(__name__)
 
 PREFIX = "sketch_"
 """The column's settings among the simhash store's: ``sketch_threshold``, ``sketch_bands``, ..."""
-SKETCHES = "sketches"
-"""Where an index written before the column kept its sketch store (a directory in the index's)."""
+VALUE_BITS = 8
+"""The low bits of each sketch value a row keeps: a byte a value."""
 
 
 class SketchColumn:
@@ -142,7 +132,7 @@ class SketchColumn:
         matrix = np.concatenate(parts)
         with self._lock:
             self._base.kill(seqs)
-            self._lsh.load(keys, matrix if self.value_bits == 8 else matrix.astype(np.uint32), tags=seqs)
+            self._lsh.load(keys, matrix, tags=seqs)
 
     def stored(
         self, keys: list[str], seqs: list[int], sketches: list[bytes | None], replaced: Iterable[int] = ()
@@ -310,7 +300,15 @@ def column_params(simhashes: Any) -> dict[str, Any] | None:
     ``simhashes``; None: it has no column yet."""
     stored = simhashes.settings()
     mine = {name.removeprefix(PREFIX): value for name, value in stored.items() if name.startswith(PREFIX)}
-    return readable_params(mine, f"the index at {simhashes.path}", instead="rebuild") if mine else None
+    if not mine:
+        return None
+    have = readable_params(mine, f"the index at {simhashes.path}", instead="rebuild")
+    if have["value_bits"] != VALUE_BITS:  # signed settings of this format always say 8
+        raise IndexSettingsError(
+            f"the index at {simhashes.path} records {have['value_bits']}-bit sketch values; its format "
+            f"keeps {VALUE_BITS}"
+        )
+    return have
 
 
 def _as_settings(params: dict[str, Any]) -> dict[str, str]:
@@ -321,75 +319,20 @@ def _as_settings(params: dict[str, Any]) -> dict[str, str]:
 _REMEDY = "open it with its own (the similarity it was created with), or build a new index"
 
 
-def open_column(
-    simhashes: Any, given: dict[str, Any], new_value_bits: int, *, reset: bool = False
-) -> SketchColumn | None:
+def open_column(simhashes: Any, given: dict[str, Any]) -> SketchColumn | None:
     """The sketch column of the embedded index ``simhashes`` (a :class:`~.embedded.SimhashIndex`),
-    attached to it. ``given``: threshold, bands, rows (num_values, value_bits: None for the stored or
-    default ones); a new column is created with them and ``new_value_bits``. A writer first moves a
-    ``sketches/`` store into the column; a reader of an index that has neither gets None (every page
-    is judged by simhash), of one that still has the store, the store's sketches."""
-    old = Path(simhashes.path) / SKETCHES
-    if not simhashes.read_only:
-        adopt_sketch_store(simhashes, reset=reset)
+    attached to it. ``given``: threshold, bands, rows (num_values: None for the stored or default
+    one); a new column is created with them and :data:`VALUE_BITS`. A reader of an index that has
+    none gets None (every page is judged by simhash)."""
     have = column_params(simhashes)
     if have is None and simhashes.read_only:
-        if not (old / SKETCH_DATABASE).exists():
-            return None
-        return _read_old_store(simhashes, old, given)
+        return None
     if have is None:
-        params = {"num_values": None, "value_bits": None, **given}
-        created = new_params(params, new_value_bits)
+        params = {"num_values": None, **given, "value_bits": VALUE_BITS}
+        created = new_params(params)
         simhashes.set_sketches([], _as_settings(created))
         have = stored_params(created)
     check_given(given, have, f"the index at {simhashes.path}", _REMEDY)
     column = SketchColumn(have)
     simhashes.attach(column)
     return column
-
-
-def _read_old_store(simhashes: Any, old: Path, given: dict[str, Any]) -> SketchColumn:
-    """A reader's column from an index's ``sketches/`` store (not moved: readers write nothing)."""
-    store = SketchStore(old / SKETCH_DATABASE, read_only=True, check="quick")
-    try:
-        settings = store.settings()
-        if not settings:
-            raise IndexSettingsError(f"the sketch store at {old} has never been initialised")
-        have = readable_params(settings, f"the index at {old}", instead="rebuild")
-        check_given(given, have, f"the index at {old}", _REMEDY)
-        column = SketchColumn(have)
-        column.load([(0, key, sketch) for _, key, sketch in chunk] for chunk in store.load())
-    finally:
-        store.close()
-    column.set_hints(simhashes.key_seqs())  # each page's seq in the simhash store, to read its row by
-    return column
-
-
-def adopt_sketch_store(simhashes: Any, *, reset: bool = False) -> None:
-    """A writer's first step on an index written before the sketch column: move the sketches of its
-    ``sketches/`` store into the simhash store's rows (one transaction, with the column's settings
-    from the store's), then delete the store. A crash before the commit leaves the old layout whole
-    (moved again next time), after it the column complete (the store is then only deleted).
-    Sketches of keys the simhash store lacks (an insert a crash cut) are dropped. ``reset``: the
-    index was emptied: the store is deleted unread."""
-    old = Path(simhashes.path) / SKETCHES
-    if not old.exists():
-        return
-    if not reset and column_params(simhashes) is None and (old / SKETCH_DATABASE).exists():
-        store = SketchStore(old / SKETCH_DATABASE, check="thorough")
-        try:
-            settings = store.settings()
-            rows = [(key, sketch) for chunk in store.load() for _, key, sketch in chunk]
-        finally:
-            store.close()
-        if settings:
-            have = readable_params(settings, f"the index at {old}", instead="rebuild")
-            moved = len(simhashes.set_sketches(rows, _as_settings(have)))
-            logger.info(
-                "index %s: %d sketches moved from %s into the pages' rows (%d without a page dropped)",
-                simhashes.path,
-                moved,
-                old,
-                len(rows) - moved,
-            )
-    shutil.rmtree(old)

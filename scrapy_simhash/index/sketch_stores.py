@@ -18,11 +18,11 @@ SKETCH_PREFIX_SUFFIX = "-sketches"
 def open_sketch_store(location: str, rule: Rule, simhashes: Any, **options: Any) -> Any | None:
     """The sketches of the index at ``location`` (a directory or a ``redis://`` URI) whose simhash
     store ``simhashes`` is open: on Redis the sketch store, embedded the sketch column of the simhash
-    store's rows (:mod:`.sketch_column`; an index written before it has its ``sketches/`` moved in).
+    store's rows (:mod:`.sketch_column`, always 8-bit values).
 
-    Created with the rule's ``value_bits``; sketches that exist keep the width they were written with
-    (an index from before 8-bit values keeps 32): the caller applies the rule at their width. None
-    for a reader of an embedded index that has never held a sketch."""
+    A Redis store is created with the rule's ``value_bits``; one that exists keeps the width it was
+    written with: the caller applies the rule at its width. None for a reader of an embedded index
+    that has never held a sketch."""
     from . import is_server_uri
 
     given = {"threshold": rule.similarity, "bands": rule.bands, "rows": rule.rows}
@@ -35,22 +35,17 @@ def open_sketch_store(location: str, rule: Rule, simhashes: Any, **options: Any)
         )
     from .sketch_column import open_column
 
-    return open_column(simhashes, given, rule.value_bits, reset=bool(options.get("reset")))
+    return open_column(simhashes, given)
 
 
 def open_existing_sketch_store(location: str, simhashes: Any, **options: Any) -> Any | None:
     """The sketch store beside the simhash store ``simhashes`` opened at ``location``, with its stored
     settings, or None when there is none (nothing is created). Embedded: always None (the sketches
-    are in the pages' rows, which the simhash store rewrites without sketch); an older index's
-    ``sketches/`` is moved into them first, so that a rewritten page keeps no stale sketch."""
+    are in the pages' rows, which the simhash store rewrites without sketch)."""
     from . import is_server_uri
 
     reset = bool(options.pop("reset", False))
     if not is_server_uri(location):
-        if not simhashes.read_only:
-            from .sketch_column import adopt_sketch_store
-
-            adopt_sketch_store(simhashes, reset=reset)
         return None
     from .redis_minhash import RedisMinHashIndex
 

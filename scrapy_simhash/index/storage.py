@@ -10,17 +10,18 @@ Tables:
 - ``entries(seq, key, simhash, meta, chk, sketch)``: ``seq`` is the insertion order (age), never
   reused (AUTOINCREMENT; a removal advances it too, so every acknowledged write moves the high-water
   mark), so a derived table file can refer to rows by ``seq``. ``chk`` is the row's checksum
-  (:mod:`.integrity`), verified whenever the row is read; NULL only in rows written before checksums
-  existed (seq up to the setting ``unchecked_upto``): anywhere else a NULL is damage.
+  (:mod:`.integrity`), verified whenever the row is read; a NULL is damage.
   ``sketch``: the page's minhash sketch as the verified index keeps it (:mod:`.sketch_column`), or
   NULL: in the page's own row, so that a page and its sketch are one write and the key is stored once.
 - ``tombstones(seq)``: rows removed since the table files were last written; they tell
   the reopened index which rows of the files to ignore.
-- ``settings(name, value)``: layout, k, the database's identity, ``format`` (:data:`FORMAT`),
-  ``unchecked_upto`` (only in a database that had rows before checksums), the index's notes
-  (``note:extractor``, ...: :meth:`Store.note`), and ``check``: their CRC-32.
+- ``resketched(seq)``: rows whose sketch changed since the table files were written.
+- ``settings(name, value)``: layout, k, the database's identity, ``format`` (:data:`FORMAT`), the
+  sketch column's settings (``sketch_*``), the index's notes (``note:extractor``, ...:
+  :meth:`Store.note`), and ``check``: their CRC-32.
 
-Which database may lack checksums, and how it is recognised: :mod:`.store_format`.
+The format is the one :mod:`.store_format` describes; a database of an earlier one is refused at open
+(:class:`~.store_format.IndexFormatError`, naming ``scrapy-simhash index upgrade``).
 
 Any SQLite or JSON error while reading means a damaged database and is raised as
 :class:`IndexCorruptError` naming the file.
@@ -41,12 +42,15 @@ import numpy as np
 from .base import IndexCorruptError, IndexSettingsError
 from .database import RowDatabase, check_synchronous, connect, settings_check
 from .integrity import CommitMark, bad_rows, check_sqlite, row_check, row_checks, stored_row_checks
-from .store_format import FORMAT, UNCHECKED_ALL, settle_format
+from .store_format import FORMAT, refuse_format
 
 SIGN = 1 << 63
 WRAP = 1 << 64
 _CHUNK = 500  # host parameters per statement, well under SQLite's limit
-_TABLES = {"settings", "entries", "tombstones"}
+_TABLES = {"settings", "entries", "tombstones", "resketched"}
+_COLUMNS = {"seq", "key", "simhash", "meta", "chk", "sketch"}
+_SELECTED = "seq, key, simhash, meta, chk, sketch"
+"""What every read of whole rows selects: all that :meth:`Store._verified` checks."""
 _INSERT = "INSERT INTO entries (seq, key, simhash, meta, chk, sketch) VALUES (?, ?, ?, ?, ?, ?)"
 
 _SCHEMA = """
@@ -99,9 +103,6 @@ class Store(RowDatabase):
             self._prepare_schema()
             with self.snapshot():  # reads high and live
                 pass
-            self.unchecked_upto = settle_format(self, self._chk == "chk")
-            """Rows with a seq up to this may lack a checksum (:mod:`.store_format`)."""
-            self._set_columns(not self.read_only or self._chk == "chk")
         except (IndexCorruptError, IndexSettingsError):
             self.conn.close()
             raise
@@ -115,30 +116,35 @@ class Store(RowDatabase):
         self.next_seq = self.high + 1
 
     def _prepare_schema(self) -> None:
-        """Create a new database's tables; refuse a database without them; add ``sketch`` to old ones
-        (their rows keep NULL: without sketch). A missing ``chk`` is added by
-        :func:`.store_format.settle_format`."""
+        """Create a new database's tables; refuse a database of an earlier format (before looking for
+        what it may lack) and one whose tables or columns are missing."""
         tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if not tables and not self.read_only:
             self.conn.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} COMMIT;")
             tables = set(_TABLES)
+        columns = {r[1] for r in self.conn.execute("PRAGMA table_info(entries)")}
+        if "settings" in tables:
+            self._check_format(checksummed="chk" in columns)
         if not tables >= _TABLES:
             raise sqlite3.DatabaseError(f"tables {sorted(_TABLES - tables)} are missing")
-        if "resketched" not in tables and not self.read_only:
-            self.conn.execute("CREATE TABLE IF NOT EXISTS resketched (seq INTEGER PRIMARY KEY)")
-            tables.add("resketched")
-        self._resketched = "resketched" in tables
-        columns = {r[1] for r in self.conn.execute("PRAGMA table_info(entries)")}
-        if "sketch" not in columns and not self.read_only:
-            self.conn.execute("ALTER TABLE entries ADD COLUMN sketch BLOB")
-            columns.add("sketch")
-        self._sketch = "sketch" if "sketch" in columns else "NULL"
-        self._set_columns("chk" in columns)
+        if not columns >= _COLUMNS:
+            raise sqlite3.DatabaseError(f"columns {sorted(_COLUMNS - columns)} of entries are missing")
 
-    def _set_columns(self, with_chk: bool) -> None:
-        self._chk = "chk" if with_chk else "NULL"
-        self._columns = f"seq, key, simhash, meta, {self._chk}, {self._sketch}"
-        """What every read of whole rows selects: all that :meth:`_verified` checks."""
+    def _check_format(self, checksummed: bool) -> None:
+        """The settings (if any: a new database gets them next) are signed and record :data:`FORMAT`.
+
+        Only a database written before checksums (no ``chk`` column) may lack the settings' ``check``:
+        deleting it from a later one is damage, not a way to make it look old."""
+        stored = self.stored_settings()
+        check = stored.pop("check", None)
+        if check is None and not stored:
+            return
+        if check is None and checksummed:
+            raise self.damaged("the settings lack their checksum")
+        if check is not None and check != settings_check(stored):
+            raise self.damaged("the settings fail their checksum")
+        if stored.get("format") != str(FORMAT):
+            raise refuse_format(self.path.parent, stored.get("format"))
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -171,11 +177,10 @@ class Store(RowDatabase):
             return dict(self.conn.execute("SELECT name, value FROM settings").fetchall())
 
     def settings(self) -> dict[str, str]:
-        """The settings, verified against their stored CRC-32 (absent only in a database written
-        before checksums, opened read-only: :mod:`.store_format`)."""
+        """The settings, verified against their stored CRC-32."""
         stored = self.stored_settings()
         check = stored.pop("check", None)
-        if check is None and stored and self.unchecked_upto != UNCHECKED_ALL:
+        if check is None and stored:
             raise self.damaged("the settings lack their checksum")
         if check is not None and check != settings_check(stored):
             raise self.damaged("the settings fail their checksum")
@@ -264,8 +269,7 @@ class Store(RowDatabase):
         """The table files now hold every row up to ``upto``: forget what changed in them before."""
         with self._transaction():
             self.conn.execute("DELETE FROM tombstones WHERE seq <= ?", (upto,))
-            if self._resketched:
-                self.conn.execute("DELETE FROM resketched WHERE seq <= ?", (upto,))
+            self.conn.execute("DELETE FROM resketched WHERE seq <= ?", (upto,))
 
     # reads
     def count(self) -> int:
@@ -277,15 +281,14 @@ class Store(RowDatabase):
     ) -> dict[str, Any]:
         """The row's meta, after checking the row (sketch included) against its checksum."""
         if chk is None:
-            if seq > self.unchecked_upto:
-                raise self.damaged(f"row {seq} ({key!r}) has no checksum")
-        elif to_unsigned(chk) != row_check(seq, to_unsigned(h), key, meta, sketch):
+            raise self.damaged(f"row {seq} ({key!r}) has no checksum")
+        if to_unsigned(chk) != row_check(seq, to_unsigned(h), key, meta, sketch):
             raise self.damaged(f"row {seq} ({key!r}) fails its checksum")
         return _meta(meta)
 
     def get(self, key: str) -> tuple[int, int, dict[str, Any]] | None:
         with self._reading():
-            row = self.conn.execute(f"SELECT {self._columns} FROM entries WHERE key = ?", (key,)).fetchone()
+            row = self.conn.execute(f"SELECT {_SELECTED} FROM entries WHERE key = ?", (key,)).fetchone()
             if row is None:
                 return None
             if row[1] != key:
@@ -324,7 +327,7 @@ class Store(RowDatabase):
         expected: dict[int, str] | None,
     ) -> None:
         """Verified rows into ``out`` by key (``expected``: only rows whose seq maps to their key)."""
-        for row in self.conn.execute(f"SELECT {self._columns} FROM entries WHERE {where}", args):
+        for row in self.conn.execute(f"SELECT {_SELECTED} FROM entries WHERE {where}", args):
             seq, key = row[0], row[1]
             if expected is None or expected.get(seq) == key:
                 out[key] = (seq, to_unsigned(row[2]), self._verified(*row))
@@ -342,7 +345,7 @@ class Store(RowDatabase):
         with self._reading():
             for chunk in _chunks(list(seqs)):
                 marks = ",".join("?" * len(chunk))
-                query = f"SELECT {self._columns} FROM entries WHERE seq IN ({marks})"
+                query = f"SELECT {_SELECTED} FROM entries WHERE seq IN ({marks})"
                 for row in self.conn.execute(query, chunk):
                     out[row[0]] = (row[1], self._verified(*row), to_unsigned(row[2]))
         return out
@@ -353,7 +356,7 @@ class Store(RowDatabase):
         with self._reading():
             for chunk in _chunks(list(keys)):
                 marks = ",".join("?" * len(chunk))
-                query = f"SELECT {self._columns} FROM entries WHERE key IN ({marks})"
+                query = f"SELECT {_SELECTED} FROM entries WHERE key IN ({marks})"
                 for row in self.conn.execute(query, chunk):
                     self._verified(*row)
                     if row[5] is not None:
@@ -376,7 +379,7 @@ class Store(RowDatabase):
         seqs_parts, hash_parts = [], []
         with self._reading():
             cursor = self.conn.execute(
-                f"SELECT seq, simhash, ifnull({self._chk}, 0) FROM entries WHERE seq > ? ORDER BY seq",
+                "SELECT seq, simhash, ifnull(chk, 0) FROM entries WHERE seq > ? ORDER BY seq",
                 (after,),
             )
             while True:
@@ -385,7 +388,7 @@ class Store(RowDatabase):
                     break
                 block = np.array(chunk, dtype=np.int64)
                 seqs, hashes = block[:, 0].copy(), block[:, 1].view(np.uint64).copy()
-                bad = bad_rows(seqs, hashes, block[:, 2], self.unchecked_upto)
+                bad = bad_rows(seqs, hashes, block[:, 2])
                 if bad.size:
                     what = "has no checksum" if block[bad[0], 2] == 0 else "fails its checksum"
                     raise self.damaged(f"row {int(seqs[bad[0]])} {what}")
@@ -400,8 +403,8 @@ class Store(RowDatabase):
     ) -> Iterator[str]:
         """Every stored key (keys only: the rows' checks are verified where rows are read), or only
         those of rows without (or with) a sketch."""
-        where = f" WHERE {self._sketch} IS NULL" if without_sketch else ""
-        where = f" WHERE {self._sketch} IS NOT NULL" if with_sketch else where
+        where = " WHERE sketch IS NULL" if without_sketch else ""
+        where = " WHERE sketch IS NOT NULL" if with_sketch else where
         with self._reading():
             cursor = self.conn.execute(f"SELECT key FROM entries{where}")
             while True:
@@ -414,7 +417,7 @@ class Store(RowDatabase):
     def iterate(self, batch: int = 10_000) -> Iterator[tuple[int, str, int, dict[str, Any]]]:
         """Every row as (seq, key, simhash, meta), oldest first, each verified."""
         with self._reading():
-            cursor = self.conn.execute(f"SELECT {self._columns} FROM entries ORDER BY seq")
+            cursor = self.conn.execute(f"SELECT {_SELECTED} FROM entries ORDER BY seq")
             while True:
                 chunk = cursor.fetchmany(batch)
                 if not chunk:
@@ -432,12 +435,10 @@ class Store(RowDatabase):
         Every row read is verified whole, those without a sketch too: a sketch set to NULL is damage
         found here, at open, as a changed one is (not at the row's first read). Meta is not decoded.
         """
-        if self._sketch == "NULL":
-            return
-        where = "seq > ?" + (" OR seq IN (SELECT seq FROM resketched)" if self._resketched else "")
+        where = "seq > ? OR seq IN (SELECT seq FROM resketched)"
         with self._reading():
             cursor = self.conn.execute(
-                f"SELECT {self._columns} FROM entries WHERE {where} ORDER BY seq", (after,)
+                f"SELECT {_SELECTED} FROM entries WHERE {where} ORDER BY seq", (after,)
             )
             while chunk := cursor.fetchmany(batch):
                 for row in chunk:
@@ -448,14 +449,7 @@ class Store(RowDatabase):
                     ):
                         raise self.damaged(f"row {row[0]} ({row[1]!r}) holds a value of the wrong type")
                 stored = np.fromiter((0 if row[4] is None else row[4] for row in chunk), np.int64, len(chunk))
-                seqs = np.fromiter((row[0] for row in chunk), np.int64, len(chunk))
-                bad = np.flatnonzero(
-                    np.where(
-                        stored == 0,
-                        seqs > self.unchecked_upto,
-                        stored.view(np.uint64) != stored_row_checks(chunk),
-                    )
-                )
+                bad = np.flatnonzero((stored == 0) | (stored.view(np.uint64) != stored_row_checks(chunk)))
                 if bad.size:
                     seq, key = chunk[int(bad[0])][:2]
                     what = "has no checksum" if stored[bad[0]] == 0 else "fails its checksum"
@@ -477,7 +471,7 @@ class Store(RowDatabase):
         ``resketched``, so that the next open reads their sketch from the row, not the files."""
         changed: dict[str, int] = {}
         with self._transaction():
-            query = f"SELECT {self._columns} FROM entries WHERE key = ?"
+            query = f"SELECT {_SELECTED} FROM entries WHERE key = ?"
             update = "UPDATE entries SET sketch = ?, chk = ? WHERE seq = ?"
             for key, sketch in items:
                 row = self.conn.execute(query, (key,)).fetchone()
@@ -487,9 +481,8 @@ class Store(RowDatabase):
                 self._verified(*row)  # a damaged row is not given a fresh checksum
                 self.conn.execute(update, (sketch, to_signed(row_check(seq, h, key, meta, sketch)), seq))
                 changed[key] = seq
-            if self._resketched:
-                marked = [(seq,) for seq in changed.values() if seq <= resketch_upto]
-                self.conn.executemany("INSERT OR IGNORE INTO resketched (seq) VALUES (?)", marked)
+            marked = [(seq,) for seq in changed.values() if seq <= resketch_upto]
+            self.conn.executemany("INSERT OR IGNORE INTO resketched (seq) VALUES (?)", marked)
             if settings:
                 self.add_settings(settings)
             self._advance_sequence()

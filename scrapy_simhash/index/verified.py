@@ -4,7 +4,7 @@ Two parts, both crash-safe and each exact for its part:
 
 - the **simhash store** (:class:`~.embedded.SimhashIndex` or :class:`~.redis_store.RedisIndex`):
   every page's simhash-doc/1 fingerprint and meta, the identifier that exports and reports show,
-  and the lookup for pages stored without a sketch (indexes written before sketches existed);
+  and the lookup for pages stored without a sketch (simhash mode, indexes written before sketches);
 - the **sketches**: the minhash-doc/1 sketch of every page that has one, found by LSH bands and
   verified by estimated Jaccard, with ``bands``, ``rows`` and the threshold of the
   :class:`~scrapy_simhash.decision.Rule`, so that their answers are the rule's answers. Embedded,
@@ -88,8 +88,8 @@ class VerifiedIndex(NearDuplicateIndex):
             self._pair = pair_for(simhashes, sketches)
         self._retention = getattr(simhashes, "retention", None)
         self._row_decides = self._in_rows or self._pair is not None or self._retention is not None
-        """Whether a sketch match whose page has no simhash row is dropped: embedded (a reader of an
-        older index's sketch store: an insert a crash cut), one Redis server (both written by one
+        """Whether a sketch match whose page has no simhash row is dropped: embedded (a reader's snapshot
+        of an index written since), one Redis server (both written by one
         script: the page was removed or expired since), and with retention anywhere (it expired).
         Only on Redis Cluster without retention may it be another process's insert in flight,
         reported from the sketch's meta."""

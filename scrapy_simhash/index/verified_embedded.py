@@ -35,12 +35,9 @@ class EmbeddedVerifiedIndex(VerifiedIndex):
 
     def __init__(self, simhashes: Any, sketches: SketchColumn, rule: Rule) -> None:
         super().__init__(simhashes, sketches, rule)
-        self._legacy: set[str] | None = {
-            key for key in simhashes.keys_without_sketch() if not sketches.in_recent(key)
-        }
-        """The keys stored without a sketch (exact: one writer), or None after a write failed half-way
-        (then every lookup probes). A row's own sketch decides; only a reader of an index that kept
-        its sketches in a second store (``sketches/``) has them in the column's recent level alone."""
+        self._legacy: set[str] | None = simhashes.keys_without_sketch()
+        """The keys stored without a sketch (exact: one writer; a row's own sketch decides), or None
+        after a write failed half-way (then every lookup probes)."""
 
     # -- pages without sketch --------------------------------------------------------------------
     def _probing(self) -> bool:

@@ -195,6 +195,8 @@ class Site(scrapy.Spider):
         if response.url == start:
             for href in response.css("a::attr(href)").getall():
                 yield response.follow(href, self.parse)
+            for path in self.settings.getlist("TEST_FETCH_AGAIN"):  # the same URL twice in one crawl
+                yield response.follow(path, self.parse, dont_filter=True)
 
 settings = {
     "ADDONS": {"scrapy_simhash.Addon": 500},

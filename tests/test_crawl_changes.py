@@ -130,6 +130,27 @@ def test_drop_unchanged_drops_exactly_the_pages_whose_text_is_unchanged(tmp_path
     assert _kinds(second) == EXPECTED[2]
 
 
+def test_a_url_fetched_again_in_the_same_crawl_is_compared_with_its_first_fetch(tmp_path: Path) -> None:
+    (crawl,) = _crawl_versions(tmp_path, str(tmp_path / "index"), [1], TEST_FETCH_AGAIN=["/edit.html"])
+    records = [r for r in crawl["records"] if r["headers"].get("WARC-Target-URI", "").endswith("/edit.html")]
+    captures = [r["headers"] for r in records if r["type"] in ("response", "revisit")]
+    changes = [r["fields"] for r in records if r["type"] == "metadata" and "text-change" in r["fields"]]
+    assert len(captures) == 2 and len(changes) == 1
+    assert changes[0]["text-change"] == "unchanged"
+    assert changes[0]["previous-capture"] in {h["WARC-Record-ID"] for h in captures}
+    assert _change_stats(crawl) == {"unchanged": 1}
+
+
+def test_reset_forgets_the_last_captures(tmp_path: Path) -> None:
+    index = str(tmp_path / "index")
+    with changing_site() as site:
+        run_crawl(site, tmp_path / "v1", index)
+        site["pages"] = version(2)
+        second = run_crawl(site, tmp_path / "v2", index, SIMHASH_RESET=True)
+    assert _kinds(second) == {}
+    assert _change_stats(second) == {}
+
+
 def test_drop_unchanged_is_a_valid_action_and_others_are_refused() -> None:
     from scrapy.settings import Settings
 

@@ -133,7 +133,14 @@ class CrawlChanges:
             self.stats.inc_value(ERRORS)
             self._failed(exc)
             return None
-        return None if previous is None else classify(previous, current, self.rule)
+        if previous is None:
+            return None
+        try:
+            return classify(previous, current, self.rule)
+        except ValueError as exc:  # a stored sketch that cannot be read or compared: this page has no kind
+            self.stats.inc_value(ERRORS)
+            logger.warning("simhash: cannot compare %s with its last capture: %s", url, exc)
+            return None
 
     def count(self, change: Change | None, url: str) -> None:
         """Stats and the DEBUG line of one page's change (nothing for a first capture)."""

@@ -226,3 +226,30 @@ def test_metadata_fields_read_back() -> None:
         simhash=5, tokens=9, extractor="x", change=TextChange("minor", "<urn:uuid:1>", "d", 0.81)
     )
     assert SimhashFields.from_pairs(fields.to_pairs()).change == fields.change
+
+
+def test_a_stored_capture_that_cannot_be_compared_is_counted_not_raised() -> None:
+    from revisit_support import Stats
+
+    from scrapy_simhash.crawl_changes import ERRORS, CrawlChanges
+    from scrapy_simhash.decision import DEFAULT_RULE
+    from scrapy_simhash.page import fingerprint_page
+
+    page = fingerprint_page(version(1)["/edit.html"], "http://x/edit.html")
+    bad = Capture("http://x/edit.html", None, "2026-01-01T00:00:00Z", "sha1:A", None, 1, "not a sketch")
+
+    class Store:
+        def last(self, url: str) -> Capture:
+            return bad
+
+        def put(self, capture: Capture) -> None:
+            self.put_capture = capture
+
+        def close(self) -> None:
+            pass
+
+    store, stats = Store(), Stats()
+    changes = CrawlChanges(lambda: store, stats, DEFAULT_RULE, location=lambda: "here")
+    assert changes.observe(page, "http://x/edit.html", b"<html>", {}) is None
+    assert stats.values == {ERRORS: 1}
+    assert store.put_capture.text_digest == page.text_digest  # this capture is the last one all the same

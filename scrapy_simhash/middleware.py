@@ -14,7 +14,9 @@ For each fingerprinted response, ``response.meta["simhash"]`` holds::
      "extractor": "trafilatura/...", "tokens": 812, "near_duplicate": True,
      "duplicate_of": {"key": ..., "url": ..., "date": ..., "record_id": ...,
                       "distance": 7, "similarity": 0.9297, "method": "verified"},
-     "canonical": "https://example.org/a", "replaces": None}
+     "canonical": "https://example.org/a", "replaces": None,
+     "change": {"kind": "minor", "similarity": 0.8125, "distance": 5,
+                "previous_capture": "<urn:uuid:...>", "previous_capture_date": "2026-..."}}
 
 ``distance`` is the Hamming distance of the simhashes in bits, ``similarity`` the estimated
 Jaccard similarity of the minhash-doc/1 sketches (0..1; None when the decision was made by
@@ -25,6 +27,10 @@ simhash alone: ``SIMHASH_MODE = "simhash"``, or a stored page without sketch, co
 ``replaces`` describes, like ``duplicate_of``, the stored original a more preferred copy replaced as
 its cluster's original (``SIMHASH_KEEP = "preferred"``, :mod:`.preferred`); such a page is not a
 near-duplicate and is never dropped.
+
+``change`` says how the page's main text changed since its URL's last capture (:mod:`.crawl_changes`):
+``kind`` is ``unchanged``, ``same-text``, ``minor`` or ``changed``; None for a URL's first capture.
+With ``SIMHASH_ACTION = "drop_unchanged"``, ``unchanged`` and ``same-text`` pages are dropped.
 
 Responses that are not fingerprinted carry the reason in
 ``response.meta["simhash_skipped"]``. ``request.meta["dont_simhash"] = True``
@@ -43,6 +49,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import load_object
 
+from .crawl_changes import DROPPED, CrawlChanges, described, open_beside_index, text_unchanged
 from .crawl_config import crawl_settings, refuse_to_start, spider_name, stop_crawl
 from .crawl_index import default_location, open_crawl_index
 from .extract import declared_encoding
@@ -67,6 +74,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from typing_extensions import Self
+
+    from .change import Change
 
 logger = logging.getLogger(__name__)
 
@@ -145,6 +154,13 @@ class SimhashMiddleware:
             **({"function": load_object(function)} if function else {}),
         )
         self.preference = Preference.with_extra(config.tracking_params)
+        self.changes = CrawlChanges(
+            lambda: open_beside_index(self.location or ""),
+            self.stats,
+            config.rule,
+            location=lambda: shown_location(self.location or ""),
+            reset=config.reset,
+        )
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -275,6 +291,7 @@ class SimhashMiddleware:
         self.pool.close()
         if self.guard is not None:
             self.guard.close()  # waits for the index call in flight, if any
+        self.changes.close()
         if self.index is None:  # never opened (the errors say why): the summary still counts the pages
             self._log_summary("could not be opened")
             return
@@ -345,14 +362,21 @@ class SimhashMiddleware:
         self.stats.inc_value("simhash/computed")
         assert self.guard is not None, "the index opens with the spider"
         try:
-            original, replaced = await maybe_deferred_to_future(
-                self.guard.run(lambda: self._record(page, response.url, request))
+            (original, replaced), change = await maybe_deferred_to_future(
+                self.guard.run(
+                    lambda: (
+                        self._record(page, response.url, request),
+                        self.changes.observe(page, response.url, response.body, request.meta),
+                    )
+                )
             )
         except IndexSkipped as skipped:  # the index is known to be down: no call, no wait
             return self._skip(request, response, skipped.reason)
         except SimhashIndexError as exc:
             return self._index_failed(request, response, exc)
         result = self._result(page, None if replaced else original, original if replaced else None)
+        result["change"] = described(change)
+        self.changes.count(change, response.url)
         request.meta["simhash"] = result
         self.crawler.signals.send_catch_log(
             fingerprint_computed,
@@ -363,12 +387,12 @@ class SimhashMiddleware:
         )
         if original is None:
             self.stats.inc_value("simhash/unique")
-            return response
+            return self._unless_unchanged(response, change)
         url = original.meta.get("url", original.key)
         if replaced:  # a more preferred copy than the stored original: it is the original from now on
             self.stats.inc_value("simhash/original_replaced")
             logger.info("simhash: %s replaces %s as original (%s)", response.url, url, verdict_text(original))
-            return response
+            return self._unless_unchanged(response, change)
         self.stats.inc_value("simhash/near_duplicate")
         if self.config.verified and original.similarity is None:
             self.stats.inc_value("simhash/decided_by_simhash")
@@ -376,6 +400,13 @@ class SimhashMiddleware:
         if self.config.action == "drop":
             self.stats.inc_value("simhash/dropped")
             raise IgnoreRequest(f"near-duplicate of {url} ({verdict_text(original)})")
+        return self._unless_unchanged(response, change)
+
+    def _unless_unchanged(self, response: Response, change: Change | None) -> Response:
+        """``SIMHASH_ACTION = "drop_unchanged"``: a page whose main text is its last capture's is dropped."""
+        if self.config.action == "drop_unchanged" and change is not None and text_unchanged(change):
+            self.stats.inc_value(DROPPED)
+            raise IgnoreRequest(f"main text unchanged since {change.previous.date} ({change.kind})")
         return response
 
     def _record(self, page: PageFingerprint, url: str, request: Request) -> tuple[Match | None, bool]:

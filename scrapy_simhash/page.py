@@ -7,6 +7,8 @@ produce the same fingerprint for the same bytes.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from dataclasses import dataclass
 
 from .defaults import MIN_TOKENS
@@ -26,6 +28,8 @@ class PageFingerprint:
     was asked for): the verified decision rule (:mod:`scrapy_simhash.decision`) needs it.
     ``canonical`` is the URL the page declares canonical, absolute (:mod:`scrapy_simhash.canonical`),
     set by the crawl's workers when it prefers canonical copies (``SIMHASH_KEEP``); None otherwise.
+    ``text_digest`` (:func:`text_digest`) identifies the extracted main text itself: two captures with
+    equal digests have the same main text, whatever their markup, ads or timestamps.
     """
 
     simhash: int | None
@@ -33,6 +37,14 @@ class PageFingerprint:
     reason: str | None = None
     minhash: MinHash | None = None
     canonical: str | None = None
+    text_digest: str | None = None
+
+
+def text_digest(text: str) -> str:
+    """``sha1:<base32>`` of the main text with its whitespace runs made single spaces: a re-indented
+    or re-wrapped page keeps its digest, any change of a word changes it."""
+    normalised = " ".join(text.split()).encode("utf-8", "surrogatepass")
+    return "sha1:" + base64.b32encode(hashlib.sha1(normalised).digest()).decode("ascii")
 
 
 def fingerprint_page(
@@ -60,4 +72,4 @@ def fingerprint_page(
         value, count = simhash_with_count(extraction.text)
     if count == 0 or count < min_tokens:
         return PageFingerprint(None, count, "too_few_tokens")
-    return PageFingerprint(value, count, minhash=sketch)
+    return PageFingerprint(value, count, minhash=sketch, text_digest=text_digest(extraction.text))

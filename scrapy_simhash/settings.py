@@ -50,6 +50,7 @@ DEFAULTS: dict[str, object] = {
 }
 
 _ACTIONS = ("tag", "drop")
+_RESPONSE_ACTIONS = (*_ACTIONS, "drop_unchanged")
 
 _TRAFILATURA_OPTIONS = {
     "SIMHASH_EXTRACTOR_FAST": "fast",
@@ -195,7 +196,7 @@ class SimhashSettings:
             mode=_choice(settings, "SIMHASH_MODE", defaults.MODES),
             distance=int(_number(settings, "SIMHASH_DISTANCE", 0, 8)),
             similarity=_similarity(settings),
-            action=_choice(settings, "SIMHASH_ACTION", _ACTIONS),
+            action=_choice(settings, "SIMHASH_ACTION", _RESPONSE_ACTIONS),
             index=settings.get("SIMHASH_INDEX") or None,
             reset=settings.getbool("SIMHASH_RESET", False),
             index_sync=_choice(settings, "SIMHASH_INDEX_SYNC", ("normal", "full")),

@@ -365,7 +365,10 @@ def test_an_index_of_another_version_or_without_record_warns_once_and_the_crawl_
     ("settings", "said"),
     [
         ({"SIMHASH_DISTANCE": "abc"}, "SIMHASH_DISTANCE must be a number; got 'abc'"),
-        ({"SIMHASH_ACTION": "delete"}, "SIMHASH_ACTION must be one of tag, drop; got 'delete'"),
+        (
+            {"SIMHASH_ACTION": "delete"},
+            "SIMHASH_ACTION must be one of tag, drop, drop_unchanged; got 'delete'",
+        ),
         ({"SIMHASH_RESET": "maybe"}, "Supported values for boolean settings"),
         # the report extension is built before the middleware: it reads the settings the same way
         ({"SIMHASH_DISTANCE": "abc", "SIMHASH_REPORT": "r.html"}, "SIMHASH_DISTANCE must be a number"),

@@ -15,7 +15,10 @@ Enable with ``SIMHASH_WARC_ENABLED = True`` (the add-on then installs it), or
   ``WARC-Concurrent-To`` that response, with the simhash fields, the page's
   ``minhash`` sketch (verified mode) and, for a near-duplicate, its
   ``near-duplicate-distance`` and ``near-duplicate-similarity`` (absent when the
-  decision was made by simhash alone).
+  decision was made by simhash alone); for a URL captured before, how its main
+  text changed since that last capture (``previous-capture``,
+  ``previous-capture-date``, ``text-change``, ``text-similarity``; see
+  :mod:`scrapy_simhash.crawl_changes`).
 
 - A response whose payload was archived before (this crawl, or an earlier one
   through the same index location) is written as a ``revisit`` record instead
@@ -52,6 +55,7 @@ from .crawl_revisits import CrawlRevisits, revisit_record
 from .records import (
     Duplicate,
     SimhashFields,
+    TextChange,
     http_head,
     metadata_record,
     request_record,
@@ -365,6 +369,15 @@ def fields_from_result(result: dict[str, Any]) -> SimhashFields:
             distance=int(old["distance"]),
         )
     sketch = result.get("minhash")
+    described = result.get("change")
+    change = None
+    if described:
+        change = TextChange(
+            kind=described["kind"],
+            previous_record_id=described.get("previous_capture"),
+            previous_date=described.get("previous_capture_date"),
+            similarity=described.get("similarity"),
+        )
     return SimhashFields(
         simhash=from_base32(result["simhash"]),
         tokens=int(result["tokens"]),
@@ -373,4 +386,5 @@ def fields_from_result(result: dict[str, Any]) -> SimhashFields:
         duplicate=duplicate,
         minhash=None if sketch is None else MinHash.from_text(sketch),
         replaces=replaces,
+        change=change,
     )

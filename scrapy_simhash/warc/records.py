@@ -53,6 +53,15 @@ without tracking parameters), replaces as its cluster's original the record name
 ``replaces-original-uri`` and ``replaces-original-date``; later copies name this page as their original."""
 REPLACES_ORIGINAL_URI = "replaces-original-uri"
 REPLACES_ORIGINAL_DATE = "replaces-original-date"
+PREVIOUS_CAPTURE = "previous-capture"
+"""Crawls: the record id of this URL's previous (last) capture, which ``text-change`` compares with;
+with ``previous-capture-date`` (its ``WARC-Date``). Absent for a URL's first capture."""
+PREVIOUS_CAPTURE_DATE = "previous-capture-date"
+TEXT_CHANGE = "text-change"
+"""How the main text changed since the previous capture: ``unchanged``, ``same-text``, ``minor`` or
+``changed`` (:mod:`scrapy_simhash.change`)."""
+TEXT_SIMILARITY = "text-similarity"
+"""Estimated Jaccard similarity (0..1, 4 decimals) of the two captures' sketches; absent without sketches."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,16 @@ class Duplicate:
     distance: int
     file: str | None = None
     offset: int | None = None
+    similarity: float | None = None
+
+
+@dataclass(frozen=True)
+class TextChange:
+    """How the page's main text changed since its URL's previous capture (:data:`TEXT_CHANGE`)."""
+
+    kind: str
+    previous_record_id: str | None
+    previous_date: str | None
     similarity: float | None = None
 
 
@@ -83,6 +102,8 @@ class SimhashFields:
     """Absent in records written before sketches (they are then compared by simhash alone)."""
     replaces: Duplicate | None = None
     """The stored original this page replaced as its cluster's original (:data:`REPLACES_ORIGINAL`)."""
+    change: TextChange | None = None
+    """How the main text changed since the URL's previous capture (crawls only)."""
 
     def to_pairs(self) -> list[tuple[str, str]]:
         pairs = [
@@ -117,6 +138,15 @@ class SimhashFields:
                 (REPLACES_ORIGINAL_DATE, old.date),
             ]
             pairs.extend((name, value) for name, value in replaced if value is not None)
+        change = self.change
+        if change is not None:
+            described = [
+                (PREVIOUS_CAPTURE, change.previous_record_id),
+                (PREVIOUS_CAPTURE_DATE, change.previous_date),
+                (TEXT_CHANGE, change.kind),
+                (TEXT_SIMILARITY, None if change.similarity is None else f"{change.similarity:.4f}"),
+            ]
+            pairs.extend((name, value) for name, value in described if value is not None)
         return pairs
 
     @classmethod
@@ -147,6 +177,14 @@ class SimhashFields:
                 date=values.get(REPLACES_ORIGINAL_DATE),
                 distance=0,
             )
+        change = None
+        if TEXT_CHANGE in values:
+            change = TextChange(
+                kind=values[TEXT_CHANGE],
+                previous_record_id=values.get(PREVIOUS_CAPTURE),
+                previous_date=values.get(PREVIOUS_CAPTURE_DATE),
+                similarity=_optional_float(values.get(TEXT_SIMILARITY)),
+            )
         return cls(
             simhash=from_base32(values[SIMHASH]),
             tokens=int(values[TOKENS]),
@@ -157,6 +195,7 @@ class SimhashFields:
             source_offset=None if source_offset is None else int(source_offset),
             minhash=None if sketch is None else MinHash.from_text(sketch),
             replaces=replaces,
+            change=change,
         )
 
 

@@ -25,6 +25,7 @@ from .change import TEXT_UNCHANGED, Change, classify
 from .decision import Rule
 from .index.captures import Capture, CaptureStore, CaptureStoreError
 from .page import PageFingerprint
+from .side_store import SideStore
 
 logger = logging.getLogger(__name__)
 
@@ -62,49 +63,20 @@ class CrawlChanges:
         retry_after: float = RETRY_AFTER,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._open_store = open_store
         self.stats = stats
         self.rule = rule
-        self._location = location
-        self._reset = reset
-        self.retry_after = retry_after
-        self._clock = clock
-        self._store: CaptureStore | None = None
-        self._down_until: float | None = None
-        self._logged = False
-
-    def _get_store(self) -> CaptureStore | None:
-        if self._store is not None:
-            return self._store
-        if self._down_until is not None and self._clock() < self._down_until:
-            return None
-        store = self._open_store()
-        if self._reset:
-            store.clear()
-            self._reset = False
-            logger.info("SIMHASH_RESET: forgot the last captures of %s", self._location())
-        if self._down_until is not None:
-            logger.info("simhash: the captures of %s work again; change kinds resume", self._location())
-        self._store, self._down_until = store, None
-        return store
-
-    def _failed(self, exc: Exception) -> None:
-        if not self._logged:
-            self._logged = True
-            logger.error(
-                "simhash: cannot use the last captures of %s, so pages get no change kind until it "
-                "works again; counted in %s: %s",
-                self._location(),
-                ERRORS,
-                exc,
-            )
-        if self._store is not None:
-            try:
-                self._store.close()
-            except Exception:  # closing a broken store: nothing more to learn from it
-                logger.debug("simhash: closing the captures failed", exc_info=True)
-            self._store = None
-        self._down_until = self._clock() + self.retry_after
+        self._store = SideStore(
+            open_store,
+            location=location,
+            what="last captures",
+            without="pages get no change kind",
+            resumes="change kinds resume",
+            counted_in=ERRORS,
+            log=logger,
+            reset=reset,
+            retry_after=retry_after,
+            clock=clock,
+        )
 
     def observe(self, page: PageFingerprint, url: str, body: bytes, meta: dict[str, Any]) -> Change | None:
         """On the index thread: the change since the URL's last capture (None: its first capture, or
@@ -123,7 +95,7 @@ class CrawlChanges:
             sketch=None if page.minhash is None or not self.rule.verified else page.minhash.to_text(),
         )
         try:
-            store = self._get_store()
+            store = self._store.get()
             if store is None:
                 self.stats.inc_value(ERRORS)
                 return None
@@ -131,7 +103,7 @@ class CrawlChanges:
             store.put(current)
         except CaptureStoreError as exc:
             self.stats.inc_value(ERRORS)
-            self._failed(exc)
+            self._store.failed(exc)
             return None
         if previous is None:
             return None
@@ -158,9 +130,7 @@ class CrawlChanges:
         )
 
     def close(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
+        self._store.close()
 
 
 def described(change: Change | None) -> dict[str, Any] | None:

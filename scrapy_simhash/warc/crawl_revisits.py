@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..index.payload_digests import Claim, Original, PayloadDigestError, PayloadDigests
+from ..side_store import SideStore
 from .records import HTTP_RESPONSE, WarcRecord
 
 logger = logging.getLogger(__name__)
@@ -82,55 +83,29 @@ class CrawlRevisits:
         retry_after: float = RETRY_AFTER,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._open_store = open_store
         self.stats = stats
         self.location = location
-        self._reset = reset
-        self.retry_after = retry_after
-        self._clock = clock
-        self._store: PayloadDigests | None = None
-        self._down_until: float | None = None
-        self._logged = False
-
-    def _get_store(self) -> PayloadDigests | None:
-        if self._store is not None:
-            return self._store
-        if self._down_until is not None and self._clock() < self._down_until:
-            return None
-        store = self._open_store()
-        if self._reset:
-            store.clear()
-            self._reset = False
-            logger.info("SIMHASH_RESET: forgot the payload digests of %s", self.location)
-        if self._down_until is not None:
-            logger.info("simhash: the payload digests of %s work again; revisits resume", self.location)
-        self._store = store
-        self._down_until = None
-        return store
+        self._store = SideStore(
+            open_store,
+            location=lambda: location,
+            what="payload digests",
+            without="responses are written in full (no revisit records)",
+            resumes="revisits resume",
+            counted_in=ERRORS,
+            log=logger,
+            reset=reset,
+            retry_after=retry_after,
+            clock=clock,
+        )
 
     def _failed(self, exc: Exception) -> None:
         self.stats.inc_value(ERRORS)
-        if not self._logged:
-            self._logged = True
-            logger.error(
-                "simhash: cannot use the payload digests of %s, so responses are written in full "
-                "(no revisit records) until it works again; counted in %s: %s",
-                self.location,
-                ERRORS,
-                exc,
-            )
-        if self._store is not None:
-            try:
-                self._store.close()
-            except Exception:  # closing a broken store: nothing more to learn from it
-                logger.debug("simhash: closing the payload digests failed", exc_info=True)
-            self._store = None
-        self._down_until = self._clock() + self.retry_after
+        self._store.failed(exc)
 
     def claim(self, digest: str, candidate: Original) -> Claim:
         """What to write for this payload; a full response (``Claim()``) when the store fails."""
         try:
-            store = self._get_store()
+            store = self._store.get()
             if store is None:
                 self.stats.inc_value(ERRORS)
                 return Claim()
@@ -144,19 +119,21 @@ class CrawlRevisits:
 
     def confirm(self, digest: str, candidate: Original) -> None:
         """Register the response just written (and flushed) as the payload's original."""
-        if self._store is None:
+        store = self._store.store
+        if store is None:
             return
         try:
-            self._store.confirm(digest, candidate)
+            store.confirm(digest, candidate)
         except PayloadDigestError as exc:
             self._failed(exc)
 
     def release(self, digest: str, candidate: Original) -> None:
         """The claimed response could not be written: let others archive the payload."""
-        if self._store is None:
+        store = self._store.store
+        if store is None:
             return
         try:
-            self._store.release(digest, candidate)
+            store.release(digest, candidate)
         except PayloadDigestError as exc:
             self._failed(exc)
 
@@ -165,6 +142,4 @@ class CrawlRevisits:
         self.stats.inc_value(BYTES_SAVED, payload_bytes)
 
     def close(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
+        self._store.close()

@@ -599,7 +599,9 @@ def test_spark_dedupe_pairs_the_one_sentence_edit_as_dedupe_does(spark, corpus, 
     assert main(["dedupe", *inputs, "--workers", "1", "--no-progress", *common, str(local)]) == 0
     assert main(["spark", "dedupe", *inputs, "--master", "local[2]", *common, str(distributed)]) == 0
     want = local.read_text(encoding="utf-8")
-    assert want.splitlines()[0].endswith("simhash,distance,similarity,method,rule,keep,extractor")
+    assert want.splitlines()[0].endswith(
+        "simhash,distance,similarity,method,rule,keep,extractor,revisit,revisit_of"
+    )
     assert ("http://b/edit" in want) == (mode == "verified")  # only the verified rule pairs the edit
     assert distributed.read_text(encoding="utf-8") == want
     assert f"decisions: {mode} mode" in capsys.readouterr().out

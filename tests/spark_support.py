@@ -9,6 +9,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+SMALL = "ukwa-webarchive-test-suite/small-arcs-and-warcs/IAH-20080430204825-00000-blackbook-truncated"
+SMALL_DEDUPE_INPUTS = [f"{SMALL}.warc.gz", f"{SMALL}.arc.gz", "resiliparse/warcfile.warc.gz"]
+"""Corpus archives (under ``warcs/``) for the tests of how ``spark dedupe`` is run (spark-submit on a
+cluster, Hadoop URIs): the example crawl's first records as a WARC and as an ARC (one page twice, a
+cluster of two) and a third WARC, three tasks. Their report must be ``dedupe``'s, made once for both by
+the conftest's ``dedupe_report``. The whole example crawl (tens of seconds of extraction per run)
+would add nothing there: ``spark dedupe``'s report on it is compared with ``dedupe``'s in
+test_spark.py, and the rows read through Hadoop with the streamed ones in test_spark_sources.py."""
+
 
 @contextmanager
 def local_spark(app: str, **config: str) -> Iterator[Any]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import json
 import random
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -256,11 +255,18 @@ def test_fingerprint_archives_same_as_pipeline(spark, corpus):
 
 
 def test_fingerprint_archives_truncated_copy_keeps_earlier_records(spark, corpus, tmp_path):
+    from warcio.archiveiterator import ArchiveIterator
+
+    # the example crawl's first three fifths, cut at a record boundary: a whole WARC of 591 records (97
+    # HTML pages), whose half keeps 34 pages before the cut; the property needs a whole file and a copy
+    # cut inside a record, not the whole crawl's extraction time
     source = corpus / "warcs" / "aut/warc/example.warc.gz"
-    cut = tmp_path / "cut.warc.gz"
     data = source.read_bytes()
-    cut.write_bytes(data[: len(data) // 2])
-    shutil.copy(source, tmp_path / "whole.warc.gz")
+    with source.open("rb") as stream:
+        records = ArchiveIterator(stream)
+        end = next(o for _ in records if (o := records.get_record_offset()) >= len(data) * 3 // 5)
+    (tmp_path / "whole.warc.gz").write_bytes(data[:end])
+    (tmp_path / "cut.warc.gz").write_bytes(data[: end // 2])
     rows = fingerprint_archives(spark, [f"file://{tmp_path}"]).collect()
     by_file = {}
     for r in rows:
@@ -289,6 +295,24 @@ def test_spark_dedupe_report_same_as_dedupe(spark, corpus, tmp_path, capsys):
     assert "skipped: " in capsys.readouterr().out
 
 
+CAPTURES = 150
+"""Captures of the example crawl both years hold: the first half of its 299 responses, 56 of its 140 HTML
+pages. Each year's pages are the other's copies, so every page makes a cluster with a new record; the
+tie-breaks and the numbering this test checks need many clusters, not the whole crawl."""
+
+
+def first_responses(path: Path, count: int) -> bytes:
+    """The archive's records before its ``count``-th response record (a whole, smaller archive: the
+    example crawl's WARC and ARC hold the same responses in the same order, one gzip member each)."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    with path.open("rb") as stream:
+        records = ArchiveIterator(stream, arc2warc=True)
+        starts = (records.get_record_offset() for record in records if record.rec_type == "response")
+        end = next(itertools.islice(starts, count, None))
+    return path.read_bytes()[:end]
+
+
 def test_spark_dedupe_against_a_saved_table(spark, corpus, tmp_path, capsys):
     """Last year's run saved its fingerprints (--save); this year's run is deduplicated against them
     (--against) without reading last year's WARC again: the clusters holding a new record are those
@@ -297,12 +321,12 @@ def test_spark_dedupe_against_a_saved_table(spark, corpus, tmp_path, capsys):
 
     old_copy = tmp_path / "2025" / "example.warc.gz"  # last year's archive, gone before this year's run
     old_copy.parent.mkdir()
-    shutil.copyfile(corpus / "warcs" / "aut/warc/example.warc.gz", old_copy)
-    # the same crawl again, as ARC; both copies under tmp_path so that the file-name tie below does not
+    old_copy.write_bytes(first_responses(corpus / "warcs" / "aut/warc/example.warc.gz", CAPTURES))
+    # the same captures again, as ARC; both copies under tmp_path so that the file-name tie below does not
     # depend on where the corpus lives ("2025/..." sorts before "2026/...")
     new_copy = tmp_path / "2026" / "example.arc.gz"
     new_copy.parent.mkdir()
-    shutil.copyfile(corpus / "warcs" / "aut/arc/example.arc.gz", new_copy)
+    new_copy.write_bytes(first_responses(corpus / "warcs" / "aut/arc/example.arc.gz", CAPTURES))
     new = str(new_copy)
     table, report = tmp_path / "fingerprints-2025", tmp_path / "2026.jsonl"
     assert main(["spark", "dedupe", str(old_copy), "--master", "local[2]", "--save", str(table)]) == 0
@@ -575,7 +599,9 @@ def test_spark_dedupe_pairs_the_one_sentence_edit_as_dedupe_does(spark, corpus, 
     assert main(["dedupe", *inputs, "--workers", "1", "--no-progress", *common, str(local)]) == 0
     assert main(["spark", "dedupe", *inputs, "--master", "local[2]", *common, str(distributed)]) == 0
     want = local.read_text(encoding="utf-8")
-    assert want.splitlines()[0].endswith("simhash,distance,similarity,method,rule,keep,extractor")
+    assert want.splitlines()[0].endswith(
+        "simhash,distance,similarity,method,rule,keep,extractor,revisit,revisit_of"
+    )
     assert ("http://b/edit" in want) == (mode == "verified")  # only the verified rule pairs the edit
     assert distributed.read_text(encoding="utf-8") == want
     assert f"decisions: {mode} mode" in capsys.readouterr().out

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from scrapy_simhash.index.batch import clusters, find_all, popcount64
+from scrapy_simhash.index.tables.batch import clusters, find_all, popcount64
 
 
 def best_of(repeat: int, fn, *args, **kwargs):  # type: ignore[no-untyped-def]

@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from scrapy_simhash.index.lsh import MinHashLSH
-from scrapy_simhash.index.minhash_batch import minhash_clusters, minhash_pairs
+from scrapy_simhash.index.lsh.lsh import MinHashLSH
+from scrapy_simhash.index.lsh.minhash_batch import minhash_clusters, minhash_pairs
 
 
 def rss() -> int:

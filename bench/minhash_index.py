@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scrapy_simhash.index.minhash_store import DATABASE, MinHashIndex
+from scrapy_simhash.index.embedded.minhash_store import DATABASE, MinHashIndex
 
 
 def rss() -> int:

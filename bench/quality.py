@@ -58,7 +58,7 @@ from scrapy_simhash.extract import (
 from scrapy_simhash.extract.registry import DEFAULT_NAME
 from scrapy_simhash.fingerprint import simhash_features, simhash_with_count, tokens
 from scrapy_simhash.fingerprint.lines import simhash_lines
-from scrapy_simhash.index.batch import popcount64
+from scrapy_simhash.index.tables.batch import popcount64
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"

@@ -26,7 +26,7 @@ from quality_bbit import report_bbit
 from scrapy_simhash.decision import DEFAULT_RULE, Rule
 from scrapy_simhash.defaults import MIN_TOKENS
 from scrapy_simhash.fingerprint.minhash import simhash_and_minhash
-from scrapy_simhash.index.batch import popcount64
+from scrapy_simhash.index.tables.batch import popcount64
 
 CRAWL_PAGES = 10_000_000
 

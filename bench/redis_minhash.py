@@ -34,7 +34,7 @@ import redis
 from redis_index import start_redis
 
 from scrapy_simhash.index import open_index
-from scrapy_simhash.index.lsh import MinHashLSH
+from scrapy_simhash.index.lsh.lsh import MinHashLSH
 
 
 def main() -> None:

@@ -37,8 +37,8 @@ import numpy as np
 
 from scrapy_simhash.decision import Rule
 from scrapy_simhash.fingerprint.minhash import MAGIC
-from scrapy_simhash.index.batch import find_all
-from scrapy_simhash.index.layouts import resolve
+from scrapy_simhash.index.tables.batch import find_all
+from scrapy_simhash.index.tables.layouts import resolve
 from scrapy_simhash.warc.dedupe import rule_pairs
 
 NUM_VALUES = 128

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from .decision import DEFAULT_RULE, Rule
 from .fingerprint.minhash import MinHash
-from .index.captures import Capture
+from .index.archive.captures import Capture
 
 UNCHANGED = "unchanged"
 SAME_TEXT = "same-text"

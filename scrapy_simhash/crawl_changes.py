@@ -23,7 +23,7 @@ from typing import Any
 
 from .change import TEXT_UNCHANGED, Change, classify
 from .decision import Rule
-from .index.captures import Capture, CaptureStore, CaptureStoreError
+from .index.archive.captures import Capture, CaptureStore, CaptureStoreError
 from .page import PageFingerprint
 from .side_store import SideStore
 
@@ -155,6 +155,6 @@ def open_beside_index(location: str) -> CaptureStore:
     """The capture store of the crawl's index location (a Redis one with the crawl's short timeouts)."""
     from .crawl_index import with_crawl_options
     from .index import is_server_uri
-    from .index.captures import open_captures
+    from .index.archive.captures import open_captures
 
     return open_captures(with_crawl_options(location) if is_server_uri(location) else location)

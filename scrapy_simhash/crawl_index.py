@@ -20,8 +20,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from .defaults import MODE
 from .index import LayoutError, NearDuplicateIndex, SimhashIndexError, is_server_uri, open_index, stored_kind
+from .index.embedded.store_format import IndexFormatError
 from .index.extractor_record import ExtractorMismatch, check_extractor, describe, notice
-from .index.store_format import IndexFormatError
 from .settings import SimhashConfigError
 from .shown import shown_location
 
@@ -176,8 +176,8 @@ def _built_with(location: str) -> tuple[int, float | None] | None:
     it keeps no sketches); None when that cannot be read (a server index, or no index there)."""
     if is_server_uri(location):
         return None
-    from .index.embedded import SimhashIndex
-    from .index.sketch_column import column_params
+    from .index.embedded.embedded import SimhashIndex
+    from .index.embedded.sketch_column import column_params
 
     try:
         with SimhashIndex(location, read_only=True, verify=False) as index:

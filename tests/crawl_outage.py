@@ -38,7 +38,7 @@ from twisted.internet import task, threads
 TICK = 0.05
 UNTAGGED = ("index_error", "index_unavailable")
 OUTAGE = ("stopping", "down", "restarting")  # from the stop request until the server is back
-RETRYING_CLIENT = "scrapy_simhash.index.redis_client"
+RETRYING_CLIENT = "scrapy_simhash.index.redis.redis_client"
 """The logger whose "retry N/M" warnings mark the pauses of a retrying index call."""
 
 

@@ -12,7 +12,7 @@ import pytest
 from change_support import EXPECTED, changing_site, metadata_by_path, run_crawl, version
 
 from scrapy_simhash.change import CHANGED, MINOR, SAME_TEXT, UNCHANGED, classify
-from scrapy_simhash.index.captures import DATABASE, Capture
+from scrapy_simhash.index.archive.captures import DATABASE, Capture
 from scrapy_simhash.warc.records import SimhashFields, TextChange
 
 ARTICLES = ["/same.html", "/ad.html", "/edit.html", "/rewrite.html"]

@@ -29,7 +29,7 @@ from revisit_support import (
     warcio_records,
 )
 
-from scrapy_simhash.index.payload_digests import DATABASE, Claim, Original
+from scrapy_simhash.index.archive.payload_digests import DATABASE, Claim, Original
 from scrapy_simhash.warc.reader import fastwarc_available
 from scrapy_simhash.warc.records import sha1_digest
 
@@ -242,7 +242,7 @@ def test_reset_forgets_the_payloads_archived_before(site: dict, tmp_path: Path) 
 
 KILL_PRELUDE = r"""
 import os, sys, time
-from scrapy_simhash.index import payload_digests
+from scrapy_simhash.index.archive import payload_digests
 
 point = sys.argv.pop()  # "before" or "after" the payload is registered
 real_confirm = payload_digests.EmbeddedPayloadDigests.confirm
@@ -316,7 +316,7 @@ def test_a_store_that_failed_is_tried_again_after_the_pause(
 ) -> None:
     """On the injected clock: no store calls during the pause (each response counted), then the store
     is opened again and revisits resume."""
-    from scrapy_simhash.index.payload_digests import EmbeddedPayloadDigests, PayloadDigestError
+    from scrapy_simhash.index.archive.payload_digests import EmbeddedPayloadDigests, PayloadDigestError
     from scrapy_simhash.warc.crawl_revisits import ERRORS, CrawlRevisits
 
     caplog.set_level(logging.INFO, logger="scrapy_simhash.warc.crawl_revisits")

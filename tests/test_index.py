@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scrapy_simhash import SimhashIndex, open_index
-from scrapy_simhash.index import IndexLockedError, LayoutError, SimhashIndexError, tables
+from scrapy_simhash.index import IndexLockedError, LayoutError, SimhashIndexError
+from scrapy_simhash.index.tables import tables
 
 SETTINGS = settings(
     max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -125,7 +126,7 @@ def test_layout_that_cannot_be_complete_is_refused(tmp_path: Path) -> None:
 
 
 def test_open_index_dispatches_paths(tmp_path: Path) -> None:
-    from scrapy_simhash.index.verified import VerifiedIndex
+    from scrapy_simhash.index.verified.verified import VerifiedIndex
 
     with open_index(f"file://{tmp_path}/ix", mode="simhash") as index:
         assert isinstance(index, SimhashIndex)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_simhash.index import LayoutError
-from scrapy_simhash.index.batch import cluster_groups, clusters, find_all, popcount64, popcount64_swar
+from scrapy_simhash.index.tables.batch import cluster_groups, clusters, find_all, popcount64, popcount64_swar
 
 MASK = (1 << 64) - 1
 

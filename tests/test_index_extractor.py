@@ -21,6 +21,7 @@ from scrapy_simhash.extract.identity import ExtractorIdentity, parse_description
 from scrapy_simhash.extract.resiliparse import ResiliparseExtractor
 from scrapy_simhash.fingerprint.minhash import minhash
 from scrapy_simhash.index import IndexCorruptError, IndexLostError, SimhashIndexError, open_index
+from scrapy_simhash.index.embedded.minhash_store import MinHashIndex
 from scrapy_simhash.index.extractor_record import (
     BEFORE_RECORDS,
     EXTRACTOR,
@@ -28,7 +29,6 @@ from scrapy_simhash.index.extractor_record import (
     check_extractor,
     recorded_extractors,
 )
-from scrapy_simhash.index.minhash_store import MinHashIndex
 
 DEFAULT = TrafilaturaExtractor().description
 PRECISION = TrafilaturaExtractor(favor_precision=True).description  # another extractor: other options
@@ -266,7 +266,7 @@ def test_an_index_written_before_checksums_records_its_extractor_once_upgraded(t
     them as trafilatura's, under the settings' checksum."""
     import sqlite3
 
-    from scrapy_simhash.index.embedded import SimhashIndex
+    from scrapy_simhash.index.embedded.embedded import SimhashIndex
     from scrapy_simhash.index.upgrade import upgrade
 
     path, new = tmp_path / "index", tmp_path / "new"
@@ -454,7 +454,7 @@ def test_a_minhash_note_is_an_acknowledged_write_under_the_settings_checksum(tmp
     (verified) with its sketches and the note, and a write after the note gets a later seq."""
     import sqlite3
 
-    from scrapy_simhash.index.integrity import read_mark
+    from scrapy_simhash.index.embedded.integrity import read_mark
 
     path = tmp_path / "minhash"
     _with_sketch(path, None)

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from scrapy_simhash import SimhashIndex
 from scrapy_simhash.crawl_index import open_crawl_index
 from scrapy_simhash.index import IndexCorruptError, IndexLockedError, SimhashIndexError
-from scrapy_simhash.index.integrity import row_check
-from scrapy_simhash.index.storage import to_signed, to_unsigned
+from scrapy_simhash.index.embedded.integrity import row_check
+from scrapy_simhash.index.embedded.storage import to_signed, to_unsigned
 from scrapy_simhash.settings import SimhashConfigError
 
 WRITER = r"""
@@ -252,7 +252,7 @@ def test_an_index_without_checksums_is_refused_and_upgraded_with_every_row_check
     """An index written before row checksums (none of their markers: no ``chk`` column, no settings
     check, no format) is not opened with unverified rows: it is refused, and the converter gives every
     row a checksum that this version verifies like any other."""
-    from scrapy_simhash.index.store_format import IndexFormatError
+    from scrapy_simhash.index.embedded.store_format import IndexFormatError
     from scrapy_simhash.index.upgrade import upgrade
 
     path, new = tmp_path / "ix", tmp_path / "new"
@@ -356,7 +356,7 @@ def test_a_missing_settings_check_is_damage_not_signed_again(
 
 def test_settings_record_the_format_and_a_later_one_is_refused(tmp_path: Path) -> None:
     from scrapy_simhash.index import IndexSettingsError
-    from scrapy_simhash.index.database import settings_check
+    from scrapy_simhash.index.embedded.database import settings_check
 
     path = tmp_path / "ix"
     _fill(path)
@@ -378,8 +378,8 @@ def test_an_index_written_before_the_format_setting_is_refused_and_upgraded(tmp_
     """A database as versions that checksummed rows but recorded no format wrote it (rows an even older
     version wrote, which that one migrated, have no checksum): refused at open, converted with its
     rows, a row that fails its checksum stops the conversion."""
-    from scrapy_simhash.index.database import settings_check
-    from scrapy_simhash.index.store_format import IndexFormatError
+    from scrapy_simhash.index.embedded.database import settings_check
+    from scrapy_simhash.index.embedded.store_format import IndexFormatError
     from scrapy_simhash.index.upgrade import UpgradeDamaged, upgrade
 
     path = tmp_path / "ix"
@@ -411,7 +411,7 @@ def test_an_index_written_before_the_format_setting_is_refused_and_upgraded(tmp_
 
 
 def test_commit_mark_format_is_what_read_mark_expects(tmp_path: Path) -> None:
-    from scrapy_simhash.index.integrity import read_mark
+    from scrapy_simhash.index.embedded.integrity import read_mark
 
     path = tmp_path / "ix"
     with SimhashIndex(path) as index:
@@ -522,7 +522,7 @@ def test_batch_checksums_equal_row_checksums(
 ) -> None:
     """The vectorised checksums written by add_many are the ones every read verifies row by row; a
     row's sketch is covered, a row without one checks as before sketches existed."""
-    from scrapy_simhash.index.integrity import bad_rows, row_checks, stored_row_checks
+    from scrapy_simhash.index.embedded.integrity import bad_rows, row_checks, stored_row_checks
 
     checks = row_checks(start, items)
     assert checks == [to_signed(row_check(start + i, *row[:3], row[3])) for i, row in enumerate(items)]

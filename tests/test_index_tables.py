@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_simhash.index import LayoutError, tables
-from scrapy_simhash.index.layouts import MAX_K, blocks_layout, resolve, tiered_layout
-from scrapy_simhash.index.tables import Segment, _equal_ranges
+from scrapy_simhash.index import LayoutError
+from scrapy_simhash.index.tables import tables
+from scrapy_simhash.index.tables.layouts import MAX_K, blocks_layout, resolve, tiered_layout
+from scrapy_simhash.index.tables.tables import Segment, _equal_ranges
 
 
 @pytest.mark.parametrize("k", range(MAX_K + 1))

@@ -19,8 +19,8 @@ from index_old_layouts import BANDS, KINDS, NV, ROWS, THRESHOLD, WITH_SKETCHES, 
 
 from scrapy_simhash.decision import DEFAULT_RULE
 from scrapy_simhash.index import open_index
-from scrapy_simhash.index.embedded import SimhashIndex
-from scrapy_simhash.index.store_format import IndexFormatError
+from scrapy_simhash.index.embedded.embedded import SimhashIndex
+from scrapy_simhash.index.embedded.store_format import IndexFormatError
 
 ENTRY = "import sys; from scrapy_simhash.cli import main; sys.exit(main())"
 RULE = dataclasses.replace(DEFAULT_RULE, distance=3)
@@ -226,7 +226,7 @@ def test_a_minhash_index_of_an_earlier_format_is_refused_then_upgraded_with_the_
 ) -> None:
     """Without ``format`` (and, before the setting, without ``value_bits``: 32-bit values): refused with
     the command; converted with every row as it was, answering as an index built from the same rows."""
-    from scrapy_simhash.index.minhash_store import MinHashIndex
+    from scrapy_simhash.index.embedded.minhash_store import MinHashIndex
 
     rows = pages()
     old, new, fresh = tmp_path / "old", tmp_path / "new", tmp_path / "fresh"
@@ -301,7 +301,7 @@ def test_a_conversion_stopped_half_way_leaves_no_new(tmp_path: Path, monkeypatch
 def test_the_crawls_payload_digests_go_with_the_index(tmp_path: Path) -> None:
     """The WARC payload digests a crawl keeps in the index directory are copied to NEW: a crawl pointed
     at NEW still writes revisit records for payloads archived before."""
-    from scrapy_simhash.index.payload_digests import EmbeddedPayloadDigests, Original
+    from scrapy_simhash.index.archive.payload_digests import EmbeddedPayloadDigests, Original
 
     old, new = tmp_path / "old", tmp_path / "new"
     KINDS["format-2-unchecked-rows"](old, pages())

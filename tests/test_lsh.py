@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_simhash.index.lsh import (
+from scrapy_simhash.index.lsh.lsh import (
     MinHashLSH,
     as_sketch,
     band_keys,
@@ -444,7 +444,7 @@ def test_agreement_with_datasketch_on_planted_pairs():
 )
 def test_sorted_buckets_lookup_equals_a_scan(key_numbers, query_numbers, spread):
     """Skewed buckets (longer than the directory window) included: the binary-search fallback."""
-    from scrapy_simhash.index.lsh_buckets import HI, SortedBuckets
+    from scrapy_simhash.index.lsh.lsh_buckets import HI, SortedBuckets
 
     def prefix(x: int) -> int:  # few distinct prefixes, some in the same directory cell
         return ((x * 0x9E3779B97F4A7C15 >> (spread * 8)) & 0xFFFFFFFF) << 32
@@ -466,8 +466,8 @@ def test_sorted_buckets_lookup_equals_a_scan(key_numbers, query_numbers, spread)
 def test_a_band_key_prefix_collision_is_not_an_answer():
     """Buckets keep 32 bits of the band key: two different bands can share a bucket. The band
     check drops such a candidate even when its estimate passes (here 63 of 64 values equal)."""
-    from scrapy_simhash.index.lsh import BandHasher
-    from scrapy_simhash.index.lsh_buckets import HI
+    from scrapy_simhash.index.lsh.lsh import BandHasher
+    from scrapy_simhash.index.lsh.lsh_buckets import HI
 
     values = np.arange(1 << 20, dtype=np.uint32)
     prefixes = (BandHasher(1, 1).keys_many(values[:, None]) & HI)[:, 0]
@@ -497,8 +497,8 @@ def test_native_bucket_lookup_finds_exactly_what_numpy_finds(
 ) -> None:
     """The C lookup of the LSH buckets against the numpy path: the same (query, id) pairs, long
     cells (many documents sharing a band) and empty cells included."""
-    from scrapy_simhash.index import lsh_buckets
-    from scrapy_simhash.index.lsh_buckets import HI, SortedBuckets
+    from scrapy_simhash.index.lsh import lsh_buckets
+    from scrapy_simhash.index.lsh.lsh_buckets import HI, SortedBuckets
 
     if lsh_buckets._native_lookup is None:
         pytest.skip("the C extension is not built")
@@ -535,7 +535,7 @@ def test_native_verification_counts_exactly_what_numpy_counts(
     path, for candidates of one query and of a batch, values left past the bands included, on
     uint32 values and on the byte-a-value matrix of 8-bit values; then the index's answers with it
     equal brute force over the stored sketches."""
-    from scrapy_simhash.index import lsh as lsh_module
+    from scrapy_simhash.index.lsh import lsh as lsh_module
 
     if lsh_module._native_verify is None:
         pytest.skip("the C extension is not built")
@@ -585,8 +585,8 @@ def test_the_index_answers_alike_with_and_without_the_c_extension(
 ) -> None:
     """Band keys, lookups and verification in C give exactly the pure-numpy answers (the
     extension is optional), with recent inserts pending, merged and removed."""
-    from scrapy_simhash.index import lsh as lsh_module
-    from scrapy_simhash.index import lsh_bands, lsh_buckets
+    from scrapy_simhash.index.lsh import lsh as lsh_module
+    from scrapy_simhash.index.lsh import lsh_bands, lsh_buckets
 
     num_values, bands, rows = shape
     rng = np.random.default_rng(seed)

@@ -30,7 +30,7 @@ from scrapy_simhash.fingerprint import _minhash_purepy as ref
 from scrapy_simhash.fingerprint import minhash as mh
 from scrapy_simhash.fingerprint.bbit import ValueBits
 from scrapy_simhash.fingerprint.tokenizer import shingles, tokens
-from scrapy_simhash.index.lsh_bands import DEFAULT_WEIGHTS, BandHasher, optimal_params
+from scrapy_simhash.index.lsh.lsh_bands import DEFAULT_WEIGHTS, BandHasher, optimal_params
 
 VECTORS = Path(__file__).parent / "data" / "minhash-doc-1-vectors.json"
 IMPLEMENTATIONS = ["native", "python"] if mh._native is not None else ["python"]
@@ -318,7 +318,7 @@ def _vector_band_sketch(vector: dict, docs: dict[str, list[int]]) -> np.ndarray:
 
 @pytest.mark.parametrize("native", [True, False], ids=["native", "numpy"])
 def test_band_key_vectors(vectors, native, monkeypatch):
-    from scrapy_simhash.index import lsh_bands
+    from scrapy_simhash.index.lsh import lsh_bands
 
     if native and lsh_bands._native_keys is None:
         pytest.skip("the _probe extension is not built")
@@ -739,7 +739,7 @@ def test_exports():
     assert scrapy_simhash.MinHash is fingerprint.MinHash is mh.MinHash
     assert scrapy_simhash.minhash_many is fingerprint.minhash_many is mh.minhash_many
     assert {"MinHash", "minhash", "minhash_many"} <= set(scrapy_simhash.__all__)
-    from scrapy_simhash.index import minhash_store
+    from scrapy_simhash.index.embedded import minhash_store
 
     assert scrapy_simhash.MinHashIndex is minhash_store.MinHashIndex  # the persistent sketch index, too
     assert {"MinHashIndex", "MinHashLSH", "minhash_pairs"} <= set(scrapy_simhash.__all__)

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_lsh import minhash_sets, planted_pairs
 
-from scrapy_simhash.index.lsh import MinHashLSH, min_matches_for
-from scrapy_simhash.index.minhash_batch import PAIR_DTYPE, minhash_clusters, minhash_pairs
+from scrapy_simhash.index.lsh.lsh import MinHashLSH, min_matches_for
+from scrapy_simhash.index.lsh.minhash_batch import PAIR_DTYPE, minhash_clusters, minhash_pairs
 
 
 def brute_force_pairs(s: np.ndarray, threshold: float, bands: int, rows: int, lsh: bool) -> dict:

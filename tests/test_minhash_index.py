@@ -29,7 +29,7 @@ from scrapy_simhash.index import (
     SimhashIndexError,
     open_index,
 )
-from scrapy_simhash.index.lsh import MinHashLSH
+from scrapy_simhash.index.lsh.lsh import MinHashLSH
 
 NV, THRESHOLD, BANDS, ROWS = 8, 0.5, 4, 2
 KEYS = [f"k{i}" for i in range(8)]
@@ -161,8 +161,8 @@ def test_an_index_from_before_value_bits_is_upgraded_to_32_bit_values(tmp_path: 
     from index_old_layouts import NV as OLD_NV
     from index_old_layouts import minhash_index
 
-    from scrapy_simhash.index.sketch_rows import settings_check
-    from scrapy_simhash.index.store_format import IndexFormatError
+    from scrapy_simhash.index.embedded.sketch_rows import settings_check
+    from scrapy_simhash.index.embedded.store_format import IndexFormatError
     from scrapy_simhash.index.upgrade import upgrade
 
     path, new = tmp_path / "ix", tmp_path / "new"
@@ -341,7 +341,7 @@ def test_settings_mismatch_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_other_scheme_is_refused(tmp_path: Path) -> None:
-    from scrapy_simhash.index.sketch_rows import settings_check
+    from scrapy_simhash.index.embedded.sketch_rows import settings_check
 
     path = tmp_path / "ix"
     _filled(path)

@@ -19,7 +19,7 @@ import pytest
 from crash_support import run_and_kill
 
 from scrapy_simhash.index import MinHashIndex
-from scrapy_simhash.index.lsh import MinHashLSH
+from scrapy_simhash.index.lsh.lsh import MinHashLSH
 
 NV = 16
 

@@ -33,7 +33,7 @@ from scrapy_simhash.index import (
     SimhashIndexError,
     open_index,
 )
-from scrapy_simhash.index.redis_store import TABLE_KINDS, RedisIndex
+from scrapy_simhash.index.redis.redis_store import TABLE_KINDS, RedisIndex
 
 MAX64 = (1 << 64) - 1
 
@@ -505,7 +505,7 @@ class _FakeClock:
 def test_retry_budget_bounds_a_failing_call_by_time_as_retries_bound_it_by_count(
     monkeypatch: pytest.MonkeyPatch, budget: float | None, attempts: int
 ) -> None:
-    from scrapy_simhash.index import redis_client
+    from scrapy_simhash.index.redis import redis_client
 
     clock = _FakeClock()
     monkeypatch.setattr(redis_client, "time", clock)

@@ -29,8 +29,8 @@ from scrapy_simhash.index import (
     SimhashIndexError,
     open_index,
 )
-from scrapy_simhash.index.lsh import MinHashLSH
-from scrapy_simhash.index.redis_minhash import BUCKET_KINDS, RedisMinHashIndex
+from scrapy_simhash.index.lsh.lsh import MinHashLSH
+from scrapy_simhash.index.redis.redis_minhash import BUCKET_KINDS, RedisMinHashIndex
 
 NV, THRESHOLD, BANDS, ROWS = 8, 0.5, 4, 2
 KEYS = [f"k{i}" for i in range(8)]

@@ -21,8 +21,8 @@ from redis_server import RedisServer, age_writes
 from scrapy_simhash.decision import DEFAULT_RULE
 from scrapy_simhash.fingerprint.minhash import MinHash
 from scrapy_simhash.index import IndexLostError, IndexUnavailableError, open_index
-from scrapy_simhash.index.sketch_stores import SKETCH_PREFIX_SUFFIX
-from scrapy_simhash.index.verified import VerifiedIndex
+from scrapy_simhash.index.verified.sketch_stores import SKETCH_PREFIX_SUFFIX
+from scrapy_simhash.index.verified.verified import VerifiedIndex
 
 NV = 128
 

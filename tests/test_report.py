@@ -22,7 +22,7 @@ import scrapy_simhash.report as report_package
 from scrapy_simhash.cli import main
 from scrapy_simhash.fingerprint import to_base32
 from scrapy_simhash.index import open_index
-from scrapy_simhash.index.batch import cluster_groups, clusters
+from scrapy_simhash.index.tables.batch import cluster_groups, clusters
 from scrapy_simhash.report import report
 from scrapy_simhash.report.data import load
 from scrapy_simhash.report.html import TOP_CLUSTERS

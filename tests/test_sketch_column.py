@@ -1,7 +1,7 @@
-"""The embedded verified index keeps each page's sketch in the page's own row (index/sketch_column.py):
-one database, the key once, the row's checksum over the sketch, a byte a value. (Indexes written with a
-second sketch store, ``sketches/``, are converted by ``scrapy-simhash index upgrade``:
-tests/test_index_upgrade.py.)
+"""The embedded verified index keeps each page's sketch in the page's own row
+(index/embedded/sketch_column.py): one database, the key once, the row's checksum over the sketch, a
+byte a value. (Indexes written with a second sketch store, ``sketches/``, are converted by
+``scrapy-simhash index upgrade``: tests/test_index_upgrade.py.)
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from scrapy_simhash.index import IndexCorruptError, open_index
-from scrapy_simhash.index.embedded import SimhashIndex
-from scrapy_simhash.index.verified import VerifiedIndex
+from scrapy_simhash.index.embedded.embedded import SimhashIndex
+from scrapy_simhash.index.verified.verified import VerifiedIndex
 
 NV = 128
 
@@ -97,8 +97,8 @@ def test_add_sketch_is_durable_and_keeps_the_pages_age(tmp_path: Path) -> None:
 
 def test_a_sketch_of_the_wrong_length_is_a_damaged_database(tmp_path: Path) -> None:
     """Even with a checksum that matches (written so by something else): the rule cannot read it."""
-    from scrapy_simhash.index.integrity import row_check
-    from scrapy_simhash.index.storage import to_signed, to_unsigned
+    from scrapy_simhash.index.embedded.integrity import row_check
+    from scrapy_simhash.index.embedded.storage import to_signed, to_unsigned
 
     path = tmp_path / "ix"
     with open_index(path) as index:

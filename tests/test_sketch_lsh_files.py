@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_simhash.index import open_index
-from scrapy_simhash.index import storage as storage_module
-from scrapy_simhash.index.lsh_segment import PARTS as LSH_PARTS
+from scrapy_simhash.index.embedded import storage as storage_module
+from scrapy_simhash.index.lsh.lsh_segment import PARTS as LSH_PARTS
 
 NV = 128
 
@@ -182,8 +182,8 @@ def test_a_reader_and_the_writer_agree_across_generations(tmp_path) -> None:
     st.integers(1, 3),
 )
 def test_merged_segments_answer_exactly_the_live_pages(seed, n, m, kills, rounds) -> None:
-    from scrapy_simhash.index.lsh import MinHashLSH
-    from scrapy_simhash.index.lsh_segment import LSHSegment
+    from scrapy_simhash.index.lsh.lsh import MinHashLSH
+    from scrapy_simhash.index.lsh.lsh_segment import LSHSegment
 
     rng = np.random.default_rng(seed)
     lsh = MinHashLSH(0.5, NV, value_bits=8)

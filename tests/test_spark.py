@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scrapy_simhash.index.batch import clusters as batch_clusters
-from scrapy_simhash.index.batch import popcount64
-from scrapy_simhash.index.layouts import resolve
+from scrapy_simhash.index.tables.batch import clusters as batch_clusters
+from scrapy_simhash.index.tables.batch import popcount64
+from scrapy_simhash.index.tables.layouts import resolve
 from scrapy_simhash.spark.convert import to_signed, to_unsigned
 from scrapy_simhash.warc.pipeline import Options, Pipeline, plan_inputs
 from scrapy_simhash.warc.progress import Progress

@@ -1,4 +1,4 @@
-"""The verified index (index/verified.py), embedded and on a real redis-server: its answers are
+"""The verified index (index/verified/verified.py), embedded and on a real redis-server: its answers are
 exactly the decision rule's (brute force over every stored page), pages without sketch are judged
 by simhash, both stores persist, reset and go away together, and Redis stays atomic across processes.
 """
@@ -19,8 +19,8 @@ from redis_server import RedisServer
 
 from scrapy_simhash.decision import DEFAULT_RULE
 from scrapy_simhash.index import IndexLostError, Match, open_index
-from scrapy_simhash.index.sketch_stores import SKETCH_PREFIX_SUFFIX
-from scrapy_simhash.index.verified import VerifiedIndex
+from scrapy_simhash.index.verified.sketch_stores import SKETCH_PREFIX_SUFFIX
+from scrapy_simhash.index.verified.verified import VerifiedIndex
 
 NV = 128
 MASK = (1 << 64) - 1

@@ -29,7 +29,7 @@ from .base import (
 )
 
 if TYPE_CHECKING:
-    from .minhash_store import MinHashIndex
+    from .embedded.minhash_store import MinHashIndex
 
 SERVER_SCHEMES = ("redis://", "rediss://", "unix://")
 SERVER_CONNECTION_OPTIONS = ("retries", "retry_cap", "retry_budget", "timeout")
@@ -47,8 +47,8 @@ def stored_kind(location: str | Path) -> str | None:
     only once connected)."""
     if is_server_uri(location):
         return None
-    from .embedded import DATABASE as SIMHASH_DATABASE
-    from .minhash_store import DATABASE as MINHASH_DATABASE
+    from .embedded.embedded import DATABASE as SIMHASH_DATABASE
+    from .embedded.minhash_store import DATABASE as MINHASH_DATABASE
 
     directory = Path(str(location).removeprefix("file://"))
     if (directory / MINHASH_DATABASE).exists():
@@ -108,25 +108,25 @@ def _open_store(location: str | Path, k: int, kind: str | None, options: dict[st
     text = str(location)
     if kind == "minhash":
         if is_server_uri(text):
-            from .redis_minhash import RedisMinHashIndex
+            from .redis.redis_minhash import RedisMinHashIndex
 
             return RedisMinHashIndex.from_uri(text, **options)
-        from .minhash_store import MinHashIndex
+        from .embedded.minhash_store import MinHashIndex
 
         return MinHashIndex(text.removeprefix("file://"), **options)
     if is_server_uri(text):
-        from .redis_store import RedisIndex
+        from .redis.redis_store import RedisIndex
 
         return RedisIndex.from_uri(text, k=k, **options)
     if text.startswith("file://"):
         text = text[len("file://") :]
-    from .minhash_store import IndexSettingsError
+    from .embedded.minhash_store import IndexSettingsError
 
     if stored_kind(text) == "minhash":
         raise IndexSettingsError(
             f"{text} holds a MinHash index: open it with open_index(..., kind='minhash')"
         )
-    from .embedded import SimhashIndex
+    from .embedded.embedded import SimhashIndex
 
     return SimhashIndex(text, k=k, **options)
 
@@ -135,10 +135,10 @@ def _open_verified(location: str | Path, k: int, similarity: float | None, optio
     import dataclasses
 
     from ..decision import DEFAULT_RULE
-    from .sketch_column import SketchColumn
-    from .sketch_stores import open_sketch_store
-    from .verified import VerifiedIndex
-    from .verified_embedded import EmbeddedVerifiedIndex
+    from .embedded.sketch_column import SketchColumn
+    from .verified.sketch_stores import open_sketch_store
+    from .verified.verified import VerifiedIndex
+    from .verified.verified_embedded import EmbeddedVerifiedIndex
 
     rule = DEFAULT_RULE if similarity is None else dataclasses.replace(DEFAULT_RULE, similarity=similarity)
     simhashes = _open_store(location, k, None, options)
@@ -166,8 +166,8 @@ def _keeping_sketches_true(simhashes: Any, location: str | Path, options: dict[s
     import dataclasses
 
     from ..decision import DEFAULT_RULE
-    from .simhash_mode import SimhashModeIndex
-    from .sketch_stores import open_existing_sketch_store
+    from .verified.simhash_mode import SimhashModeIndex
+    from .verified.sketch_stores import open_existing_sketch_store
 
     text = str(location).removeprefix("file://")
     names = SERVER_CONNECTION_OPTIONS if is_server_uri(text) else ("reset", "synchronous", "verify")
@@ -178,7 +178,7 @@ def _keeping_sketches_true(simhashes: Any, location: str | Path, options: dict[s
         simhashes.close()
         raise
     if sketches is None and not is_server_uri(text):  # embedded: are there sketches in the rows?
-        from .sketch_column import column_params
+        from .embedded.sketch_column import column_params
 
         have = column_params(simhashes)
         if have is not None:  # writes through SimhashModeIndex: a rewritten row loses its sketch
@@ -193,23 +193,23 @@ def _keeping_sketches_true(simhashes: Any, location: str | Path, options: dict[s
 def __getattr__(name: str) -> Any:
     # Imported on demand so that a backend's dependencies load only when used.
     if name == "SimhashIndex":
-        from .embedded import SimhashIndex
+        from .embedded.embedded import SimhashIndex
 
         return SimhashIndex
     if name in ("find_all", "clusters"):
-        from . import batch
+        from .tables import batch
 
         return getattr(batch, name)
     if name in ("MinHashIndex", "LSHMatch", "IndexSettingsError"):
-        from . import minhash_store
+        from .embedded import minhash_store
 
         return getattr(minhash_store, name)
     if name == "MinHashLSH":
-        from .lsh import MinHashLSH
+        from .lsh.lsh import MinHashLSH
 
         return MinHashLSH
     if name in ("minhash_pairs", "minhash_clusters"):
-        from . import minhash_batch
+        from .lsh import minhash_batch
 
         return getattr(minhash_batch, name)
     raise AttributeError(f"module 'scrapy_simhash.index' has no attribute {name!r}")

@@ -49,14 +49,14 @@ def band_name(band: tuple[int, int]) -> str:
 
 
 def _distances(values: np.ndarray, pairs: np.ndarray) -> np.ndarray:
-    from ..index.batch import popcount64
+    from ..index.tables.batch import popcount64
 
     return popcount64(values[pairs[:, 0]] ^ values[pairs[:, 1]]).astype(np.int64)
 
 
 def _far_pairs(values: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, float]:
     """Every pair of a page sample (as positions in ``values``), and how many pairs each stands for."""
-    from ..index.batch import popcount64
+    from ..index.tables.batch import popcount64
 
     n = values.shape[0]
     chosen = np.sort(rng.choice(n, size=min(n, FAR_SAMPLE), replace=False))

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..index.layouts import MAX_K
+from ..index.tables.layouts import MAX_K
 from .charts import line_chart
 from .html import asset, esc
 

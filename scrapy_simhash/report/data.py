@@ -40,8 +40,8 @@ def input_kind(location: str) -> str:
     if is_server_uri(location):
         return "index"
     if os.path.isdir(location):
-        from ..index.embedded import DATABASE
-        from ..index.minhash_store import DATABASE as MINHASH_DATABASE
+        from ..index.embedded.embedded import DATABASE
+        from ..index.embedded.minhash_store import DATABASE as MINHASH_DATABASE
 
         if os.path.exists(os.path.join(location, MINHASH_DATABASE)):
             raise ValueError(f"{location} is a MinHash index: the report reads simhash indexes only")

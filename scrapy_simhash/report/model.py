@@ -230,7 +230,7 @@ def nearest_neighbours(clusters: list[Cluster], sample: int = NEAREST_SAMPLE, se
     Clusters are the components of the "within k" graph, so every page's neighbours within ``k``
     are members of its own cluster.
     """
-    from ..index.batch import popcount64
+    from ..index.tables.batch import popcount64
 
     sizes = np.array([sum(m.simhash is not None for m in c.members) for c in clusters], dtype=np.int64)
     total = int(sizes[sizes > 1].sum()) if sizes.size else 0
@@ -294,7 +294,7 @@ def group_clusters(pages: list[Page], rule: Rule) -> list[Cluster]:
     where both have sketches) to its original filled in. In verified mode pages with sketches are
     paired by the sketches, pages without by simhash within the rule's distance, as ``dedupe`` pairs
     them."""
-    from ..index.batch import cluster_groups, clusters
+    from ..index.tables.batch import cluster_groups, clusters
     from ..warc.dedupe import rule_pairs
 
     hashed = [p for p in pages if p.simhash is not None]

@@ -1,7 +1,7 @@
 """Every near-duplicate pair of a fingerprint DataFrame: Manku's permuted tables as a distributed join.
 
 Each fingerprint is emitted once per table of the layout (the same tables as the embedded
-index, :mod:`scrapy_simhash.index.layouts`), keyed by ``(table, key bits)``. Records sharing a
+index, :mod:`scrapy_simhash.index.tables.layouts`), keyed by ``(table, key bits)``. Records sharing a
 key are candidates and are checked exactly (popcount of the XOR <= k). A pair is reported only
 by the first table whose key it shares, so it comes out once however many tables find it,
 without a global ``distinct``.
@@ -25,8 +25,8 @@ import numpy as np
 
 from ..decision import Rule
 from ..defaults import MODE, SIMILARITY
-from ..index.batch import popcount64
-from ..index.layouts import Layout, resolve
+from ..index.tables.batch import popcount64
+from ..index.tables.layouts import Layout, resolve
 from .bands import verified_pairs
 from .groups import MAX_GROUP, block_partners, shared_groups
 

@@ -49,7 +49,7 @@ from scrapy.exceptions import NotConfigured
 
 from ..fingerprint import SCHEME, from_base32
 from ..fingerprint.minhash import MinHash
-from ..index.payload_digests import Claim, Original
+from ..index.archive.payload_digests import Claim, Original
 from ..signals import fingerprint_computed
 from .crawl_revisits import CrawlRevisits, revisit_record
 from .records import (
@@ -222,7 +222,7 @@ class WarcWriterExtension:
         from ..crawl_config import spider_name
         from ..crawl_index import default_location, with_crawl_options
         from ..index import is_server_uri
-        from ..index.payload_digests import open_payload_digests
+        from ..index.archive.payload_digests import open_payload_digests
         from ..shown import shown_location
 
         settings = self.crawler.settings

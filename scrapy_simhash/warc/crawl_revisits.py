@@ -7,7 +7,7 @@ headers only, with ``WARC-Refers-To``, ``WARC-Refers-To-Target-URI`` and ``WARC-
 naming the response record that holds the payload. Replay tools (pywb, OpenWayback) serve the
 revisit's URL with the original's payload.
 
-Order (see :mod:`scrapy_simhash.index.payload_digests`): a payload is registered only after its
+Order (see :mod:`scrapy_simhash.index.archive.payload_digests`): a payload is registered only after its
 response record is written and flushed, so a crawl killed in between leaves no registration, and
 no revisit can ever point to a record that is not in a WARC file.
 
@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..index.payload_digests import Claim, Original, PayloadDigestError, PayloadDigests
+from ..index.archive.payload_digests import Claim, Original, PayloadDigestError, PayloadDigests
 from ..side_store import SideStore
 from .records import HTTP_RESPONSE, WarcRecord
 

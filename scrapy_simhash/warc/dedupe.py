@@ -103,7 +103,7 @@ def dedupe(
     in earlier runs join the clusters.
     ``method="minhash"`` has the workers sketch each page too and pairs pages whose estimated
     Jaccard similarity is at least ``threshold``; with an ``index`` (a
-    :class:`~scrapy_simhash.index.minhash_store.MinHashIndex`) the index's own threshold decides,
+    :class:`~scrapy_simhash.index.embedded.minhash_store.MinHashIndex`) the index's own threshold decides,
     and pages it stored in earlier runs join the clusters.
     ``keep`` (:data:`~scrapy_simhash.keep.KEEP_POLICIES`) chooses each cluster's original.
     """
@@ -240,8 +240,8 @@ def rule_pairs(hashes: Sequence[int], sketches: Sequence[Any], rule: Rule) -> np
     :meth:`Rule.compare_values`; a page without sketch is paired by simhash alone (pairs within the
     rule's distance, from :func:`~scrapy_simhash.index.find_all`). Simhash mode: pairs within distance.
     """
-    from ..index.batch import find_all
-    from ..index.minhash_batch import minhash_pairs
+    from ..index.lsh.minhash_batch import minhash_pairs
+    from ..index.tables.batch import find_all
 
     n = len(hashes)
     found: list[np.ndarray] = []
@@ -284,7 +284,7 @@ def result_order(keep: str, result: PageResult) -> tuple[Any, ...]:
 
 def _clusters_batch(results: list[PageResult], rule: Rule, keep: str) -> list[dict[str, Any]]:
     """Connected components of the rule's pairs over all pages, in the ``keep`` policy's order."""
-    from ..index.batch import cluster_groups, clusters
+    from ..index.tables.batch import cluster_groups, clusters
 
     if len(results) < 2:
         return []
@@ -311,8 +311,8 @@ def _clusters_minhash(results: list[PageResult], threshold: float, keep: str) ->
     """
     import numpy as np
 
-    from ..index.batch import cluster_groups
-    from ..index.minhash_batch import minhash_clusters
+    from ..index.lsh.minhash_batch import minhash_clusters
+    from ..index.tables.batch import cluster_groups
 
     if len(results) < 2:
         return []

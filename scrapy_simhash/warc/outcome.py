@@ -107,7 +107,8 @@ def record_key(result: PageResult) -> str:
 
 def check_and_add(index: Any, result: PageResult) -> list[Any]:
     """``index.check_and_add`` of a page, with its sketch when it has one and the index keeps sketches
-    (a :class:`~scrapy_simhash.index.verified.VerifiedIndex`); a simhash-only index gets the simhash."""
+    (a :class:`~scrapy_simhash.index.verified.verified.VerifiedIndex`); a simhash-only index gets the
+    simhash."""
     assert result.simhash is not None
     key, meta = record_key(result), index_meta(result)
     if result.minhash is not None and getattr(index, "rule", None) is not None:

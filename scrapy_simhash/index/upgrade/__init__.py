@@ -39,7 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .. import open_index
-from ..payload_digests import DATABASE as PAYLOAD_DIGESTS
+from ..archive.payload_digests import DATABASE as PAYLOAD_DIGESTS
 from .minhash_kind import OldMinHashIndex
 from .old_files import DATABASE, SKETCH_DATABASE, UpgradeDamaged, UpgradeError, UpgradeReport
 from .simhash_kind import OldIndex, write

@@ -8,10 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..base import SimhashIndexError
-from ..database import settings_check
-from ..integrity import check_mark, read_mark
-from ..sketch_rows import sketch_row_check
-from ..store_format import FORMAT
+from ..embedded.database import settings_check
+from ..embedded.integrity import check_mark, read_mark
+from ..embedded.sketch_rows import sketch_row_check
+from ..embedded.store_format import FORMAT
 from .old_files import (
     BATCH,
     UpgradeDamaged,

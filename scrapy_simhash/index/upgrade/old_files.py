@@ -10,7 +10,7 @@ from typing import Any
 
 from ...fingerprint.minhash import SCHEME
 from ..base import SimhashIndexError
-from ..database import settings_check
+from ..embedded.database import settings_check
 
 DATABASE = "index.sqlite3"
 SKETCH_STORE = "sketches"

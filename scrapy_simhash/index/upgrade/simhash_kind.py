@@ -14,10 +14,10 @@ import numpy as np
 
 from ...fingerprint.minhash import SCHEME
 from ..base import SimhashIndexError
-from ..database import settings_check
-from ..integrity import check_mark, read_mark, row_check
-from ..sketch_rows import sketch_row_check
-from ..store_format import FORMAT
+from ..embedded.database import settings_check
+from ..embedded.integrity import check_mark, read_mark, row_check
+from ..embedded.sketch_rows import sketch_row_check
+from ..embedded.store_format import FORMAT
 from .old_files import (
     BATCH,
     EVERYTHING,

@@ -1,0 +1,532 @@
+"""The embedded index: a local directory, no server, exact and crash-safe.
+
+Fingerprints are found in permuted tables kept in three layers (:mod:`.layers`: pending, delta,
+base). Only the SQLite database (:mod:`.storage`) is the source of truth: every insert is
+committed there (durably) before the call returns, and the pending buffer and the delta are
+rebuilt from it on open, the base when its files are missing or damaged. One process may write
+an index at a time (an ``flock`` on ``LOCK``; a second writer gets :class:`IndexLockedError`);
+any number may open it ``read_only=True`` and see the state as of their opening.
+Damage to the database itself cannot be repaired; :mod:`.integrity` detects it and it is
+raised as :class:`IndexCorruptError`, never answered from.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..base import LayoutError, Match, Meta, NearDuplicateIndex, SimhashIndexError
+from ..lsh.lsh_segment import PARTS as LSH_PARTS
+from ..lsh.lsh_segment import LSHSegment
+from ..tables.batch import as_hash_array
+from ..tables.layers import Layers
+from ..tables.layouts import DEFAULT_K, Layout, resolve, settle
+from ..tables.manifest import TablesInvalid, load_parts, read_manifest, remove_stale
+from ..tables.tables import members
+from ..values import check_key, check_simhash, encode_meta
+from .integrity import (
+    CommitMark,
+    check_manifest,
+    check_mark,
+    open_directory,
+    read_mark,
+)
+from .storage import Store
+
+logger = logging.getLogger(__name__)
+
+DATABASE = "index.sqlite3"
+NOTE = "note:"
+"""Settings named ``note:<name>`` hold the index's notes (:meth:`SimhashIndex.note`)."""
+_QUERY_CHUNK = 262_144  # queries per vectorised pass: denser needles walk the tables more cache-friendly
+
+
+class SimhashIndex(NearDuplicateIndex):
+    """Persistent exact near-duplicate index in directory ``path`` (created if missing).
+
+    ``k``: default query distance (default: the one the index was created with, else 3).
+    ``layout``: table layout spec (see :mod:`.layouts`); fixed when the index is created.
+    ``read_only``: no lock, no writes; a snapshot as of opening.
+    ``verify``: check the table files' CRC-32s on open (a damaged file is rebuilt) and the
+    database with SQLite's integrity_check (quick_check when read-only).
+    ``reset``: empty the index first, under the write lock (IndexLockedError if another
+    process writes it, and then nothing is deleted).
+    ``synchronous``: ``"full"`` (default) fsyncs every commit, so an acknowledged insert
+    survives a power cut; ``"normal"`` survives a crash of the process (SIGKILL, OOM) but
+    may lose the last commits on power loss, for about 100x more single inserts per second.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        k: int | None = None,
+        layout: str | Layout | None = None,
+        *,
+        read_only: bool = False,
+        verify: bool = True,
+        pending_max: int = 4096,
+        delta_min: int = 1 << 18,
+        synchronous: str = "full",
+        reset: bool = False,
+    ) -> None:
+        self.path = Path(path)
+        self.read_only = read_only
+        self._pending_max = max(1, pending_max)
+        self._delta_min = max(1, delta_min)
+        self._lock = threading.RLock()
+        self._lock_fd: int | None = None
+        self._closed = True
+        self._verify = verify
+        self._rebuilds = 0
+        self._column: Any = None
+        """The verified index's sketch column (:mod:`.sketch_column`), told of every write: :meth:`attach`."""
+        if self.path.exists() and not self.path.is_dir():
+            raise ValueError(f"index path {self.path} exists and is not a directory")
+        self._lock_fd = open_directory(self.path, DATABASE, read_only=read_only, reset=reset, what="index")
+        try:
+            mark = read_mark(self.path)  # before the database: a concurrent writer can only be ahead
+            check = None if not verify else "quick" if read_only else "thorough"
+            self._store = Store(
+                self.path / DATABASE, read_only=read_only, synchronous=synchronous, check=check
+            )
+            try:
+                self.layout, self.k = self._settle_layout(k, layout)
+                check_mark(self._store.path, mark, self._db_id, self._store.high, self._store.live)
+                self._load()
+                if not read_only:
+                    self._store.mark = CommitMark(self.path, self._db_id, synchronous == "full")
+                    self._store.mark.write(self._store.high, self._store.live)
+            except BaseException:
+                self._store.close()
+                raise
+        except BaseException:
+            self._release_lock()
+            raise
+        self._closed = False
+
+    # opening
+    def _release_lock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing the descriptor drops the flock
+            self._lock_fd = None
+
+    def _settle_layout(self, k: int | None, spec: str | Layout | None) -> tuple[Layout, int]:
+        """The stored layout and k (or a new index's); LayoutError when k or spec disagree with them."""
+        stored = self._store.settings()
+        if not stored:
+            if self.read_only:
+                raise SimhashIndexError(f"the index at {self.path} has never been initialised")
+            k = DEFAULT_K if k is None else k
+            stored = self._store.init_settings({"layout": resolve(spec, k).spec, "k": str(k)})
+        self._db_id = stored["db_id"]
+        return settle(stored["layout"], int(stored["k"]), k, spec, self.path)
+
+    def _load(self) -> None:
+        """Base tables from disk (rebuilt if damaged), the rest from one snapshot of the database.
+
+        The manifest is read first: a concurrent writer can only move the database ahead of it.
+        """
+        try:
+            manifest = read_manifest(self.path)
+        except TablesInvalid as exc:
+            manifest = None
+            self._tables_invalid(exc)
+        with self._store.snapshot():
+            self._load_rows(manifest)
+        if not self.read_only:
+            remove_stale(self.path, keep=self._layers.generation or None)
+            if self._rebuilds or self._layers.delta_full():
+                self._write_generation()
+
+    def _tables_invalid(self, exc: TablesInvalid) -> None:
+        self._rebuilds += 1
+        logger.warning(
+            "index %s: table files invalid (%s); rebuilding them from the database", self.path, exc
+        )
+
+    def _load_rows(self, manifest: dict[str, Any] | None) -> None:
+        self._layers = layers = Layers(self.path, self.layout, self._pending_max, self._delta_min)
+        try:
+            if manifest is not None and not check_manifest(
+                self._store.path, manifest, self._db_id, self._store.high
+            ):
+                raise TablesInvalid("the table files belong to another database")
+            layers.set_base(manifest, verify=self._verify)
+        except TablesInvalid as exc:
+            layers.drop_base()
+            self._tables_invalid(exc)
+        dead = set(members(layers.base.seqs, self._store.tombstones()).tolist())
+        seqs, hashes = self._store.rows(after=layers.base_max_seq)
+        layers.set_rest(dead, hashes, seqs)
+        self._count = self._store.live
+        expected = len(layers)
+        if expected > self._count and self._verify and not self._rebuilds and not self.read_only:
+            # verified table files and newer rows account for rows the database no longer has
+            raise self._store.damaged(f"it holds {self._count} rows, its table files account for {expected}")
+        if expected != self._count:
+            # the files do not describe this database (restored from elsewhere, or damaged)
+            self._rebuilds += 1
+            logger.warning(
+                "index %s: table files hold %d live fingerprints, the database %d; rebuilding",
+                self.path,
+                expected,
+                self._count,
+            )
+            layers.drop_base()
+            seqs, hashes = self._store.rows()
+            layers.set_rest(set(), hashes, seqs)
+
+    # helpers
+    def _check_open(self, writing: bool = False) -> None:
+        if self._closed:
+            raise SimhashIndexError(f"the index at {self.path} is closed")
+        if writing and self.read_only:
+            raise SimhashIndexError(f"the index at {self.path} is open read-only")
+
+    def _query_k(self, k: int | None) -> int:
+        if k is None:
+            return self.k
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise ValueError(f"k must be a non-negative int, got {k!r}")
+        if k > self.layout.max_k:
+            raise LayoutError(
+                f"this index's layout {self.layout.spec} answers exactly only up to k={self.layout.max_k}"
+            )
+        return k
+
+    # writing
+    def add(self, simhash: int, key: str, meta: Meta | None = None) -> None:
+        self.add_many([(simhash, key, meta)])
+
+    def add_many(self, items: Iterable[tuple[Any, ...]]) -> int:
+        """Store many ``(simhash, key[, meta[, sketch]])`` in one durable transaction; all or nothing.
+
+        ``sketch``: the row's sketch bytes (:meth:`.sketch_column.SketchColumn.encode`) or None."""
+        rows: dict[str, tuple[int, str, str | None, bytes | None]] = {}
+        count = 0
+        for item in items:
+            h, key, meta, sketch = (*item, None, None)[:4]
+            key = check_key(key)
+            h = check_simhash(h)
+            rows.pop(key, None)  # the last of several items with one key wins, at the end
+            rows[key] = (h, key, encode_meta(key, meta), sketch)
+            count += 1
+        if not rows:
+            return 0
+        with self._lock:
+            self._check_open(writing=True)
+            self._insert(list(rows.values()))
+        return count
+
+    def _insert(self, rows: list[tuple[int, str, str | None, bytes | None]]) -> None:
+        seqs, replaced = self._store.put_many(rows, tombstone_upto=self._layers.base_max_seq)
+        if self._column is not None:
+            self._column.stored([row[1] for row in rows], seqs, [row[3] for row in rows], replaced)
+        self._count += len(rows) - len(replaced)
+        self._layers.inserted([row[0] for row in rows], seqs, replaced)
+        if self._layers.delta_full():
+            self._write_generation()
+
+    def _write_generation(self) -> None:
+        """Merge everything into a new on-disk base generation (atomically switched), the sketches'
+        LSH with the tables when the index has a sketch column."""
+        max_seq = self._store.next_seq - 1
+        info: dict[str, Any] = {"db_id": self._db_id, "k": self.k}
+        column, arrays = self._column, None
+        if column is not None:
+            segment = column.merged()
+            arrays = segment.arrays()
+            info["lsh"] = {**column.params, "count": int(segment.seqs.size), "width": segment.buckets.width}
+        self._layers.write_generation(max_seq, info, arrays)
+        self._store.clear_tombstones(max_seq)
+        if column is not None:
+            base = self._mapped_lsh(column)
+            if base is None:  # the files just written cannot be read back: the disk is failing
+                raise self._store.damaged("the sketches' LSH files just written cannot be read back")
+            column.set_base(base)
+
+    def _mapped_lsh(self, column: Any) -> LSHSegment | None:
+        """The base generation's sketch LSH, memory-mapped, when it was written for ``column``'s
+        parameters; None when it has none (written without a column) or it is damaged."""
+        manifest = self._layers.manifest
+        if manifest is None or not isinstance(manifest.get("lsh"), dict):
+            return None
+        info = manifest["lsh"]
+        if any(info.get(name) != value for name, value in column.params.items()):
+            return None
+        try:
+            arrays = load_parts(self.path, manifest, LSH_PARTS, verify=self._verify)
+            if arrays is None:
+                return None
+            segment = LSHSegment.from_arrays(arrays, column.num_values, int(info["width"]))
+            if segment.seqs.size != info.get("count"):
+                raise TablesInvalid(f"the LSH files hold {segment.seqs.size} pages, not {info.get('count')}")
+            return segment
+        except (TablesInvalid, ValueError, TypeError, KeyError) as exc:
+            logger.warning("index %s: sketch LSH files invalid (%s); reading the rows", self.path, exc)
+            return None
+
+    def check_and_add(
+        self, simhash: int, key: str, meta: Meta | None = None, *, sketch: bytes | None = None
+    ) -> list[Match]:
+        h = check_simhash(simhash)
+        key = check_key(key)
+        encoded = encode_meta(key, meta)
+        with self._lock:
+            self._check_open(writing=True)
+            matches = self._search(np.array([h], dtype=np.uint64), self.k)[0]
+            self._insert([(h, key, encoded, sketch)])
+        return matches
+
+    def remove(self, key: str) -> bool:
+        key = check_key(key)
+        with self._lock:
+            self._check_open(writing=True)
+            seq = self._store.delete(key, tombstone_upto=self._layers.base_max_seq)
+            if seq is None:
+                return False
+            self._layers.dead.add(seq)
+            self._count -= 1
+            if self._column is not None:
+                self._column.removed(key, seq)
+            return True
+
+    # the verified index's sketch column (:mod:`.sketch_column`)
+    def attach(self, column: Any) -> None:
+        """Keep ``column`` in step with the rows' sketches, told of each write. Its base is mapped
+        from the table generation's LSH files; only the rows written since (and those whose sketch
+        changed since) are read. A generation without such files (written while the index
+        had no sketch column: only simhash mode so far) is written again by a writer once, so that the
+        next open maps it."""
+        with self._lock:
+            self._check_open()
+            column.attach_rows(self)
+            base = self._mapped_lsh(column)
+            after = 0
+            if base is not None:
+                column.set_base(base, self._layers.dead)
+                after = self._layers.base_max_seq
+            try:
+                column.load(self._store.sketches(after=after))
+            except ValueError as exc:  # a row whose sketch passed its check but has the wrong length
+                raise self._store.damaged(str(exc)) from exc
+            self._column = column
+            if base is None and not self.read_only and self._layers.generation:
+                self._write_generation()
+
+    def settings(self) -> dict[str, str]:
+        """The stored settings (layout, k, the sketch column's, ...)."""
+        with self._lock:
+            self._check_open()
+            return self._store.settings()
+
+    def set_sketches(
+        self, items: list[tuple[str, bytes | None]], settings: dict[str, str] | None = None
+    ) -> dict[str, int]:
+        """Give stored pages these sketch bytes (None: none), keeping their fingerprint, meta and age,
+        and add ``settings`` (the sketch column's), all in one durable transaction; keys not stored
+        are skipped. Returns each changed key's seq."""
+        with self._lock:
+            self._check_open(writing=True)
+            changed = self._store.set_sketches(
+                [(check_key(key), data) for key, data in items], settings, self._layers.base_max_seq
+            )
+            if changed and self._column is not None:
+                sketch_of = dict(items)
+                self._column.stored(list(changed), list(changed.values()), [sketch_of[k] for k in changed])
+            return changed
+
+    def rows_by_seq(self, seqs: list[int]) -> dict[int, tuple[str, dict[str, Any], int]]:
+        """The rows ``seq -> (key, meta, simhash)`` of ``seqs`` (those still stored), each verified."""
+        with self._lock:
+            self._check_open()
+            return self._store.fetch(seqs) if seqs else {}
+
+    def sketch_rows(self, keys: list[str]) -> dict[str, tuple[int, bytes]]:
+        """``key -> (seq, sketch bytes)`` of the stored ``keys`` that have a sketch, each row verified."""
+        with self._lock:
+            self._check_open()
+            return self._store.sketch_rows(keys) if keys else {}
+
+    def keys_with_sketch(self, exclude: set[str]) -> list[str]:
+        with self._lock:
+            self._check_open()
+            return [key for key in self._store.keys(with_sketch=True) if key not in exclude]
+
+    def keys_without_sketch(self) -> set[str]:
+        with self._lock:
+            self._check_open()
+            return set(self._store.keys(without_sketch=True))
+
+    def compact(self) -> None:
+        """Merge recent inserts and removals into a new on-disk generation; checkpoint the WAL."""
+        with self._lock:
+            self._check_open(writing=True)
+            if self._layers.dirty():
+                self._write_generation()
+            self._store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    # reading
+    def query(self, simhash: int, k: int | None = None) -> list[Match]:
+        h = check_simhash(simhash)
+        with self._lock:
+            self._check_open()
+            return self._search(np.array([h], dtype=np.uint64), self._query_k(k))[0]
+
+    def query_many(self, simhashes: Iterable[int] | np.ndarray, k: int | None = None) -> list[list[Match]]:
+        """Vectorised ``query`` over many fingerprints (a numpy uint64 array is fastest)."""
+        queries = as_hash_array(simhashes)
+        if queries.size and not queries.all():
+            raise ValueError("the fingerprint 0 (a text without tokens) cannot be queried")
+        with self._lock:
+            self._check_open()
+            k = self._query_k(k)
+            if len(self._layers.pending) * queries.size > 1 << 22:
+                self._layers.merge_pending()  # brute force over the buffer would dominate
+            out: list[list[Match]] = []
+            for start in range(0, queries.size, _QUERY_CHUNK):
+                out.extend(self._search(queries[start : start + _QUERY_CHUNK], k))
+            return out
+
+    def _search_one(self, h: int, k: int) -> list[Match]:
+        found = self._layers.probe_one(h, k)
+        if not found:
+            return []
+        rows = self._store.fetch([seq for seq, _, _ in found])
+        matches = [
+            Match(row[0], stored, distance, row[1], seq)
+            for seq, stored, distance in found
+            if (row := rows.get(seq)) is not None
+        ]
+        matches.sort(key=lambda m: (m.distance, m.seq))
+        return matches
+
+    def _search(self, queries: np.ndarray, k: int) -> list[list[Match]]:
+        if queries.shape[0] == 1:
+            return [self._search_one(int(queries[0]), k)]
+        hits = self._layers.probe(queries, k)
+        results: list[list[Match]] = [[] for _ in range(queries.shape[0])]
+        if not hits.query.size:
+            return results
+        seq_list = hits.seq.tolist()
+        rows = self._store.fetch(sorted(set(seq_list)))
+        for q, seq, h, d in zip(
+            hits.query.tolist(), seq_list, hits.simhash.tolist(), hits.distance.tolist(), strict=True
+        ):
+            row = rows.get(seq)
+            if row is not None:
+                results[q].append(Match(row[0], h, d, row[1], seq))
+        for matches in results:
+            if len(matches) > 1:
+                matches.sort(key=lambda m: (m.distance, m.seq))
+        return results
+
+    def get(self, key: str) -> Match | None:
+        key = check_key(key)
+        with self._lock:
+            self._check_open()
+            row = self._store.get(key)
+        if row is None:
+            return None
+        seq, h, meta = row
+        return Match(key, h, 0, meta, seq)
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, Match]:
+        """``get`` for many keys in one database read; keys not stored are absent."""
+        rows = self.rows_many([check_key(key) for key in keys])
+        return {key: Match(key, h, 0, meta, seq) for key, (seq, h, meta) in rows.items()}
+
+    def rows_many(
+        self, keys: list[str], seq_hints: list[int] | None = None
+    ) -> dict[str, tuple[int, int, dict[str, Any]]]:
+        """:meth:`get_many`'s rows as ``key -> (seq, simhash, meta)``, for a caller that builds its own
+        answers from them (the verified index: no Match made twice). ``seq_hints``: each key's seq
+        if known (0: not), to read rows by seq (a wrong hint costs only a second read by key)."""
+        with self._lock:
+            self._check_open()
+            return self._store.get_many(keys, seq_hints) if keys else {}
+
+    def key_seqs(self) -> list[tuple[str, int]]:
+        """Every stored ``(key, seq)``, in no particular order (one read, no rows decoded)."""
+        with self._lock:
+            self._check_open()
+            return [pair for chunk in self._store.key_seqs() for pair in chunk]
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and bool(key) and self.get(key) is not None
+
+    def __len__(self) -> int:
+        return self._count
+
+    def keys(self) -> list[str]:
+        """Every stored key, in no particular order (one read of the database, no rows decoded)."""
+        with self._lock:
+            self._check_open()
+            return list(self._store.keys())
+
+    def __iter__(self) -> Iterator[Match]:
+        """Every stored fingerprint, oldest first (distance 0)."""
+        self._check_open()
+        for seq, key, h, meta in self._store.iterate():
+            yield Match(key, h, 0, meta, seq)
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            self._check_open()
+            disk = sum(p.stat().st_size for p in self.path.iterdir() if p.is_file())
+            layers = self._layers.stats()
+            return {
+                "backend": "embedded",
+                "path": str(self.path),
+                "size": self._count,
+                "k": self.k,
+                "layout": self.layout.spec,
+                "tables": self.layout.num_tables,
+                "complete_up_to_k": self.layout.max_k,
+                "base": layers["base"],
+                "delta": layers["delta"],
+                "pending": layers["pending"],
+                "removed_not_compacted": layers["removed_not_compacted"],
+                "generation": layers["generation"],
+                "merges": layers["merges"],
+                "rebuilds": self._rebuilds,
+                "table_bytes": layers["table_bytes"],
+                "disk_bytes": disk,
+                "read_only": self.read_only,
+            }
+
+    def notes(self) -> dict[str, str]:
+        with self._lock:
+            self._check_open()
+            settings = self._store.settings()
+        return {name[len(NOTE) :]: value for name, value in settings.items() if name.startswith(NOTE)}
+
+    def note(self, name: str, value: str, *, replacing: str | None = None) -> str:
+        with self._lock:
+            self._check_open(writing=True)
+            return self._store.note(NOTE + name, value, replacing)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._store.close()
+            self._layers.close()
+            self._release_lock()
+
+    def __enter__(self) -> SimhashIndex:
+        return self
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{self._count} fingerprints"
+        return f"<SimhashIndex {str(self.path)!r} k={getattr(self, 'k', '?')} {state}>"
+
+
+__all__ = ["SimhashIndex", "check_simhash"]

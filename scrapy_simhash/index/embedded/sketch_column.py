@@ -1,0 +1,345 @@
+"""The embedded verified index's sketches: a column of the simhash store, and an LSH over it in memory.
+
+Each page's minhash sketch (``value_bits`` of each value: :mod:`scrapy_simhash.fingerprint.bbit`)
+is kept in the page's own row of the simhash store (:mod:`.storage`, column ``sketch``): a page and
+its sketch are one durable write, its key and row overhead are paid once (an index of 1M pages is
+~400 bytes a page, not ~530 as with a second store), and the row's checksum covers the sketch.
+The :class:`SketchColumn` is the derived part: a :class:`~.lsh.MinHashLSH` over those sketches,
+filled at open from the rows (seq order: ties oldest first, as a MinHashLSH fed the same writes)
+and told of every write after it commits (:meth:`~.embedded.SimhashIndex.attach`). Beside each
+sketch it remembers the row's seq, so a match's row is read by seq.
+
+Its settings (threshold, bands, rows, num_values, value_bits: the :class:`~scrapy_simhash.decision.Rule`'s)
+are stored with the simhash store's, prefixed ``sketch_``, and fixed when the column is created;
+``value_bits`` is always :data:`VALUE_BITS` (the store's format, :mod:`.store_format`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from ...fingerprint.bbit import ValueBits
+from ...fingerprint.minhash import SCHEME
+from ..base import IndexSettingsError
+from ..lsh.lsh import MinHashLSH
+from ..lsh.lsh_bands import (
+    as_sketch,
+    as_sketch_batch,
+    check_given,
+    new_params,
+    readable_params,
+    stored_params,
+)
+from ..lsh.lsh_segment import LSHSegment
+from .minhash_store import LSHMatch
+
+PREFIX = "sketch_"
+"""The column's settings among the simhash store's: ``sketch_threshold``, ``sketch_bands``, ..."""
+VALUE_BITS = 8
+"""The low bits of each sketch value a row keeps: a byte a value."""
+
+
+class SketchColumn:
+    """The sketches of an embedded index's pages, found by LSH bands and verified by estimated
+    Jaccard (the rule's ``threshold``); answers are ``(key, similarity)``, best first, ties oldest
+    first. Written only through the simhash store (:meth:`encode`, then :meth:`stored` after the
+    commit); thread-safe for readers.
+
+    Two levels, like the simhash tables: the *base*, an :class:`~.lsh_segment.LSHSegment` mapped from
+    the current table generation's files, and the *recent* pages (written since, or the whole index
+    when it has no such files yet) in a :class:`~.lsh.MinHashLSH`. A page's key is in its row: base
+    answers are named by seq and their keys read with their rows (:meth:`attach_rows`)."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.threshold, self.num_values = params["threshold"], params["num_values"]
+        self.bands, self.rows = params["bands"], params["rows"]
+        self.value_bits = params["value_bits"]
+        self._bits = ValueBits(self.value_bits)
+        self._lsh = self._new_recent()
+        self._base = LSHSegment.empty(self.num_values, self._lsh.dtype)
+        self._reader: Any = None
+        """The simhash store's reads by seq and by key (:meth:`attach_rows`)."""
+        self._lock = threading.RLock()
+
+    def _new_recent(self) -> MinHashLSH:
+        return MinHashLSH(self.threshold, self.num_values, self.bands, self.rows, value_bits=self.value_bits)
+
+    def attach_rows(self, reader: Any) -> None:
+        """``reader`` (the :class:`~.embedded.SimhashIndex`) answers ``rows_by_seq`` and ``sketch_rows``."""
+        self._reader = reader
+
+    @property
+    def params(self) -> dict[str, int]:
+        """What a table generation's LSH files must have been written with to be this column's base."""
+        return {
+            "num_values": self.num_values,
+            "value_bits": self.value_bits,
+            "bands": self.bands,
+            "rows": self.rows,
+        }
+
+    # -- filling and keeping in step ---------------------------------------------------------------
+    def encode(self, sketch: Any) -> bytes:
+        """A sketch as its row keeps it: ``value_bits`` of each value, little-endian bytes. Checked
+        (scheme, length) before anything is written."""
+        scheme = getattr(sketch, "scheme", SCHEME)
+        if scheme != SCHEME:
+            raise ValueError(f"this index holds {SCHEME} sketches, not {scheme}")
+        return self._bits.encode(self._bits.reduce(as_sketch(sketch, self.num_values)))
+
+    def _decode(self, data: bytes) -> np.ndarray:
+        """A row's sketch as the LSH keeps it (a byte a value at 8 bits: no uint32 copy)."""
+        width = self._bits.width
+        if len(data) != width * self.num_values:
+            raise ValueError(f"a sketch of {len(data)} bytes, not {width * self.num_values}")
+        return np.frombuffer(data, dtype=f"<u{width}")
+
+    def set_base(self, base: LSHSegment, dead: Iterable[int] = ()) -> None:
+        """The base level (the recent level emptied): ``dead``, its rows removed or replaced since."""
+        with self._lock:
+            base.kill(np.fromiter(dead, dtype=np.int64))
+            self._base, self._lsh = base, self._new_recent()
+
+    def merged(self) -> LSHSegment:
+        """Both levels as one new segment (in memory), for the next table generation."""
+        with self._lock:
+            _, sketches, seqs = self._lsh.live()
+            order = np.argsort(seqs, kind="stable")
+            sketches, seqs = sketches[order], seqs[order]
+            base = self._base
+            if seqs.size and base.seqs.size and int(seqs[0]) <= int(base.seqs[-1]):
+                # pages given a sketch after the base was written keep their (older) seq: rebuild
+                every = np.concatenate([np.asarray(base.seqs)[base.alive], seqs])
+                matrix = np.concatenate([np.asarray(base.sketches)[base.alive], sketches])
+                order = np.argsort(every, kind="stable")
+                return LSHSegment.build(self._lsh.hasher, matrix[order], every[order])
+            return base.merged(self._lsh.hasher, sketches, seqs)
+
+    def load(self, chunks: Iterable[list[tuple[int, str, bytes]]]) -> None:
+        """Fill the empty recent level from rows ``(seq, key, sketch bytes)`` in seq order (one open);
+        the base's copies of those rows (a sketch changed since it was written) die."""
+        keys: list[str] = []
+        seqs: list[int] = []
+        parts = []
+        row_bytes = self._bits.width * self.num_values
+        for chunk in chunks:
+            blob = b"".join(sketch for _, _, sketch in chunk)
+            if len(blob) != row_bytes * len(chunk):
+                bad = next((seq, key) for seq, key, sketch in chunk if len(sketch) != row_bytes)
+                raise ValueError(f"row {bad[0]} ({bad[1]!r}) holds a sketch of the wrong length")
+            parts.append(np.frombuffer(blob, dtype=f"<u{self._bits.width}").reshape(len(chunk), -1))
+            keys += [key for _, key, _ in chunk]
+            seqs += [seq for seq, _, _ in chunk]
+        if not keys:
+            return
+        matrix = np.concatenate(parts)
+        with self._lock:
+            self._base.kill(seqs)
+            self._lsh.load(keys, matrix, tags=seqs)
+
+    def stored(
+        self, keys: list[str], seqs: list[int], sketches: list[bytes | None], replaced: Iterable[int] = ()
+    ) -> None:
+        """After a commit: ``keys`` now hold these rows (seq, sketch or None); ``replaced``: the seqs
+        the keys held before (their base copies die, as do those of rows whose sketch changed)."""
+        with self._lock:
+            lsh = self._lsh
+            if len(self._base.seqs):
+                self._base.kill([*replaced, *seqs])
+            if len(keys) == 1 and sketches[0]:  # one page (a crawl's every write): no batch machinery
+                lsh.add(keys[0], self._decode(sketches[0]), tag=seqs[0])
+                return
+            fresh = [(key, self._decode(data)) for key, data in zip(keys, sketches, strict=True) if data]
+            for key, data in zip(keys, sketches, strict=True):
+                if not data and key in lsh:
+                    lsh.remove(key)  # replaced by a page without sketch: its old sketch goes
+            if fresh:
+                lsh.add_many(fresh)
+                lsh.set_tags((key, seq) for key, seq, data in zip(keys, seqs, sketches, strict=True) if data)
+
+    def removed(self, key: str, seq: int | None = None) -> None:
+        with self._lock:
+            self._lsh.remove(key)
+            if seq is not None:
+                self._base.kill([seq])
+
+    # -- reads by key ----------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._base) + len(self._lsh)
+
+    def _base_rows(self, keys: list[str]) -> dict[str, tuple[int, bytes]]:
+        """The rows with a sketch of ``keys`` (asked for those not in the recent level: they are in the
+        base). Called without this column's lock held: the reader takes the index's, which a write
+        holds while it tells this column (one lock order)."""
+        if self._reader is None or not len(self._base) or not keys:
+            return {}
+        return self._reader.sketch_rows(keys)
+
+    def in_recent(self, key: str) -> bool:
+        """Whether the recent level holds ``key`` (no read of the rows)."""
+        with self._lock:
+            return key in self._lsh
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
+        return self.in_recent(key) or bool(self._base_rows([key]))
+
+    def get(self, key: str) -> np.ndarray | None:
+        """A copy of the sketch kept for ``key`` (uint32 values of ``value_bits``), or None."""
+        return self.get_many([key]).get(key)
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, np.ndarray]:
+        wanted = list(keys)
+        with self._lock:
+            out = {key: values for key in wanted if (values := self._lsh.get(key)) is not None}
+        for key, (_, data) in self._base_rows([key for key in wanted if key not in out]).items():
+            out[key] = self._decode(data).astype(np.uint32)
+        return out
+
+    def keys(self) -> list[str]:
+        """Keys with a sketch."""
+        with self._lock:
+            recent = self._lsh.keys()
+            based = self._reader is not None and len(self._base) > 0
+        if not based:
+            return recent
+        return [*self._reader.keys_with_sketch(exclude=set(recent)), *recent]
+
+    def hints(self, keys: Iterable[str]) -> list[int]:
+        """Each key's seq in the simhash store as last seen here (0: not known here)."""
+        with self._lock:
+            return self._lsh.tags(keys)
+
+    def set_hints(self, pairs: Iterable[tuple[str, int]]) -> None:
+        with self._lock:
+            self._lsh.set_tags(pairs)
+
+    # -- lookups -------------------------------------------------------------------------------------------
+    def query(self, sketch: Any) -> list[LSHMatch]:
+        """Stored sketches sharing a band with ``sketch`` and estimated Jaccard >= threshold (no meta:
+        the simhash store's rows have it)."""
+        return self.query_many(as_sketch(sketch, self.num_values)[None, :])[0]
+
+    def query_many(self, sketches: Any) -> list[list[LSHMatch]]:
+        answers = self.query_tagged(sketches)
+        unnamed = sorted({seq for found in answers for key, _, seq in found if key is None})
+        names: dict[int, str] = {}
+        if unnamed and self._reader is not None:
+            names = {seq: row[0] for seq, row in self._reader.rows_by_seq(unnamed).items()}
+        # a base page whose row is gone (a reader's snapshot of an index moved since) is not an answer
+        return [
+            [LSHMatch(name, s) for key, s, seq in found if (name := key or names.get(seq)) is not None]
+            for found in answers
+        ]
+
+    def query_tagged(self, sketches: Any) -> list[list[tuple[str | None, float, int]]]:
+        """For each sketch of a batch ``[(key, similarity, seq)]``, best first, ties oldest first: the
+        lean path, which reads the matches' rows by seq (key None: a base page, named by its row)."""
+        batch = as_sketch_batch(sketches, self.num_values)
+        with self._lock:
+            lsh, base = self._lsh, self._base
+            if batch.shape[0] == 1:  # one lookup: the single query's C calls, no batch machinery
+                v, band_keys = lsh.prepare(batch[0])  # the band keys once, for both levels
+                recent: list[tuple[str | None, float, int]] = list(lsh.query_prepared(v, band_keys))
+                if not len(base):
+                    return [recent]
+                found = base.query(v, band_keys, self.bands, self.rows, lsh.min_matches)
+                if not found:
+                    return [recent]
+                similarity = lsh.similarity_of
+                return [_best_first([(None, similarity(c), seq) for seq, c in found], recent)]
+            tags = lsh.tags
+            out: list[list[tuple[str | None, float, int]]] = [
+                [(key, s, t) for (key, s), t in zip(found, tags(key for key, _ in found), strict=True)]
+                for found in lsh.query_many(batch)
+            ]
+            if len(base):
+                values, band_keys = lsh.prepare_many(batch)
+                olds: list[list[tuple[str | None, float, int]]] = [[] for _ in out]
+                similarity = lsh.similarity_of
+                for q, seq, c in base.query_many(values, band_keys, self.bands, self.rows, lsh.min_matches):
+                    olds[q].append((None, similarity(c), seq))
+                out = [_best_first(old, new) if old else new for old, new in zip(olds, out, strict=True)]
+            return out
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            recent = self._lsh.stats()
+            return {
+                **recent,
+                "size": len(self._base) + len(self._lsh),
+                "base": len(self._base),
+                "recent": len(self._lsh),
+                "removed_not_compacted": recent["removed_not_compacted"] + self._base.dead,
+                "bytes_base": self._base.nbytes,
+                "threshold": self.threshold,
+                "num_values": self.num_values,
+            }
+
+    def close(self) -> None:
+        """Nothing to release: the simhash store holds the rows (and closes them)."""
+
+    def __repr__(self) -> str:
+        return (
+            f"SketchColumn(threshold={self.threshold}, bands={self.bands}, rows={self.rows}, "
+            f"value_bits={self.value_bits}, {len(self)} sketches)"
+        )
+
+
+def _best_first(
+    old: list[tuple[str | None, float, int]], new: list[tuple[str | None, float, int]]
+) -> list[tuple[str | None, float, int]]:
+    """Two levels' answers as one: best first, ties oldest (smallest seq) first."""
+    if not new:
+        return old
+    return sorted(old + new, key=lambda answer: (-answer[1], answer[2]))
+
+
+# -- opening --------------------------------------------------------------------------------------------
+def column_params(simhashes: Any) -> dict[str, Any] | None:
+    """The sketch column's settings (``sketch_*`` among the simhash store's) of the embedded index
+    ``simhashes``; None: it has no column yet."""
+    stored = simhashes.settings()
+    mine = {name.removeprefix(PREFIX): value for name, value in stored.items() if name.startswith(PREFIX)}
+    if not mine:
+        return None
+    have = readable_params(mine, f"the index at {simhashes.path}", instead="rebuild")
+    if have["value_bits"] != VALUE_BITS:  # signed settings of this format always say 8
+        raise IndexSettingsError(
+            f"the index at {simhashes.path} records {have['value_bits']}-bit sketch values; its format "
+            f"keeps {VALUE_BITS}"
+        )
+    return have
+
+
+def _as_settings(params: dict[str, Any]) -> dict[str, str]:
+    """The column's parameters as the simhash store keeps them: ``sketch_*``, the scheme with them."""
+    return {PREFIX + name: str(value) for name, value in {**params, "scheme": SCHEME}.items()}
+
+
+_REMEDY = "open it with its own (the similarity it was created with), or build a new index"
+
+
+def open_column(simhashes: Any, given: dict[str, Any]) -> SketchColumn | None:
+    """The sketch column of the embedded index ``simhashes`` (a :class:`~.embedded.SimhashIndex`),
+    attached to it. ``given``: threshold, bands, rows (num_values: None for the stored or default
+    one); a new column is created with them and :data:`VALUE_BITS`. A reader of an index that has
+    none gets None (every page is judged by simhash)."""
+    have = column_params(simhashes)
+    if have is None and simhashes.read_only:
+        return None
+    if have is None:
+        params = {"num_values": None, **given, "value_bits": VALUE_BITS}
+        created = new_params(params)
+        simhashes.set_sketches([], _as_settings(created))
+        have = stored_params(created)
+    check_given(given, have, f"the index at {simhashes.path}", _REMEDY)
+    column = SketchColumn(have)
+    simhashes.attach(column)
+    return column

@@ -1,0 +1,526 @@
+"""The index's source of truth: one SQLite database (stdlib, no server).
+
+WAL mode with ``synchronous=FULL`` makes every committed transaction durable when the
+call returns; one transaction per ``add_many`` batch amortises the fsync. Everything
+else in the index directory (the sorted tables) is derived from this database and can be
+rebuilt from it.
+
+Tables:
+
+- ``entries(seq, key, simhash, meta, chk, sketch)``: ``seq`` is the insertion order (age), never
+  reused (AUTOINCREMENT; a removal advances it too, so every acknowledged write moves the high-water
+  mark), so a derived table file can refer to rows by ``seq``. ``chk`` is the row's checksum
+  (:mod:`.integrity`), verified whenever the row is read; a NULL is damage.
+  ``sketch``: the page's minhash sketch as the verified index keeps it (:mod:`.sketch_column`), or
+  NULL: in the page's own row, so that a page and its sketch are one write and the key is stored once.
+- ``tombstones(seq)``: rows removed since the table files were last written; they tell
+  the reopened index which rows of the files to ignore.
+- ``resketched(seq)``: rows whose sketch changed since the table files were written.
+- ``settings(name, value)``: layout, k, the database's identity, ``format`` (:data:`FORMAT`), the
+  sketch column's settings (``sketch_*``), the index's notes (``note:extractor``, ...:
+  :meth:`Store.note`), and ``check``: their CRC-32.
+
+The format is the one :mod:`.store_format` describes; a database of an earlier one is refused at open
+(:class:`~.store_format.IndexFormatError`, naming ``scrapy-simhash index upgrade``).
+
+Any SQLite or JSON error while reading means a damaged database and is raised as
+:class:`IndexCorruptError` naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..base import IndexCorruptError, IndexSettingsError
+from .database import RowDatabase, check_synchronous, connect, settings_check
+from .integrity import CommitMark, bad_rows, check_sqlite, row_check, row_checks, stored_row_checks
+from .store_format import FORMAT, refuse_format
+
+SIGN = 1 << 63
+WRAP = 1 << 64
+_CHUNK = 500  # host parameters per statement, well under SQLite's limit
+_TABLES = {"settings", "entries", "tombstones", "resketched"}
+_COLUMNS = {"seq", "key", "simhash", "meta", "chk", "sketch"}
+_SELECTED = "seq, key, simhash, meta, chk, sketch"
+"""What every read of whole rows selects: all that :meth:`Store._verified` checks."""
+_INSERT = "INSERT INTO entries (seq, key, simhash, meta, chk, sketch) VALUES (?, ?, ?, ?, ?, ?)"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS entries (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    key TEXT NOT NULL UNIQUE,
+    simhash INTEGER NOT NULL,
+    meta TEXT,
+    chk INTEGER,
+    sketch BLOB
+);
+CREATE TABLE IF NOT EXISTS tombstones (seq INTEGER PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS resketched (seq INTEGER PRIMARY KEY);
+"""
+
+
+def to_signed(h: int) -> int:
+    """SQLite integers are signed 64-bit."""
+    return h - WRAP if h >= SIGN else h
+
+
+def to_unsigned(v: int) -> int:
+    return v + WRAP if v < 0 else v
+
+
+def _chunks(values: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
+
+
+class Store(RowDatabase):
+    """Durable rows of the index. Not thread-safe by itself: the index serialises calls.
+
+    ``check``: run SQLite's ``"quick"`` or ``"thorough"`` check at open (see :func:`check_sqlite`).
+    After opening, ``high`` (the high-water seq) and ``live`` (rows) are read in one snapshot.
+    """
+
+    def __init__(
+        self, path: Path, read_only: bool = False, synchronous: str = "full", check: str | None = None
+    ) -> None:
+        check_synchronous(synchronous)
+        self.path = path
+        self.read_only = read_only
+        self.mark: CommitMark | None = None
+        try:
+            self.conn = connect(path, read_only, synchronous)
+            if check:
+                check_sqlite(self.conn, path, thorough=check == "thorough")
+            self._prepare_schema()
+            with self.snapshot():  # reads high and live
+                pass
+        except (IndexCorruptError, IndexSettingsError):
+            self.conn.close()
+            raise
+        except sqlite3.DatabaseError as exc:
+            if hasattr(self, "conn"):  # connect() itself can fail
+                self.conn.close()
+            raise IndexCorruptError(
+                f"the index database {path} is damaged or not an index ({exc}); it is the source of truth "
+                f"and cannot be rebuilt: restore it from a backup or export what `sqlite3 .recover` finds"
+            ) from exc
+        self.next_seq = self.high + 1
+
+    def _prepare_schema(self) -> None:
+        """Create a new database's tables; refuse a database of an earlier format (before looking for
+        what it may lack) and one whose tables or columns are missing."""
+        tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not tables and not self.read_only:
+            self.conn.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} COMMIT;")
+            tables = set(_TABLES)
+        columns = {r[1] for r in self.conn.execute("PRAGMA table_info(entries)")}
+        if "settings" in tables:
+            self._check_format(checksummed="chk" in columns)
+        if not tables >= _TABLES:
+            raise sqlite3.DatabaseError(f"tables {sorted(_TABLES - tables)} are missing")
+        if not columns >= _COLUMNS:
+            raise sqlite3.DatabaseError(f"columns {sorted(_COLUMNS - columns)} of entries are missing")
+
+    def _check_format(self, checksummed: bool) -> None:
+        """The settings (if any: a new database gets them next) are signed and record :data:`FORMAT`.
+
+        Only a database written before checksums (no ``chk`` column) may lack the settings' ``check``:
+        deleting it from a later one is damage, not a way to make it look old."""
+        stored = self.stored_settings()
+        check = stored.pop("check", None)
+        if check is None and not stored:
+            return
+        if check is None and checksummed:
+            raise self.damaged("the settings lack their checksum")
+        if check is not None and check != settings_check(stored):
+            raise self.damaged("the settings fail their checksum")
+        if stored.get("format") != str(FORMAT):
+            raise refuse_format(self.path.parent, stored.get("format"))
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Several reads from one state of the database, starting with ``high`` and ``live``."""
+        with self._reading():
+            self.conn.execute("BEGIN")
+        try:
+            with self._reading():
+                self.high = self._max_seq()
+                self.live = int(self.conn.execute("SELECT count(*) FROM entries").fetchone()[0])
+            yield
+        finally:
+            self.conn.execute("COMMIT")
+
+    def _max_seq(self) -> int:
+        row = self.conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'entries'").fetchone()
+        top = self.conn.execute("SELECT max(seq) FROM entries").fetchone()[0]
+        return max(row[0] if row else 0, top or 0)
+
+    def _marked(self) -> None:
+        """After a commit: the high-water mark and row count it left, for :func:`check_mark`."""
+        self.high = self.next_seq - 1
+        if self.mark is not None:
+            self.mark.write(self.high, self.live)
+
+    # settings
+    def stored_settings(self) -> dict[str, str]:
+        """The settings rows as they are (``check`` included), unverified."""
+        with self._reading():
+            return dict(self.conn.execute("SELECT name, value FROM settings").fetchall())
+
+    def settings(self) -> dict[str, str]:
+        """The settings, verified against their stored CRC-32."""
+        stored = self.stored_settings()
+        check = stored.pop("check", None)
+        if check is None and stored:
+            raise self.damaged("the settings lack their checksum")
+        if check is not None and check != settings_check(stored):
+            raise self.damaged("the settings fail their checksum")
+        return stored
+
+    def init_settings(self, values: dict[str, str]) -> dict[str, str]:
+        """Write settings for a new database (once); returns the stored ones."""
+        with self._transaction():
+            current = self.stored_settings()
+            current.pop("check", None)
+            if not current:
+                current = self.add_settings({**values, "format": str(FORMAT), "db_id": uuid.uuid4().hex})
+        return current
+
+    # writes
+    def put_many(
+        self, items: list[tuple[int, str, str | None, bytes | None]], tombstone_upto: int
+    ) -> tuple[list[int], list[int]]:
+        """Store ``(simhash, key, meta_json, sketch)`` (keys unique) in one durable transaction.
+
+        Returns the new seqs (in item order) and the seqs the keys held before.
+        Replaced rows at or below ``tombstone_upto`` (the table files' last seq) get a
+        tombstone in the same transaction.
+        """
+        start = self.next_seq
+        seqs = list(range(start, start + len(items)))
+        rows = [
+            (s, key, to_signed(h), meta, chk, sketch)
+            for s, (h, key, meta, sketch), chk in zip(seqs, items, row_checks(start, items), strict=True)
+        ]
+        try:  # fast path: all keys new (the common case in a crawl), one pass over the key index
+            with self._transaction():
+                self.conn.executemany(_INSERT, rows)
+            self.next_seq = start + len(items)
+            self.live += len(items)
+            self._marked()
+            return seqs, []
+        except sqlite3.IntegrityError:
+            pass  # some key exists: rolled back; replace explicitly
+        keys = [row[1] for row in items]
+        with self._transaction():
+            replaced: list[int] = []
+            for chunk in _chunks(keys):
+                marks = ",".join("?" * len(chunk))
+                replaced += [
+                    r[0] for r in self.conn.execute(f"SELECT seq FROM entries WHERE key IN ({marks})", chunk)
+                ]
+            if replaced:
+                self.conn.executemany("DELETE FROM entries WHERE seq = ?", [(s,) for s in replaced])
+                self._tombstone([s for s in replaced if s <= tombstone_upto])
+            self.conn.executemany(_INSERT, rows)
+        self.next_seq = start + len(items)
+        self.live += len(items) - len(replaced)
+        self._marked()
+        return seqs, replaced
+
+    def delete(self, key: str, tombstone_upto: int) -> int | None:
+        """Remove ``key``; its old seq or None. Advances the high-water seq by one."""
+        with self._transaction():
+            row = self.conn.execute("SELECT seq FROM entries WHERE key = ?", (key,)).fetchone()
+            if row is None:
+                return None
+            self.conn.execute("DELETE FROM entries WHERE seq = ?", (row[0],))
+            if row[0] <= tombstone_upto:
+                self._tombstone([row[0]])
+            self._advance_sequence()
+        self.next_seq += 1
+        self.live -= 1
+        self._marked()
+        return int(row[0])
+
+    def _advance_sequence(self) -> None:
+        """In a write that inserts no row: take ``next_seq`` as used, so that the write moves the
+        high-water mark as every acknowledged write does (the caller then counts it used)."""
+        cur = self.conn.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'entries'", (self.next_seq,))
+        if not cur.rowcount:  # no row was ever inserted
+            self.conn.execute(
+                "INSERT INTO sqlite_sequence (name, seq) VALUES ('entries', ?)", (self.next_seq,)
+            )
+
+    def _tombstone(self, seqs: list[int]) -> None:
+        if seqs:
+            self.conn.executemany("INSERT OR IGNORE INTO tombstones (seq) VALUES (?)", [(s,) for s in seqs])
+
+    def clear_tombstones(self, upto: int) -> None:
+        """The table files now hold every row up to ``upto``: forget what changed in them before."""
+        with self._transaction():
+            self.conn.execute("DELETE FROM tombstones WHERE seq <= ?", (upto,))
+            self.conn.execute("DELETE FROM resketched WHERE seq <= ?", (upto,))
+
+    # reads
+    def count(self) -> int:
+        with self._reading():
+            return int(self.conn.execute("SELECT count(*) FROM entries").fetchone()[0])
+
+    def _verified(
+        self, seq: int, key: str, h: int, meta: str | None, chk: int | None, sketch: bytes | None = None
+    ) -> dict[str, Any]:
+        """The row's meta, after checking the row (sketch included) against its checksum."""
+        if chk is None:
+            raise self.damaged(f"row {seq} ({key!r}) has no checksum")
+        if to_unsigned(chk) != row_check(seq, to_unsigned(h), key, meta, sketch):
+            raise self.damaged(f"row {seq} ({key!r}) fails its checksum")
+        return _meta(meta)
+
+    def get(self, key: str) -> tuple[int, int, dict[str, Any]] | None:
+        with self._reading():
+            row = self.conn.execute(f"SELECT {_SELECTED} FROM entries WHERE key = ?", (key,)).fetchone()
+            if row is None:
+                return None
+            if row[1] != key:
+                raise self.damaged(f"the key index leads {key!r} to row {row[0]} of {row[1]!r}")
+            return int(row[0]), to_unsigned(row[2]), self._verified(*row)
+
+    def get_many(
+        self, keys: Sequence[str], seq_hints: Sequence[int] | None = None
+    ) -> dict[str, tuple[int, int, dict[str, Any]]]:
+        """``get`` for many keys in one read (missing keys are absent from the result).
+
+        ``seq_hints``: a guess of each key's seq (0: none). Rows are read by seq first (one
+        B-tree instead of the key index and the table: ~1.5x faster); a hint is taken only
+        when its row holds that key (seqs are never reused), else the key is read by key.
+        """
+        out: dict[str, tuple[int, int, dict[str, Any]]] = {}
+        wanted = list(keys)
+        with self._reading():
+            if seq_hints is not None:
+                hinted = {seq: key for key, seq in zip(wanted, seq_hints, strict=True) if seq > 0}
+                if hinted:
+                    for chunk in _chunks(list(hinted)):
+                        marks = ",".join("?" * len(chunk))
+                        self._collect(out, f"seq IN ({marks})", chunk, hinted)
+                    wanted = [key for key in wanted if key not in out]
+            for chunk in _chunks(wanted):
+                marks = ",".join("?" * len(chunk))
+                self._collect(out, f"key IN ({marks})", chunk, None)
+        return out
+
+    def _collect(
+        self,
+        out: dict[str, tuple[int, int, dict[str, Any]]],
+        where: str,
+        args: Sequence[Any],
+        expected: dict[int, str] | None,
+    ) -> None:
+        """Verified rows into ``out`` by key (``expected``: only rows whose seq maps to their key)."""
+        for row in self.conn.execute(f"SELECT {_SELECTED} FROM entries WHERE {where}", args):
+            seq, key = row[0], row[1]
+            if expected is None or expected.get(seq) == key:
+                out[key] = (seq, to_unsigned(row[2]), self._verified(*row))
+
+    def key_seqs(self, batch: int = 100_000) -> Iterator[list[tuple[str, int]]]:
+        """Every stored ``(key, seq)``, in lists of ``batch`` (no rows decoded)."""
+        with self._reading():
+            cursor = self.conn.execute("SELECT key, seq FROM entries")
+            while chunk := cursor.fetchmany(batch):
+                yield chunk
+
+    def fetch(self, seqs: Sequence[int]) -> dict[int, tuple[str, dict[str, Any], int]]:
+        """Key, meta and fingerprint of each stored seq (missing seqs are absent from the result)."""
+        out: dict[int, tuple[str, dict[str, Any], int]] = {}
+        with self._reading():
+            for chunk in _chunks(list(seqs)):
+                marks = ",".join("?" * len(chunk))
+                query = f"SELECT {_SELECTED} FROM entries WHERE seq IN ({marks})"
+                for row in self.conn.execute(query, chunk):
+                    out[row[0]] = (row[1], self._verified(*row), to_unsigned(row[2]))
+        return out
+
+    def sketch_rows(self, keys: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+        """``key -> (seq, sketch)`` of the stored ``keys`` with a sketch, each row verified."""
+        out: dict[str, tuple[int, bytes]] = {}
+        with self._reading():
+            for chunk in _chunks(list(keys)):
+                marks = ",".join("?" * len(chunk))
+                query = f"SELECT {_SELECTED} FROM entries WHERE key IN ({marks})"
+                for row in self.conn.execute(query, chunk):
+                    self._verified(*row)
+                    if row[5] is not None:
+                        out[row[1]] = (row[0], row[5])
+        return out
+
+    def tombstones(self) -> np.ndarray:
+        """Seqs removed since the table files were written; none of them may still be a row."""
+        with self._reading():
+            live = self.conn.execute("SELECT seq FROM tombstones JOIN entries USING (seq) LIMIT 1").fetchone()
+            if live is not None:
+                raise self.damaged(f"row {live[0]} is both stored and marked removed")
+            return np.array([r[0] for r in self.conn.execute("SELECT seq FROM tombstones")], dtype=np.int64)
+
+    def rows(self, after: int = 0, batch: int = 200_000) -> tuple[np.ndarray, np.ndarray]:
+        """(seqs, fingerprints) of every row with seq > ``after``, in seq order, as arrays.
+
+        Each row's seq and fingerprint are checked against its checksum (vectorised).
+        """
+        seqs_parts, hash_parts = [], []
+        with self._reading():
+            cursor = self.conn.execute(
+                "SELECT seq, simhash, ifnull(chk, 0) FROM entries WHERE seq > ? ORDER BY seq",
+                (after,),
+            )
+            while True:
+                chunk = cursor.fetchmany(batch)
+                if not chunk:
+                    break
+                block = np.array(chunk, dtype=np.int64)
+                seqs, hashes = block[:, 0].copy(), block[:, 1].view(np.uint64).copy()
+                bad = bad_rows(seqs, hashes, block[:, 2])
+                if bad.size:
+                    what = "has no checksum" if block[bad[0], 2] == 0 else "fails its checksum"
+                    raise self.damaged(f"row {int(seqs[bad[0]])} {what}")
+                seqs_parts.append(seqs)
+                hash_parts.append(hashes)
+        if not seqs_parts:
+            return np.zeros(0, np.int64), np.zeros(0, np.uint64)
+        return np.concatenate(seqs_parts), np.concatenate(hash_parts)
+
+    def keys(
+        self, batch: int = 100_000, *, without_sketch: bool = False, with_sketch: bool = False
+    ) -> Iterator[str]:
+        """Every stored key (keys only: the rows' checks are verified where rows are read), or only
+        those of rows without (or with) a sketch."""
+        where = " WHERE sketch IS NULL" if without_sketch else ""
+        where = " WHERE sketch IS NOT NULL" if with_sketch else where
+        with self._reading():
+            cursor = self.conn.execute(f"SELECT key FROM entries{where}")
+            while True:
+                chunk = cursor.fetchmany(batch)
+                if not chunk:
+                    return
+                for (key,) in chunk:
+                    yield key
+
+    def iterate(self, batch: int = 10_000) -> Iterator[tuple[int, str, int, dict[str, Any]]]:
+        """Every row as (seq, key, simhash, meta), oldest first, each verified."""
+        with self._reading():
+            cursor = self.conn.execute(f"SELECT {_SELECTED} FROM entries ORDER BY seq")
+            while True:
+                chunk = cursor.fetchmany(batch)
+                if not chunk:
+                    return
+                for row in chunk:
+                    meta = self._verified(*row)
+                    yield row[0], row[1], to_unsigned(row[2]), meta
+
+    # the sketch column (the verified index's: :mod:`.sketch_column`)
+    def sketches(self, batch: int = 50_000, after: int = 0) -> Iterator[list[tuple[int, str, bytes]]]:
+        """Every row's ``(seq, key, sketch)`` that has a sketch, in seq order, in lists of ``batch``:
+        those with a seq above ``after`` (the table files hold the others' sketches) and those whose
+        sketch changed since the table files were written.
+
+        Every row read is verified whole, those without a sketch too: a sketch set to NULL is damage
+        found here, at open, as a changed one is (not at the row's first read). Meta is not decoded.
+        """
+        where = "seq > ? OR seq IN (SELECT seq FROM resketched)"
+        with self._reading():
+            cursor = self.conn.execute(
+                f"SELECT {_SELECTED} FROM entries WHERE {where} ORDER BY seq", (after,)
+            )
+            while chunk := cursor.fetchmany(batch):
+                for row in chunk:
+                    if (
+                        not isinstance(row[5], bytes | None)
+                        or not isinstance(row[0], int)
+                        or not isinstance(row[2], int)
+                    ):
+                        raise self.damaged(f"row {row[0]} ({row[1]!r}) holds a value of the wrong type")
+                stored = np.fromiter((0 if row[4] is None else row[4] for row in chunk), np.int64, len(chunk))
+                bad = np.flatnonzero((stored == 0) | (stored.view(np.uint64) != stored_row_checks(chunk)))
+                if bad.size:
+                    seq, key = chunk[int(bad[0])][:2]
+                    what = "has no checksum" if stored[bad[0]] == 0 else "fails its checksum"
+                    raise self.damaged(f"row {seq} ({key!r}) {what}")
+                if out := [(row[0], row[1], row[5]) for row in chunk if row[5] is not None]:
+                    yield out
+
+    def set_sketches(
+        self,
+        items: Sequence[tuple[str, bytes | None]],
+        settings: dict[str, str] | None = None,
+        resketch_upto: int = 0,
+    ) -> dict[str, int]:
+        """Give stored keys a sketch (or none) in one durable transaction, keeping their seq (age),
+        fingerprint and meta; keys not stored are skipped. Returns each changed key's seq. Advances the
+        high-water seq by one, as every acknowledged write does (the commit mark sees it).
+        ``settings``: added to the stored ones in the same transaction (a new sketch column's).
+        Changed rows at or below ``resketch_upto`` (the table files' last seq) are listed in
+        ``resketched``, so that the next open reads their sketch from the row, not the files."""
+        changed: dict[str, int] = {}
+        with self._transaction():
+            query = f"SELECT {_SELECTED} FROM entries WHERE key = ?"
+            update = "UPDATE entries SET sketch = ?, chk = ? WHERE seq = ?"
+            for key, sketch in items:
+                row = self.conn.execute(query, (key,)).fetchone()
+                if row is None or row[1] != key:
+                    continue
+                seq, h, meta = row[0], to_unsigned(row[2]), row[3]
+                self._verified(*row)  # a damaged row is not given a fresh checksum
+                self.conn.execute(update, (sketch, to_signed(row_check(seq, h, key, meta, sketch)), seq))
+                changed[key] = seq
+            marked = [(seq,) for seq in changed.values() if seq <= resketch_upto]
+            self.conn.executemany("INSERT OR IGNORE INTO resketched (seq) VALUES (?)", marked)
+            if settings:
+                self.add_settings(settings)
+            self._advance_sequence()
+        self.next_seq += 1
+        self._marked()
+        return changed
+
+    def note(self, name: str, value: str, replacing: str | None = None) -> str:
+        """Setting ``name`` set to ``value`` unless it holds another value than ``replacing``; the value
+        it holds afterwards. A change is one durable write that moves the high-water seq, as every
+        acknowledged write does (so that the commit mark sees a lost one)."""
+        with self._transaction():
+            current = self.settings().get(name)
+            if current is not None and current != replacing:
+                return current
+            if current == value:
+                return value
+            self.add_settings({name: value})
+            self._advance_sequence()
+        self.next_seq += 1
+        self._marked()
+        return value
+
+    def add_settings(self, values: dict[str, str]) -> dict[str, str]:
+        """Add (or change) settings and sign them again, in the caller's transaction."""
+        current = self.stored_settings()
+        current.pop("check", None)
+        current.update(values)
+        self.conn.execute("DELETE FROM settings")
+        rows = [*current.items(), ("check", settings_check(current))]
+        self.conn.executemany("INSERT INTO settings VALUES (?, ?)", rows)
+        return current
+
+
+def _meta(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    meta = json.loads(text)
+    if not isinstance(meta, dict):
+        raise json.JSONDecodeError("meta is not a JSON object", text, 0)
+    return meta

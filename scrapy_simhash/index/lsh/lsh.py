@@ -1,0 +1,513 @@
+"""MinHash-LSH in memory: candidates by band buckets, answers verified by estimated Jaccard.
+
+A sketch is a ``uint32`` numpy array of ``num_values`` MinHash values (or any object with such
+an array as ``.values``). The estimated Jaccard similarity of two sketches is the fraction of
+positions where they are equal (with ``value_bits`` below 32: of their low bits, corrected for
+chance agreement, :mod:`scrapy_simhash.fingerprint.bbit`). The index cuts the first
+``bands * rows`` positions into ``bands`` bands of ``rows`` values; two sketches are *candidates*
+when at least one band is equal in both, and a candidate is *returned* only when its estimated
+Jaccard is at least the threshold. So an answer never holds a pair below the threshold by
+estimate, and it holds exactly the stored sketches that share a band with the query and pass the
+threshold.
+
+Band keys (:func:`band_keys`) are 64-bit, defined here so that a storage layer can keep the
+buckets (band key -> document ids) anywhere. In memory the buckets live in one sorted
+``uint64`` array of ``band key's high 32 bits << 32 | document id`` (8 bytes per band and
+document), plus a small dict of recent inserts merged into it in batches; sketches live in
+one growing array (``uint32``, or a byte a value when ``value_bits`` is 8); removals are tombstones,
+dropped by :meth:`MinHashLSH.compact`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from ...fingerprint.bbit import ValueBits
+from .lsh_bands import DEFAULT_WEIGHTS as DEFAULT_WEIGHTS
+from .lsh_bands import BandHasher as BandHasher
+from .lsh_bands import as_sketch as as_sketch
+from .lsh_bands import as_sketch_batch as as_sketch_batch
+from .lsh_bands import band_keys as band_keys
+from .lsh_bands import fmix64 as fmix64
+from .lsh_bands import min_matches_for as min_matches_for
+from .lsh_bands import optimal_params as optimal_params
+from .lsh_bands import recall_at as recall_at
+from .lsh_bands import resolve_params as resolve_params
+from .lsh_bands import splitmix64 as splitmix64
+from .lsh_buckets import HI as _HI
+from .lsh_buckets import LO as _LO
+from .lsh_buckets import SortedBuckets, merge_sorted
+from .lsh_segment import band_entries
+
+try:
+    from .._probe import lsh_query as _native_query
+    from .._probe import sketch_verify as _native_verify
+except ImportError:  # pragma: no cover - depends on the build
+    _native_query = _native_verify = None
+
+_MAX_IDS = 0xFFFFFFFF
+
+
+class MinHashLSH:
+    """An in-memory MinHash-LSH index with verified answers.
+
+    ``query`` returns ``[(key, estimated_jaccard)]`` for the stored sketches sharing a band
+    with the query whose estimate is ``>= threshold``, best first, ties oldest first.
+    Adding an existing key replaces its sketch (it becomes the newest). Not thread-safe.
+    """
+
+    def __init__(
+        self,
+        threshold: float = 0.8,
+        num_values: int = 128,
+        bands: int | None = None,
+        rows: int | None = None,
+        *,
+        weights: tuple[float, float] = DEFAULT_WEIGHTS,
+        pending_limit: int = 2048,
+        value_bits: int = 32,
+    ) -> None:
+        self.threshold = float(threshold)
+        self.num_values = int(num_values)
+        self.bands, self.rows = resolve_params(self.threshold, self.num_values, bands, rows, weights)
+        self.value_bits = value_bits
+        self._bits = ValueBits(value_bits)
+        self.min_matches = self._bits.min_equal(self.threshold, self.num_values)
+        self._similarity = [self._bits.similarity(c, self.num_values) for c in range(self.num_values + 1)]
+        """The estimate for each count of equal values, computed once: a single query's answers
+        without a call per match (the same floats as ``ValueBits.similarity``)."""
+        self._hasher = BandHasher(self.bands, self.rows)
+        self._dtype = np.dtype(np.uint8 if value_bits == 8 else np.uint32)
+        """The sketches' matrix: a byte a value at 8 bits (a quarter of the RAM and of the bytes a
+        verification reads), else uint32."""
+        self._sketches = np.zeros((1024, self.num_values), dtype=self._dtype)
+        self._alive = np.zeros(1024, dtype=bool)
+        self._tags = np.zeros(1024, dtype=np.int64)
+        """A number the owner keeps beside each sketch (0 when unset): the persistent index's row
+        hint (:meth:`tags`); set by :meth:`set_tags`, reset when a key is re-added."""
+        self._keys: list[str | None] = []  # by id; None once removed
+        self._ids: dict[str, int] = {}
+        # buckets, three levels: a dict of the last inserts (full band key -> ids), merged
+        # every ``pending_limit`` inserts into a small sorted array (``_recent``), merged into
+        # the big one (``_table``) when it exceeds an eighth of it: each entry is copied
+        # O(log N) times; a query does two directory lookups (lsh_buckets) and dict lookups
+        self._table = SortedBuckets()
+        self._recent = SortedBuckets()
+        self._pending: dict[int, list[int]] = {}
+        self._pending_packed = np.zeros((max(1, pending_limit), self.bands), dtype=np.uint64)
+        self._pending_count = 0
+        self._dead = 0
+
+    # -- size and lookups ---------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._ids
+
+    def get(self, key: str) -> np.ndarray | None:
+        """A copy of the sketch stored under ``key``, or None."""
+        i = self._ids.get(key)
+        return None if i is None else self._sketches[i].astype(np.uint32)
+
+    def keys(self) -> list[str]:
+        """Stored keys, oldest first."""
+        return [k for k in self._keys if k is not None]
+
+    def tags(self, keys: Iterable[str]) -> list[int]:
+        """The tag of each key (0: unset or not stored)."""
+        ids, tag = self._ids, self._tags.item
+        return [tag(i) if (i := ids.get(key)) is not None else 0 for key in keys]
+
+    def set_tags(self, pairs: Iterable[tuple[str, int]]) -> None:
+        """Tag stored keys (keys not stored are skipped); a re-added key starts untagged again."""
+        ids, tags = self._ids, self._tags
+        for key, tag in pairs:
+            i = ids.get(key)
+            if i is not None:
+                tags[i] = tag
+
+    def prepare(self, sketch: Any) -> tuple[np.ndarray, np.ndarray]:
+        """One sketch as this index compares it, and its band keys: what another level over the same
+        bands (:class:`~.lsh_segment.LSHSegment`) is asked with."""
+        v = self._sketch(sketch)
+        return v, self._hasher.keys(v)
+
+    def prepare_many(self, sketches: Any) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`prepare` for a batch: ``(n, num_values)`` values and ``(n, bands)`` band keys."""
+        batch = self._batch(sketches)
+        return batch, self._hasher.keys_many(batch)
+
+    @property
+    def hasher(self) -> BandHasher:
+        return self._hasher
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The kept values' type: a byte a value at 8 bits, else uint32."""
+        return self._dtype
+
+    def similarity_of(self, count: int) -> float:
+        """The estimated Jaccard of a sketch with ``count`` equal values (the answers' floats)."""
+        return self._similarity[count]
+
+    def live(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """The stored keys, their sketches (as kept) and tags, oldest first."""
+        n = len(self._keys)
+        ids = np.flatnonzero(self._alive[:n])
+        keys = self._keys
+        return [keys[i] for i in ids.tolist()], self._sketches[ids], self._tags[ids]
+
+    def _sketch(self, sketch: Any) -> np.ndarray:
+        """One sketch as this index keeps and compares it: ``num_values`` values, ``value_bits`` each."""
+        return self._bits.reduce(as_sketch(sketch, self.num_values))
+
+    def _batch(self, sketches: Any) -> np.ndarray:
+        return self._bits.reduce(as_sketch_batch(sketches, self.num_values))
+
+    # -- writes -------------------------------------------------------------------------
+
+    def add(self, key: str, sketch: Any, *, tag: int = 0) -> None:
+        """Store ``sketch`` under ``key`` (replacing what ``key`` held), tagged ``tag``."""
+        if not isinstance(key, str):
+            raise TypeError(f"keys are str, got {type(key).__name__}")
+        v = self._sketch(sketch)
+        self._insert(key, v, self._hasher.keys(v))
+        self._tags[self._ids[key]] = tag
+
+    def add_many(self, items: Iterable[tuple[str, Any]]) -> int:
+        """Store many ``(key, sketch)``; returns the count. Band keys are computed in one batch."""
+        items = list(items)
+        if not items:
+            return 0
+        for key, _ in items:
+            if not isinstance(key, str):
+                raise TypeError(f"keys are str, got {type(key).__name__}")
+        batch = self._batch([s for _, s in items])
+        keys = self._hasher.keys_many(batch)
+        names = [key for key, _ in items]
+        if len(names) >= 64 and self._append(names, batch, keys):
+            return len(items)
+        for key, v, k in zip(names, batch, keys, strict=True):
+            self._insert(key, v, k)
+        return len(items)
+
+    def _append(self, names: list[str], batch: np.ndarray, band_keys: np.ndarray) -> bool:
+        """A batch of new, distinct keys in a few array operations (False: not such a batch)."""
+        start, m = len(self._keys), len(names)
+        ids = self._ids
+        if start + m > _MAX_IDS or len(set(names)) != m or any(key in ids for key in names):
+            return False
+        capacity = self._sketches.shape[0]
+        if start + m > capacity:
+            self._grow(max(start + m, capacity + max(1024, capacity // 4)))
+        self._sketches[start : start + m] = batch
+        self._alive[start : start + m] = True
+        self._tags[start : start + m] = 0
+        self._keys.extend(names)
+        ids.update(zip(names, range(start, start + m), strict=True))
+        entries = (band_keys & _HI) | np.arange(start, start + m, dtype=np.uint64)[:, None]
+        entries = entries.ravel()
+        entries.sort()
+        self._recent = SortedBuckets(merge_sorted(self._recent.entries, entries))
+        if self._recent.size > max(1 << 20, self._table.size // 8):
+            self._merge_recent()
+        return True
+
+    def load(self, keys: list[str], sketches: np.ndarray, tags: list[int] | None = None) -> None:
+        """Fill an empty index with unique ``keys`` (oldest first): ``add_many``'s result, built
+        in a few array operations (a persistent index rebuilt at open: ~5x faster). At 8 bits a
+        ``uint8`` matrix (as the store reads it) is taken as it is: no uint32 copy of every sketch.
+        ``tags``: each key's tag (:meth:`set_tags` in one array assignment)."""
+        narrow = isinstance(sketches, np.ndarray) and sketches.dtype == np.uint8 == self._dtype
+        if narrow and (sketches.ndim != 2 or sketches.shape[1] != self.num_values):
+            raise ValueError(f"a batch of sketches has shape (n, {self.num_values}), got {sketches.shape}")
+        batch = sketches if narrow else self._batch(sketches)
+        n = len(keys)
+        if len(self._keys) or self._pending_count:
+            raise ValueError("load fills an empty index only")
+        if batch.shape[0] != n or n > _MAX_IDS:
+            raise ValueError(f"{n} keys for {batch.shape[0]} sketches (at most 2**32 - 1)")
+        ids = dict(zip(keys, range(n), strict=True))
+        if len(ids) != n or not all(isinstance(k, str) for k in keys):
+            raise ValueError("load needs unique str keys")
+        capacity = max(1024, n + n // 4)
+        self._sketches = np.zeros((capacity, self.num_values), dtype=self._dtype)
+        self._sketches[:n] = batch
+        self._alive = np.zeros(capacity, dtype=bool)
+        self._alive[:n] = True
+        self._tags = np.zeros(capacity, dtype=np.int64)
+        if tags is not None:
+            self._tags[:n] = tags
+        self._keys, self._ids = list(keys), ids
+        self._table = SortedBuckets(band_entries(self._hasher, batch))
+
+    def _insert(self, key: str, v: np.ndarray, band_keys: np.ndarray) -> None:
+        if key in self._ids:
+            self.remove(key)
+        i = len(self._keys)
+        if i > _MAX_IDS:
+            self.compact()
+            i = len(self._keys)
+            if i > _MAX_IDS:
+                raise OverflowError("a MinHashLSH holds at most 2**32 - 1 sketches")
+        if i >= self._sketches.shape[0]:
+            self._grow(self._sketches.shape[0] + max(1024, self._sketches.shape[0] // 4))  # +25%: RAM
+        self._sketches[i] = v
+        self._alive[i] = True
+        self._tags[i] = 0
+        self._keys.append(key)
+        self._ids[key] = i
+        pending = self._pending
+        for k in band_keys.tolist():
+            ids = pending.get(k)
+            if ids is None:
+                pending[k] = [i]
+            else:
+                ids.append(i)
+        self._pending_packed[self._pending_count] = (band_keys & _HI) | np.uint64(i)
+        self._pending_count += 1
+        if self._pending_count == self._pending_packed.shape[0]:
+            self.flush()
+
+    def _grow(self, capacity: int) -> None:
+        sketches = np.zeros((capacity, self.num_values), dtype=self._dtype)
+        sketches[: len(self._keys)] = self._sketches[: len(self._keys)]
+        alive = np.zeros(capacity, dtype=bool)
+        alive[: len(self._keys)] = self._alive[: len(self._keys)]
+        tags = np.zeros(capacity, dtype=np.int64)
+        tags[: len(self._keys)] = self._tags[: len(self._keys)]
+        self._sketches, self._alive, self._tags = sketches, alive, tags
+
+    def flush(self) -> None:
+        """Merge recent inserts (a dict) into the sorted bucket array."""
+        if not self._pending_count:
+            return
+        new = np.sort(self._pending_packed[: self._pending_count].ravel())
+        self._recent = SortedBuckets(merge_sorted(self._recent.entries, new))
+        self._pending.clear()
+        self._pending_count = 0
+        if self._recent.size > max(1 << 20, self._table.size // 8):
+            self._merge_recent()
+
+    def _merge_recent(self) -> None:
+        if self._recent.size:
+            self._table = SortedBuckets(merge_sorted(self._table.entries, self._recent.entries))
+            self._recent = SortedBuckets()
+
+    def remove(self, key: str) -> bool:
+        """Forget ``key``; True if it was stored. Its buckets are dropped by the next compaction."""
+        i = self._ids.pop(key, None)
+        if i is None:
+            return False
+        self._alive[i] = False
+        self._keys[i] = None
+        self._dead += 1
+        if self._dead >= 4096 and self._dead > len(self._ids):
+            self.compact()
+        return True
+
+    def compact(self) -> None:
+        """Drop removed sketches and their bucket entries; ids are renumbered, order kept."""
+        self.flush()
+        self._merge_recent()
+        if not self._dead:
+            return
+        n = len(self._keys)
+        alive = self._alive[:n]
+        new_id = np.cumsum(alive, dtype=np.int64) - 1
+        entries = self._table.entries
+        entry_ids = (entries & _LO).astype(np.int64)
+        keep = alive[entry_ids]
+        self._table = SortedBuckets((entries[keep] & _HI) | new_id[entry_ids[keep]].astype(np.uint64))
+        live = np.flatnonzero(alive)
+        capacity = max(1024, int(live.size * 1.25))
+        sketches = np.zeros((capacity, self.num_values), dtype=self._dtype)
+        sketches[: live.size] = self._sketches[live]
+        self._sketches = sketches
+        self._alive = np.zeros(capacity, dtype=bool)
+        self._alive[: live.size] = True
+        tags = np.zeros(capacity, dtype=np.int64)
+        tags[: live.size] = self._tags[live]
+        self._tags = tags
+        self._keys = [self._keys[i] for i in live.tolist()]
+        self._ids = {k: j for j, k in enumerate(self._keys)}  # type: ignore[misc]
+        self._dead = 0
+
+    # -- queries ------------------------------------------------------------------------
+
+    def query(self, sketch: Any) -> list[tuple[str, float]]:
+        """Stored sketches sharing a band with ``sketch`` and estimated Jaccard >= threshold."""
+        v = self._sketch(sketch)
+        return self._query(v, self._hasher.keys(v))
+
+    def query_tagged(self, sketch: Any) -> list[tuple[str, float, int]]:
+        """:meth:`query`'s answers with each key's tag: ``(key, similarity, tag)``."""
+        return self.query_prepared(*self.prepare(sketch))
+
+    def query_prepared(self, v: np.ndarray, band_keys: np.ndarray) -> list[tuple[str, float, int]]:
+        """:meth:`query_tagged` for a sketch already :meth:`prepare`-d (asked of other levels too)."""
+        if not self._ids:
+            return []
+        if _native_query is None:
+            found = self._query(v, band_keys)
+            tags = self.tags(key for key, _ in found)
+            return [(key, s, t) for (key, s), t in zip(found, tags, strict=True)]
+        ids, counts = self._native(v, band_keys)
+        keys, table, tag = self._keys, self._similarity, self._tags.item
+        return [(keys[i], table[c], tag(i)) for i, c in zip(ids, counts, strict=True)]  # type: ignore[misc]
+
+    def _native(self, v: np.ndarray, band_keys: np.ndarray) -> tuple[list[int], list[int]]:
+        """Buckets, dedupe and verification in one C call: the ids and equal counts of the answers."""
+        extra: Any = b""
+        if self._pending:
+            pending = self._pending
+            extra = np.array([i for k in band_keys.tolist() for i in pending.get(k, ())], dtype=np.int64)
+        levels = [level.native_args() for level in (self._table, self._recent) if level.size]
+        return _native_query(
+            band_keys,
+            levels,
+            extra,
+            self._sketches,
+            self._alive,
+            self.num_values,
+            np.ascontiguousarray(v, dtype=self._dtype),
+            self.bands,
+            self.rows,
+            self.min_matches,
+            self._dtype.itemsize,
+        )
+
+    def _query(self, v: np.ndarray, band_keys: np.ndarray) -> list[tuple[str, float]]:
+        if _native_query is not None:  # buckets, dedupe and verification in one C call
+            ids, counts = self._native(v, band_keys)
+            keys, table = self._keys, self._similarity
+            return [(keys[i], table[c]) for i, c in zip(ids, counts, strict=True)]  # type: ignore[misc]
+        found = self._candidates(band_keys)
+        if not found:
+            return []
+        cand = np.array(sorted(found), dtype=np.intp)
+        return self._verify(v, cand[self._alive[cand]])
+
+    def _candidates(self, band_keys: np.ndarray) -> set[int]:
+        """Ids in the query's buckets (removed ones included)."""
+        found: set[int] = set()
+        hi = band_keys & _HI
+        for level in (self._table, self._recent):
+            if level.size:
+                found.update(level.lookup_ids(hi).tolist())
+        if self._pending:
+            pending = self._pending
+            for k in band_keys.tolist():
+                ids = pending.get(k)
+                if ids:
+                    found.update(ids)
+        return found
+
+    def _verify(self, v: np.ndarray, cand: np.ndarray) -> list[tuple[str, float]]:
+        """The candidates (ascending ids) that share a band and pass the threshold, best first."""
+        if not cand.shape[0]:
+            return []
+        counts = self._counts(cand, v[None, :], None)
+        ok = counts >= 0
+        if not ok.any():
+            return []
+        nv, keys, similarity = self.num_values, self._keys, self._bits.similarity
+        best_first = sorted(zip((-counts[ok]).tolist(), cand[ok].tolist(), strict=True))
+        return [(keys[i], similarity(-c, nv)) for c, i in best_first]
+
+    def _counts(
+        self, ids: np.ndarray, queries: np.ndarray, query_of: np.ndarray | None, *, native: bool | None = None
+    ) -> np.ndarray:
+        """For each candidate ``ids[j]`` against ``queries[query_of[j]]`` (``query_of`` None: query
+        0): its count of equal values when it shares a band and has at least ``min_matches``,
+        else -1. In C when built (``native``; one pass, no equality matrix), else numpy."""
+        if _native_verify is not None and native is not False:
+            ids64 = np.ascontiguousarray(ids, dtype=np.int64)
+            of = b"" if query_of is None else np.ascontiguousarray(query_of, dtype=np.int64)
+            out = _native_verify(
+                self._sketches,
+                self.num_values,
+                ids64,
+                of,
+                np.ascontiguousarray(queries, dtype=self._dtype),
+                self.bands,
+                self.rows,
+                self.min_matches,
+                self._dtype.itemsize,
+            )
+            return np.frombuffer(out, dtype=np.int32)
+        width = self.bands * self.rows
+        eq = self._sketches[ids] == (queries[0] if query_of is None else queries[query_of])
+        counts = np.count_nonzero(eq, axis=1)
+        ok = counts >= self.min_matches
+        ok &= eq[:, :width].reshape(-1, self.bands, self.rows).all(axis=2).any(axis=1)
+        return np.where(ok, counts, -1).astype(np.int32)
+
+    def query_many(self, sketches: Any) -> list[list[tuple[str, float]]]:
+        """``query`` for each sketch of a batch, vectorised."""
+        batch = self._batch(sketches)
+        m = batch.shape[0]
+        results: list[list[tuple[str, float]]] = [[] for _ in range(m)]
+        self.flush()
+        if not m:
+            return results
+        hi = (self._hasher.keys_many(batch) & _HI).ravel()
+        parts_q, parts_ids = [], []
+        for start in range(0, hi.shape[0], 1 << 16):  # bounds the lookups' temporary arrays
+            for level in (self._table, self._recent):
+                k, found = level.lookup(hi[start : start + (1 << 16)])
+                parts_q.append((k + start) // self.bands)
+                parts_ids.append(found)
+        query_of, ids = np.concatenate(parts_q), np.concatenate(parts_ids)
+        if not ids.size:
+            return results
+        pairs = np.unique((query_of << 32) | ids)
+        q, ids = pairs >> 32, pairs & _MAX_IDS
+        alive = self._alive[ids]
+        q, ids = q[alive], ids[alive]
+        nv, keys, similarity = self.num_values, self._keys, self._bits.similarity
+        start, total = 0, q.shape[0]
+        while start < total:  # chunks bound the equality matrix; a query never spans two
+            end = min(total, start + (1 << 16))
+            if end < total:
+                cut = int(np.searchsorted(q, q[end], "left"))
+                end = cut if cut > start else int(np.searchsorted(q, q[end], "right"))
+            cq, cids = q[start:end], ids[start:end]
+            start = end
+            counts = self._counts(cids, batch, cq)
+            ok = counts >= 0
+            cq, cids, counts = cq[ok], cids[ok], counts[ok]
+            order = np.lexsort((cids, -counts, cq))
+            for qi, i, s in zip(
+                cq[order].tolist(), cids[order].tolist(), similarity(counts[order], nv).tolist(), strict=True
+            ):
+                results[qi].append((keys[i], s))
+        return results
+
+    def check_and_add(self, key: str, sketch: Any) -> list[tuple[str, float]]:
+        """The matches before this insert (``key``'s old sketch included, as for simhash), then the insert."""
+        if not isinstance(key, str):
+            raise TypeError(f"keys are str, got {type(key).__name__}")
+        v = self._sketch(sketch)
+        band_keys = self._hasher.keys(v)
+        matches = self._query(v, band_keys)
+        self._insert(key, v, band_keys)
+        return matches
+
+    def stats(self) -> dict[str, Any]:
+        """Sizes for monitoring and the benchmark."""
+        return {
+            "size": len(self._ids),
+            "bands": self.bands,
+            "rows": self.rows,
+            "value_bits": self.value_bits,
+            "removed_not_compacted": self._dead,
+            "pending": self._pending_count,
+            "bytes_sketches": int(self._sketches.nbytes),
+            "bytes_buckets": self._table.nbytes + self._recent.nbytes,
+        }

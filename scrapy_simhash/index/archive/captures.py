@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from .sqlite_file import open_store_file
+
 DATABASE = "captures.sqlite"
 """The embedded store's file, inside the near-duplicate index's directory."""
 
@@ -77,23 +79,14 @@ class EmbeddedCaptures:
 
     def __init__(self, directory: str | Path) -> None:
         self.path = Path(directory) / DATABASE
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        except (OSError, sqlite3.Error) as exc:
-            raise CaptureStoreError(f"cannot open the captures at {self.path}: {exc}") from exc
-        try:
-            self._db.execute("PRAGMA busy_timeout = 2000")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute("PRAGMA synchronous = NORMAL")
-            self._db.execute(_SCHEMA)
-            self._db.execute("SELECT count(*) FROM captures WHERE url = ''").fetchone()
-        except sqlite3.Error as exc:
-            self._db.close()
-            raise CaptureStoreError(
-                f"the captures at {self.path} are damaged ({exc}); move the file away to start a new "
-                "one (the next capture of each URL then has no previous capture to compare with)"
-            ) from exc
+        self._db = open_store_file(
+            self.path,
+            _SCHEMA,
+            "SELECT count(*) FROM captures WHERE url = ''",
+            CaptureStoreError,
+            "the captures",
+            "the next capture of each URL then has no previous capture to compare with",
+        )
 
     def _failed(self, action: str, exc: sqlite3.Error) -> CaptureStoreError:
         return CaptureStoreError(f"captures at {self.path}: {action} failed: {exc}")

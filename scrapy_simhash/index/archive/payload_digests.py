@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from .sqlite_file import open_store_file
+
 DATABASE = "payload-digests.sqlite"
 """The embedded store's file, inside the near-duplicate index's directory."""
 
@@ -85,23 +87,14 @@ class EmbeddedPayloadDigests:
 
     def __init__(self, directory: str | Path) -> None:
         self.path = Path(directory) / DATABASE
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        except (OSError, sqlite3.Error) as exc:
-            raise PayloadDigestError(f"cannot open the payload digests at {self.path}: {exc}") from exc
-        try:
-            self._db.execute("PRAGMA busy_timeout = 2000")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute("PRAGMA synchronous = NORMAL")
-            self._db.execute(_SCHEMA)
-            self._db.execute("SELECT count(*) FROM payload_digests WHERE digest = ''").fetchone()
-        except sqlite3.Error as exc:
-            self._db.close()
-            raise PayloadDigestError(
-                f"the payload digests at {self.path} are damaged ({exc}); move the file away to start "
-                "a new one (the crawl then stores every payload in full once more)"
-            ) from exc
+        self._db = open_store_file(
+            self.path,
+            _SCHEMA,
+            "SELECT count(*) FROM payload_digests WHERE digest = ''",
+            PayloadDigestError,
+            "the payload digests",
+            "the crawl then stores every payload in full once more",
+        )
 
     def _failed(self, action: str, exc: sqlite3.Error) -> PayloadDigestError:
         return PayloadDigestError(f"payload digests at {self.path}: {action} failed: {exc}")

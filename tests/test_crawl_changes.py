@@ -201,6 +201,22 @@ def test_redis_index_gives_the_same_kinds(redis_server: object, tmp_path: Path) 
     assert all(fields[path]["previous-capture"] == earlier[path]["WARC-Record-ID"] for path in ARTICLES)
 
 
+def test_redis_reset_forgets_only_its_own_prefixs_captures(redis_server: object) -> None:
+    from scrapy_simhash.index.archive.redis_captures import RedisCaptures
+
+    names = [f"ch-{uuid.uuid4().hex[:12]}" for _ in range(2)]
+    stores = [RedisCaptures.from_uri(f"{redis_server.url}?prefix={name}") for name in names]
+    urls = [f"http://x/{n}" for n in range(1200)]  # more than one batch of unlinks
+    for store in stores:
+        for url in urls:
+            store.put(Capture(url, "<urn:uuid:1>", "d", "p", "t", 7, None))
+    stores[0].clear()
+    assert all(stores[0].last(url) is None for url in urls)
+    assert all(stores[1].last(url) == Capture(url, "<urn:uuid:1>", "d", "p", "t", 7, None) for url in urls)
+    for store in stores:
+        store.close()
+
+
 # -- the parts ------------------------------------------------------------------------------------------
 
 

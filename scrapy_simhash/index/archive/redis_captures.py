@@ -9,57 +9,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
-from typing import Any
 
-from ..base import SimhashIndexError
-from ..redis.redis_client import ScriptClient, connect, parse_retry_budget
 from .captures import Capture, CaptureStoreError
+from .redis_side import RedisSideStore
 
 
-class RedisCaptures:
+class RedisCaptures(RedisSideStore):
     """The capture store of a Redis index."""
 
-    def __init__(
-        self,
-        client: Any,
-        *,
-        prefix: str = "simhash",
-        location: str = "redis",
-        retries: int = 10,
-        retry_budget: float | None = None,
-    ) -> None:
-        self.prefix = prefix
-        self.location = location
-        self._redis = ScriptClient(
-            client, [], location=location, namespace=prefix, retries=retries, retry_budget=retry_budget
-        )
+    error = CaptureStoreError
+    kind = "capture"
 
-    @classmethod
-    def from_uri(cls, uri: str) -> RedisCaptures:
-        """The store beside the index at ``uri`` (its ``prefix``, ``timeout``, ``retries`` and
-        ``retry_budget`` options; the index's other options do not concern it)."""
-        try:
-            client, location, ours = connect(uri, {})
-        except SimhashIndexError as exc:
-            raise CaptureStoreError(str(exc)) from exc
-        return cls(
-            client,
-            prefix=str(ours.get("prefix", "simhash")),
-            location=location,
-            retries=int(ours.get("retries", 10)),
-            retry_budget=parse_retry_budget(ours.get("retry_budget")),
-        )
-
-    def key(self, url: str) -> str:
-        digest = hashlib.sha1(url.encode("utf-8", "surrogatepass")).hexdigest()
-        return f"simhash:{{{self.prefix}}}:capture:{digest}"
-
-    def _run(self, fn: Callable[[], Any], action: str) -> Any:
-        try:
-            return self._redis.call(fn, action)
-        except SimhashIndexError as exc:
-            raise CaptureStoreError(str(exc)) from exc
+    def key(self, name: str) -> str:
+        """The key of URL ``name``'s capture (the sha1 of the URL: URLs can be long)."""
+        return self._key_prefix() + hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()
 
     def last(self, url: str) -> Capture | None:
         key = self.key(url)
@@ -87,21 +50,3 @@ class RedisCaptures:
             }
         )
         self._run(lambda: self._redis.client.set(key, value), "recording a capture")
-
-    def clear(self) -> None:
-        """Forget every capture under this prefix (``SIMHASH_RESET``)."""
-
-        def unlink_all() -> None:
-            batch: list[bytes] = []
-            for key in self._redis.client.scan_iter(match=f"simhash:{{{self.prefix}}}:capture:*", count=1000):
-                batch.append(key)
-                if len(batch) >= 1000:
-                    self._redis.client.unlink(*batch)
-                    batch = []
-            if batch:
-                self._redis.client.unlink(*batch)
-
-        self._run(unlink_all, "forgetting the captures")
-
-    def close(self) -> None:
-        self._redis.close()

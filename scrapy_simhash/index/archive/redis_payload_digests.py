@@ -17,9 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..base import SimhashIndexError
-from ..redis.redis_client import ScriptClient, connect, parse_retry_budget
 from .payload_digests import Claim, Original, PayloadDigestError
+from .redis_side import RedisSideStore
 
 PENDING_TTL = 30.0
 """Seconds a claim stays pending before it expires (its claimant died before confirming)."""
@@ -63,8 +62,11 @@ def _original(value: bytes) -> Original | None:
     return Original(record_id, uri, date)
 
 
-class RedisPayloadDigests:
+class RedisPayloadDigests(RedisSideStore):
     """The digest store of a Redis index (see the module's docstring for the protocol)."""
+
+    error = PayloadDigestError
+    kind = "payload"
 
     def __init__(
         self,
@@ -79,11 +81,7 @@ class RedisPayloadDigests:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.prefix = prefix
-        self.location = location
-        self._redis = ScriptClient(
-            client, [], location=location, namespace=prefix, retries=retries, retry_budget=retry_budget
-        )
+        super().__init__(client, prefix=prefix, location=location, retries=retries, retry_budget=retry_budget)
         self._claim = client.register_script(_CLAIM)
         self._confirm = client.register_script(_CONFIRM)
         self._release = client.register_script(_RELEASE)
@@ -91,32 +89,6 @@ class RedisPayloadDigests:
         self.wait = wait
         self._sleep = sleep
         self._clock = clock
-
-    @classmethod
-    def from_uri(cls, uri: str, **options: Any) -> RedisPayloadDigests:
-        """The store beside the index at ``uri`` (its ``prefix``, ``timeout``, ``retries`` and
-        ``retry_budget`` options; the index's other options do not concern it)."""
-        try:
-            client, location, ours = connect(uri, {})
-        except SimhashIndexError as exc:
-            raise PayloadDigestError(str(exc)) from exc
-        return cls(
-            client,
-            prefix=str(ours.get("prefix", "simhash")),
-            location=location,
-            retries=int(ours.get("retries", 10)),
-            retry_budget=parse_retry_budget(ours.get("retry_budget")),
-            **options,
-        )
-
-    def key(self, digest: str) -> str:
-        return f"simhash:{{{self.prefix}}}:payload:{digest}"
-
-    def _run(self, fn: Callable[[], Any], action: str) -> Any:
-        try:
-            return self._redis.call(fn, action)
-        except SimhashIndexError as exc:
-            raise PayloadDigestError(str(exc)) from exc
 
     def claim(self, digest: str, candidate: Original) -> Claim:
         key = self.key(digest)
@@ -148,22 +120,3 @@ class RedisPayloadDigests:
     def release(self, digest: str, candidate: Original) -> None:
         key = self.key(digest)
         self._run(lambda: self._release(keys=[key], args=[_pending(candidate)]), "releasing a payload claim")
-
-    def clear(self) -> None:
-        """Forget every payload under this prefix (``SIMHASH_RESET``)."""
-
-        def unlink_all() -> None:
-            pattern = self.key("*")
-            batch: list[bytes] = []
-            for key in self._redis.client.scan_iter(match=pattern, count=1000):
-                batch.append(key)
-                if len(batch) >= 1000:
-                    self._redis.client.unlink(*batch)
-                    batch = []
-            if batch:
-                self._redis.client.unlink(*batch)
-
-        self._run(unlink_all, "forgetting the payload digests")
-
-    def close(self) -> None:
-        self._redis.close()

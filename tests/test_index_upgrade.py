@@ -298,9 +298,11 @@ def test_a_conversion_stopped_half_way_leaves_no_new(tmp_path: Path, monkeypatch
     assert converter.upgrade(old, new).pages == 48  # and it can be run again
 
 
-def test_the_crawls_payload_digests_go_with_the_index(tmp_path: Path) -> None:
-    """The WARC payload digests a crawl keeps in the index directory are copied to NEW: a crawl pointed
-    at NEW still writes revisit records for payloads archived before."""
+def test_the_crawls_payload_digests_and_captures_go_with_the_index(tmp_path: Path) -> None:
+    """The WARC payload digests and the URLs' last captures a crawl keeps in the index directory are
+    copied to NEW: a crawl pointed at NEW still writes revisit records for payloads archived before, and
+    compares pages with their last captures."""
+    from scrapy_simhash.index.archive.captures import Capture, EmbeddedCaptures
     from scrapy_simhash.index.archive.payload_digests import EmbeddedPayloadDigests, Original
 
     old, new = tmp_path / "old", tmp_path / "new"
@@ -312,9 +314,23 @@ def test_the_crawls_payload_digests_go_with_the_index(tmp_path: Path) -> None:
     for digest, original in originals.items():
         digests.confirm(digest, original)
     digests.close()
+    captures = [
+        Capture(f"https://example.org/{i}", f"<urn:uuid:{i}>", "2024", "p", "t", i + 1, None)
+        for i in range(3)
+    ]
+    store = EmbeddedCaptures(old)
+    for capture in captures:
+        store.put(capture)
+    store.close()
     done = cli(tmp_path, "upgrade", str(old), str(new))
     assert done.returncode == 0, done.stderr
     assert "payload digests (for revisit records) copied: 5" in done.stdout
+    assert "last captures of URLs (for change kinds) copied: 3" in done.stdout
+    store = EmbeddedCaptures(new)
+    try:
+        assert [store.last(capture.url) for capture in captures] == captures
+    finally:
+        store.close()
     copied = EmbeddedPayloadDigests(new)
     try:
         assert {

@@ -349,6 +349,8 @@ def run_upgrade(args: argparse.Namespace) -> int:
     )
     if report.payload_digests:
         print(f"payload digests (for revisit records) copied: {report.payload_digests}")
+    if report.captures:
+        print(f"last captures of URLs (for change kinds) copied: {report.captures}")
     if report.unchecked:
         print(f"rows that had no checksum, now checksummed as they were: {report.unchecked}")
     if report.without_sketch:

@@ -39,6 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .. import open_index
+from ..archive.captures import DATABASE as CAPTURES
 from ..archive.payload_digests import DATABASE as PAYLOAD_DIGESTS
 from .minhash_kind import OldMinHashIndex
 from .old_files import DATABASE, SKETCH_DATABASE, UpgradeDamaged, UpgradeError, UpgradeReport
@@ -77,7 +78,8 @@ def upgrade(
                     write(reader, staging / DATABASE, report, progress)
                 progress(f"upgrade: {report.pages} pages copied; building the index's tables")
                 _open_once(staging, reader)
-                report.payload_digests = _copy_payload_digests(old, staging)
+                report.payload_digests = _copy_crawl_file(old, staging, PAYLOAD_DIGESTS, "payload_digests")
+                report.captures = _copy_crawl_file(old, staging, CAPTURES, "captures")
                 staging.rename(new)
                 _sync_directory(new.parent)
             except BaseException:
@@ -113,28 +115,29 @@ class _writer_excluded:
             os.close(self.fd)
 
 
-def _copy_payload_digests(old: Path, new: Path) -> int:
-    """The crawl's WARC payload digests kept in OLD (not the index's data, but a crawl pointed at NEW
-    should still write revisit records for payloads archived before): copied with SQLite's backup,
-    which reads a consistent state; the number of digests."""
-    source = old / PAYLOAD_DIGESTS
+def _copy_crawl_file(old: Path, new: Path, name: str, table: str) -> int:
+    """A file a crawl keeps in OLD beside the index (the WARC payload digests, each URL's last
+    capture): not the index's data, but a crawl pointed at NEW should still write revisit records for
+    payloads archived before and compare pages with their last captures. Copied with SQLite's backup,
+    which reads a consistent state; the number of rows of ``table``."""
+    source = old / name
     if not source.is_file():
         return 0
     try:
         reader = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
         try:
-            writer = sqlite3.connect(new / PAYLOAD_DIGESTS)
+            writer = sqlite3.connect(new / name)
             try:
                 reader.backup(writer)
-                return int(writer.execute("SELECT count(*) FROM payload_digests").fetchone()[0])
+                return int(writer.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
             finally:
                 writer.close()
         finally:
             reader.close()
     except sqlite3.DatabaseError as exc:
         raise UpgradeDamaged(
-            f"the payload digests at {source} are damaged ({exc}); nothing was written. Move the file "
-            "away and upgrade again (a crawl then stores every payload in full once more)"
+            f"{source} is damaged ({exc}); nothing was written. Move the file away and upgrade again "
+            "(a crawl then stores every payload in full once more and has no last captures to compare with)"
         ) from exc
 
 

@@ -46,6 +46,8 @@ class UpgradeReport:
     """Sketches of that store whose page was missing (dropped)."""
     payload_digests: int = 0
     """The crawl's WARC payload digests copied from OLD (``payload-digests.sqlite``)."""
+    captures: int = 0
+    """The crawl's last captures of URLs copied from OLD (``captures.sqlite``)."""
 
     @property
     def without_sketch(self) -> int:

@@ -36,7 +36,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -57,6 +56,7 @@ from ..lsh.lsh_bands import (
 )
 from ..values import check_key, encode_meta
 from .redis_client import Client, ScriptClient, connect, parse_retry_budget, truthy
+from .redis_minhash_records import Candidate, decode_record, verify
 
 __all__ = ["FORMAT", "RedisMinHashIndex", "verify"]
 
@@ -76,48 +76,6 @@ class _Script(ScriptClient):
     """The simhash index's client (retries, reload, errors naming the server) running our script."""
 
     script = SCRIPT
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A stored document the script returned: its seq, key, sketch and raw meta."""
-
-    seq: int
-    key: str
-    sketch: np.ndarray
-    meta: bytes
-
-
-def decode_record(seq: bytes, record: bytes, num_values: int, bands: int, bits: ValueBits) -> Candidate:
-    at = 8 + bits.width * num_values
-    sketch = bits.decode(record[8:at], num_values)[0]
-    at += 8 * bands
-    key_len = int.from_bytes(record[at : at + 4], "big")
-    key = record[at + 4 : at + 4 + key_len].decode()
-    return Candidate(int(seq), key, sketch, record[at + 4 + key_len :])
-
-
-def verify(
-    query: np.ndarray, candidates: list[Candidate], bands: int, rows: int, min_matches: int, bits: ValueBits
-) -> list[LSHMatch]:
-    """The candidates sharing a whole band with ``query`` (reduced to ``bits``) whose estimated Jaccard
-    is at least the threshold (``min_matches`` equal positions), best first, ties oldest first:
-    MinHashLSH's answer."""
-    if not candidates:
-        return []
-    nv, width = query.shape[0], bands * rows
-    eq = np.stack([c.sketch for c in candidates]) == query
-    counts = np.count_nonzero(eq, axis=1)
-    ok = (counts >= min_matches) & eq[:, :width].reshape(-1, bands, rows).all(axis=2).any(axis=1)
-    chosen = sorted((-int(counts[i]), candidates[i].seq, i) for i in np.flatnonzero(ok).tolist())
-    return [
-        LSHMatch(
-            candidates[i].key,
-            bits.similarity(-c, nv),
-            json.loads(candidates[i].meta) if candidates[i].meta else {},
-        )
-        for c, _, i in chosen
-    ]
 
 
 class RedisMinHashIndex:

@@ -1,0 +1,298 @@
+"""How a page's main text changed between captures, found in archives by ``dedupe --report`` and ``tag``.
+
+Three archives written here with warcio hold three captures of the same four pages (the site of
+:mod:`change_support`: a byte-identical page, one whose advert and timestamp change, one with an
+edited sentence, one rewritten and then kept), a month apart; the byte-identical page of the second
+month is a ``revisit`` record. The commands run as subprocesses from a clean environment.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from change_support import version
+from warcio.archiveiterator import ArchiveIterator
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from scrapy_simhash.warc.records import parse_fields
+
+SITE = "http://gazette.test"
+PAGES = ["/same.html", "/ad.html", "/edit.html", "/rewrite.html"]
+DATES = {1: "2026-01-05T10:00:0{}Z", 2: "2026-02-05T10:00:0{}Z", 3: "2026-03-05T10:00:0{}Z"}
+PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+COMMON = ["--workers", "1", "--no-progress"]
+
+KINDS = {
+    2: dict(zip(PAGES, ["unchanged", "same-text", "minor", "changed"], strict=True)),
+    3: dict(zip(PAGES, ["unchanged", "same-text", "minor", "unchanged"], strict=True)),
+}
+"""The change of each page of month N since month N - 1 (the byte-identical page of month 2 is a revisit)."""
+
+
+def _http() -> StatusAndHeaders:
+    return StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
+
+
+def write_month(path: Path, month: int, captures: dict[tuple[int, str], dict[str, str]]) -> None:
+    """The four pages of ``month`` in one WARC; month 2's identical page as a revisit of month 1's."""
+    pages = version(month)
+    with open(path, "wb") as fh:
+        writer = WARCWriter(fh, gzip=True, warc_version="1.1")
+        for second, name in enumerate(PAGES):
+            uri, date = SITE + name, DATES[month].format(second)
+            if month == 2 and name == "/same.html":
+                first = captures[(1, name)]
+                headers = {
+                    "WARC-Date": date,
+                    "WARC-Profile": PROFILE,
+                    "WARC-Refers-To": first["id"],
+                    "WARC-Refers-To-Target-URI": uri,
+                    "WARC-Refers-To-Date": first["date"],
+                    "WARC-Payload-Digest": first["digest"],
+                }
+                record = writer.create_warc_record(
+                    uri, "revisit", payload=io.BytesIO(b""), http_headers=_http(), warc_headers_dict=headers
+                )
+            else:
+                record = writer.create_warc_record(
+                    uri,
+                    "response",
+                    payload=io.BytesIO(pages[name]),
+                    http_headers=_http(),
+                    warc_headers_dict={"WARC-Date": date},
+                )
+            writer.write_record(record)
+            captures[(month, name)] = {
+                "id": record.rec_headers.get_header("WARC-Record-ID"),
+                "date": date,
+                "digest": record.rec_headers.get_header("WARC-Payload-Digest"),
+            }
+
+
+@pytest.fixture(scope="module")
+def months(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """``month-1.warc.gz`` .. ``month-3.warc.gz`` and the id and date of every capture, by (month, page)."""
+    base = tmp_path_factory.mktemp("months")
+    captures: dict[tuple[int, str], dict[str, str]] = {}
+    for month in (1, 2, 3):
+        write_month(base / f"month-{month}.warc.gz", month, captures)
+    return {"dir": base, "files": {m: base / f"month-{m}.warc.gz" for m in (1, 2, 3)}, "captures": captures}
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``scrapy-simhash ARGS`` in a subprocess with a clean environment (no variable the tests set)."""
+    tool = Path(sys.executable).with_name("scrapy-simhash")
+    env = {name: os.environ[name] for name in ("PATH", "HOME", "LANG") if name in os.environ}
+    return subprocess.run([str(tool), *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def expected_changes(captures: dict, months: tuple[int, ...] = (2, 3)) -> dict[str, tuple]:
+    """Record id -> (kind, previous capture's id, its date) of every capture after a page's first."""
+    out = {}
+    for month in months:
+        for name in PAGES:
+            previous = captures[(month - 1, name)]
+            out[captures[(month, name)]["id"]] = (KINDS[month][name], previous["id"], previous["date"])
+    return out
+
+
+def row_changes(rows: list[dict]) -> dict[str, tuple]:
+    return {
+        row["record_id"]: (row["text_change"], row["previous_capture"], row["previous_capture_date"])
+        for row in rows
+        if row["text_change"] is not None
+    }
+
+
+# -- dedupe --report ----------------------------------------------------------------------------------
+
+
+def test_dedupe_rows_say_how_each_capture_changed_since_the_previous_one_by_date(
+    months: dict, tmp_path: Path
+) -> None:
+    """Inputs given latest first: the captures are still compared in WARC-Date order."""
+    files = months["files"]
+    report = tmp_path / "rows.jsonl"
+    done = run_cli(
+        "dedupe", str(files[3]), str(files[1]), str(files[2]), "--report", str(report), *COMMON, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [json.loads(line) for line in report.read_text().splitlines()]
+    captures = months["captures"]
+    expected = expected_changes(captures)
+    # every capture in a cluster says how it changed; the rewritten page of month 2 is in one (with
+    # month 3's identical copy), so its "changed" is there too
+    assert row_changes(rows) == expected
+    firsts = {captures[(1, name)]["id"] for name in PAGES}
+    for row in rows:
+        assert list(row)[-4:] == [
+            "text_change",
+            "text_similarity",
+            "previous_capture",
+            "previous_capture_date",
+        ]
+        if row["record_id"] in firsts:  # a URL's first capture in the inputs
+            assert (row["text_change"], row["text_similarity"], row["previous_capture"]) == (None, None, None)
+        elif row["text_change"] in ("unchanged", "same-text"):
+            assert row["text_similarity"] == 1.0
+        elif row["text_change"] == "minor":
+            assert 0.0 < row["text_similarity"] < 1.0
+    # the revisit row is an unchanged capture of its URL, and the next month compares with it
+    revisit = captures[(2, "/same.html")]["id"]
+    assert next(row for row in rows if row["record_id"] == revisit)["method"] == "revisit"
+    assert expected[captures[(3, "/same.html")]["id"]][1] == revisit
+
+
+def test_dedupe_csv_rows_have_the_same_columns(months: dict, tmp_path: Path) -> None:
+    report = tmp_path / "rows.csv"
+    done = run_cli(
+        "dedupe", str(months["dir"]), "--report", str(report), "--format", "csv", *COMMON, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = list(csv.DictReader(report.read_text().splitlines()))
+    got = {
+        row["record_id"]: (row["text_change"], row["previous_capture"], row["previous_capture_date"])
+        for row in rows
+        if row["text_change"]
+    }
+    assert got == expected_changes(months["captures"])
+    assert {row["text_similarity"] for row in rows if row["text_change"] == "unchanged"} == {"1.0"}
+
+
+def test_dedupe_minhash_rows_carry_the_changes_too(months: dict, tmp_path: Path) -> None:
+    report = tmp_path / "rows.jsonl"
+    done = run_cli(
+        "dedupe", str(months["dir"]), "--method", "minhash", "--report", str(report), *COMMON, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [json.loads(line) for line in report.read_text().splitlines()]
+    got = row_changes(rows)
+    expected = expected_changes(months["captures"])
+    assert got and all(expected[record] == change for record, change in got.items())
+    assert {change[0] for change in got.values()} >= {"unchanged", "same-text"}
+
+
+def test_dedupe_over_a_wacz_gives_the_same_changes(months: dict, tmp_path: Path) -> None:
+    package = tmp_path / "months.wacz"
+    names = [f"month-{m}.warc.gz" for m in (1, 2, 3)]
+    wacz = Path(sys.executable).with_name("wacz")
+    made = subprocess.run(
+        [str(wacz), "create", "-o", str(package), *names], cwd=months["dir"], capture_output=True, text=True
+    )
+    assert made.returncode == 0, made.stderr
+    report = tmp_path / "rows.jsonl"
+    done = run_cli("dedupe", str(package), "--report", str(report), *COMMON, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [json.loads(line) for line in report.read_text().splitlines()]
+    assert row_changes(rows) == expected_changes(months["captures"])
+    assert all("months.wacz#archive/" in row["file"] for row in rows)
+
+
+# -- tag ----------------------------------------------------------------------------------------------
+
+
+def sidecar_changes(path: Path) -> dict[str, tuple]:
+    """Record described -> (text-change, previous-capture, previous-capture-date) of a sidecar's records
+    (None for a record without them)."""
+    out = {}
+    with open(path, "rb") as fh:
+        for record in ArchiveIterator(fh):
+            if record.rec_type != "metadata":
+                continue
+            fields = dict(parse_fields(record.content_stream().read()))
+            described = record.rec_headers.get_header("WARC-Refers-To")
+            kind = fields.get("text-change")
+            change = (kind, fields.get("previous-capture"), fields.get("previous-capture-date"))
+            out[described] = change if kind else None
+            if kind in ("unchanged", "same-text"):
+                assert fields["text-similarity"] == "1.0000"
+    return out
+
+
+def sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".simhash.warc.gz")
+
+
+def test_tag_sidecars_say_how_each_capture_changed(months: dict, tmp_path: Path) -> None:
+    files, captures = months["files"], months["captures"]
+    out = tmp_path / "out"
+    done = run_cli("tag", *(str(files[m]) for m in (1, 2, 3)), "--out", str(out), *COMMON, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    got: dict[str, tuple | None] = {}
+    for month in (1, 2, 3):
+        got.update(sidecar_changes(out / f"month-{month}.warc.gz.simhash.warc.gz"))
+    expected = expected_changes(captures)
+    # every record has its sidecar record, the revisit's included; the first month's have no change
+    assert got == {**{captures[(1, name)]["id"]: None for name in PAGES}, **expected}
+
+
+def test_tag_with_an_index_compares_with_the_captures_of_earlier_runs(months: dict, tmp_path: Path) -> None:
+    """One ``tag --index`` run per month: each compares with the month before, kept beside the index."""
+    files, captures = months["files"], months["captures"]
+    index, out = tmp_path / "index", tmp_path / "out"
+    for month in (1, 2, 3):
+        done = run_cli(
+            "tag", str(files[month]), "--index", str(index), "--out", str(out), *COMMON, cwd=tmp_path
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        got = sidecar_changes(out / f"month-{month}.warc.gz.simhash.warc.gz")
+        if month == 1:
+            assert got == {captures[(1, name)]["id"]: None for name in PAGES}
+        else:
+            assert got == expected_changes(captures, (month,))
+    assert (index / "captures.sqlite").is_file()
+
+
+def test_tag_compares_only_with_an_older_capture_when_inputs_are_not_in_date_order(
+    months: dict, tmp_path: Path
+) -> None:
+    """Month 2 tagged first: month 1, older, gets no change and does not replace month 2 as the pages'
+    latest capture, which month 3 is then compared with. Month 2's revisit, tagged without its original,
+    cannot be placed (its text is unknown), so month 3's identical page compares with month 1's."""
+    files, captures = months["files"], months["captures"]
+    index, out = tmp_path / "index", tmp_path / "out"
+    for month in (2, 1, 3):
+        done = run_cli(
+            "tag", str(files[month]), "--index", str(index), "--out", str(out), *COMMON, cwd=tmp_path
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert set(sidecar_changes(out / "month-1.warc.gz.simhash.warc.gz").values()) == {None}
+    assert set(sidecar_changes(out / "month-2.warc.gz.simhash.warc.gz").values()) == {None}
+    expected = expected_changes(captures, (3,))
+    first = captures[(1, "/same.html")]
+    expected[captures[(3, "/same.html")]["id"]] = ("unchanged", first["id"], first["date"])
+    assert sidecar_changes(out / "month-3.warc.gz.simhash.warc.gz") == expected
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    from redis_server import RedisServer
+
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server
+    server.stop()
+
+
+def test_tag_with_a_redis_index_compares_with_the_captures_of_earlier_runs(
+    months: dict, redis_server: object, tmp_path: Path
+) -> None:
+    files, captures = months["files"], months["captures"]
+    location = f"{redis_server.url}?prefix=tl-{uuid.uuid4().hex[:12]}"  # type: ignore[attr-defined]
+    out = tmp_path / "out"
+    for month in (1, 2):
+        done = run_cli(
+            "tag", str(files[month]), "--index", location, "--out", str(out), *COMMON, cwd=tmp_path
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert set(sidecar_changes(out / "month-1.warc.gz.simhash.warc.gz").values()) == {None}
+    assert sidecar_changes(out / "month-2.warc.gz.simhash.warc.gz") == expected_changes(captures, (2,))

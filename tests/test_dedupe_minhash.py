@@ -49,6 +49,10 @@ RULE_COLUMNS = [
     "extractor",
     "revisit",
     "revisit_of",
+    "text_change",
+    "text_similarity",
+    "previous_capture",
+    "previous_capture_date",
 ]
 MINHASH_COLUMNS = [
     "cluster",
@@ -65,6 +69,10 @@ MINHASH_COLUMNS = [
     "extractor",
     "revisit",
     "revisit_of",
+    "text_change",
+    "text_similarity",
+    "previous_capture",
+    "previous_capture_date",
 ]
 EARLY, LATE = "2024-01-01T00:00:00Z", "2024-06-01T00:00:00Z"
 

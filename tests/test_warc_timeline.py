@@ -296,3 +296,51 @@ def test_tag_with_a_redis_index_compares_with_the_captures_of_earlier_runs(
         assert done.returncode == 0, done.stdout + done.stderr
     assert set(sidecar_changes(out / "month-1.warc.gz.simhash.warc.gz").values()) == {None}
     assert sidecar_changes(out / "month-2.warc.gz.simhash.warc.gz") == expected_changes(captures, (2,))
+
+
+def test_a_record_read_twice_is_one_capture_not_an_unchanged_one(months: dict, tmp_path: Path) -> None:
+    """A copy of an archive among the inputs holds the same records (same ids): not a new capture."""
+    copy = tmp_path / "copy-of-month-1.warc.gz"
+    copy.write_bytes(months["files"][1].read_bytes())
+    report = tmp_path / "rows.jsonl"
+    done = run_cli(
+        "dedupe", str(months["files"][1]), str(copy), "--report", str(report), *COMMON, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [json.loads(line) for line in report.read_text().splitlines()]
+    assert len(rows) >= 8 and all(row["text_change"] is None for row in rows)
+
+
+# -- the payload digest of a record ---------------------------------------------------------------------
+
+
+def _record(block: bytes, digest: str | None = None, record_type: str = "response") -> object:
+    from scrapy_simhash.warc.links import RecordLinks
+    from scrapy_simhash.warc.reader import ArchiveRecord
+
+    links = RecordLinks(payload_digest=digest) if digest else None
+    return ArchiveRecord(
+        "x.warc", 0, record_type, "<urn:uuid:1>", "http://a/", None, None, block, links=links
+    )
+
+
+def test_the_payload_digest_is_the_header_when_well_formed_else_computed_from_the_payload() -> None:
+    import base64
+    import hashlib
+
+    from scrapy_simhash.warc.payload import record_payload_digest
+
+    body = b"<html><body>hello</body></html>"
+    sha1 = hashlib.sha1(body)
+    want = "sha1:" + base64.b32encode(sha1.digest()).decode()
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+    plain = head + b"\r\n" + body
+    chunked = head + b"Transfer-Encoding: chunked\r\n\r\n" + b"a\r\n" + body[:10] + b"\r\n"
+    chunked += f"{len(body) - 10:x}\r\n".encode() + body[10:] + b"\r\n0\r\n\r\n"
+    assert record_payload_digest(_record(plain, "sha1:" + "A" * 32)) == "sha1:" + "A" * 32  # trusted as is
+    assert record_payload_digest(_record(plain, f"SHA1:{sha1.hexdigest()}")) == want  # hex: made base32
+    assert record_payload_digest(_record(plain)) == want  # none: computed
+    assert record_payload_digest(_record(plain, "sha1:not-a-digest")) == want  # damaged: computed
+    assert record_payload_digest(_record(plain, "sha256:" + "0" * 64)) == want  # another algorithm
+    assert record_payload_digest(_record(chunked)) == want  # the payload is the de-chunked body
+    assert record_payload_digest(_record(body, record_type="resource")) == want  # a resource: its block

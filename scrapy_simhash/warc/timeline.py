@@ -112,6 +112,11 @@ def settle(seen: Seen, previous: Capture | None) -> Capture | None:
     )
 
 
+def _same_record(previous: Capture, seen: Seen) -> bool:
+    """Whether ``seen`` is the record ``previous`` was made from (record ids are unique in archives)."""
+    return previous.record_id is not None and previous.record_id == seen.record_id
+
+
 def compare(previous: Capture, current: Capture, rule: Rule) -> Change | None:
     """:func:`~scrapy_simhash.change.classify`, None when a sketch cannot be read or compared."""
     try:
@@ -138,6 +143,8 @@ def changes(captures: Iterable[tuple[Hashable, Seen]], rule: Rule = DEFAULT_RULE
             current = settle(seen, previous)
             if current is None:
                 continue  # off the timeline: a revisit whose text cannot be told
+            if previous is not None and _same_record(previous, current):
+                continue  # one record read twice (a copy of a file among the inputs): one capture
             if previous is not None:
                 change = compare(previous, current, rule)
                 if change is not None:
@@ -220,7 +227,7 @@ class Timeline:
         try:
             latest = self.store.last(seen.url)
             if latest is not None:
-                if latest.record_id is not None and latest.record_id == seen.record_id:
+                if _same_record(latest, seen):
                     return None  # this very record, stored by the crawl or an earlier run
                 if (date_key(latest.date) or "") > when:
                     return None  # older than a capture already seen: not placed

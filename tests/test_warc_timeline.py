@@ -344,3 +344,44 @@ def test_the_payload_digest_is_the_header_when_well_formed_else_computed_from_th
     assert record_payload_digest(_record(plain, "sha256:" + "0" * 64)) == want  # another algorithm
     assert record_payload_digest(_record(chunked)) == want  # the payload is the de-chunked body
     assert record_payload_digest(_record(body, record_type="resource")) == want  # a resource: its block
+
+
+def test_tag_with_the_crawl_index_compares_a_later_archive_with_the_crawl_s_captures(tmp_path: Path) -> None:
+    """A crawl through an index, then ``tag --index`` of a later archive of the same site: each page is
+    compared with the crawl's capture of its URL, named by the crawl's record id and date."""
+    from change_support import changing_site, run_crawl
+
+    index = tmp_path / "site.idx"
+    with changing_site() as site:
+        crawl = run_crawl(site, tmp_path / "crawl", str(index))
+    base = str(site["url"]).rstrip("/")
+    crawled = {
+        str(r["headers"]["WARC-Target-URI"]): r["headers"]  # type: ignore[index]
+        for r in crawl["records"]  # type: ignore[union-attr]
+        if r["type"] == "response"
+    }
+    later = tmp_path / "later.warc.gz"
+    pages, ids = version(2), {}
+    with open(later, "wb") as fh:
+        writer = WARCWriter(fh, gzip=True, warc_version="1.1")
+        for second, name in enumerate(PAGES):
+            record = writer.create_warc_record(
+                base + name,
+                "response",
+                payload=io.BytesIO(pages[name]),
+                http_headers=_http(),
+                warc_headers_dict={"WARC-Date": f"2099-01-01T00:00:0{second}Z"},
+            )
+            writer.write_record(record)
+            ids[name] = record.rec_headers.get_header("WARC-Record-ID")
+    done = run_cli("tag", str(later), "--index", str(index), *COMMON, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    expected = {
+        ids[name]: (
+            KINDS[2][name],
+            crawled[base + name]["WARC-Record-ID"],
+            crawled[base + name]["WARC-Date"],
+        )
+        for name in PAGES
+    }
+    assert sidecar_changes(sidecar(later)) == expected

@@ -424,7 +424,7 @@ def test_rule_report_columns(planted: dict, tmp_path: Path) -> None:
         == 0
     )
     assert report.read_text().splitlines()[0] == ",".join(RULE_COLUMNS)
-    fields = dedupe_module.REPORT_FIELDS + dedupe_module.REVISIT_FIELDS
+    fields = dedupe_module.REPORT_FIELDS + dedupe_module.REVISIT_FIELDS + dedupe_module.CHANGE_FIELDS
     assert fields == ["cluster", *RULE_COLUMNS[2:]]
 
 

@@ -385,3 +385,54 @@ def test_tag_with_the_crawl_index_compares_a_later_archive_with_the_crawl_s_capt
         for name in PAGES
     }
     assert sidecar_changes(sidecar(later)) == expected
+
+
+def test_a_damaged_capture_store_costs_the_changes_not_the_run(months: dict, tmp_path: Path) -> None:
+    files = months["files"]
+    index, out = tmp_path / "index", tmp_path / "out"
+    done = run_cli("tag", str(files[1]), "--index", str(index), "--out", str(out), *COMMON, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for name in ("captures.sqlite-wal", "captures.sqlite-shm"):
+        (index / name).unlink(missing_ok=True)
+    (index / "captures.sqlite").write_bytes(b"not a database at all" * 100)
+    done = run_cli("tag", str(files[2]), "--index", str(index), "--out", str(out), *COMMON, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "warning: the last captures beside" in done.stderr
+    assert "text changes are found among this run's inputs only" in done.stderr
+    got = sidecar_changes(out / "month-2.warc.gz.simhash.warc.gz")
+    assert len(got) == len(PAGES) and set(got.values()) == {None}  # every page tagged, none compared
+
+
+class _FailingStore:
+    """A capture store whose server went away after the first look-up."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def last(self, url: str) -> None:
+        from scrapy_simhash.index.archive.captures import CaptureStoreError
+
+        self.calls += 1
+        if self.calls > 1:
+            raise CaptureStoreError("redis://127.0.0.1:1/0: connection refused")
+
+    def put(self, capture: object) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_store_that_fails_during_a_run_stops_the_changes_and_says_so(months: dict, tmp_path: Path) -> None:
+    from scrapy_simhash.warc.pipeline import Options, plan_inputs
+    from scrapy_simhash.warc.reprocess import tag
+
+    store = _FailingStore()
+    inputs = plan_inputs([months["files"][1], months["files"][2]], tmp_path)
+    summary = tag(inputs, Options(), captures=store)  # type: ignore[arg-type]
+    assert summary.exit_status == 0 and store.calls == 2  # not asked again after the failure
+    notes = [str(problem) for problem in summary.problems]
+    assert notes == [
+        "last captures: redis://127.0.0.1:1/0: connection refused; the pages read after it got no text change"
+    ]
+    assert set(sidecar_changes(tmp_path / "month-2.warc.gz.simhash.warc.gz").values()) == {None}

@@ -436,3 +436,29 @@ def test_a_store_that_fails_during_a_run_stops_the_changes_and_says_so(months: d
         "last captures: redis://127.0.0.1:1/0: connection refused; the pages read after it got no text change"
     ]
     assert set(sidecar_changes(tmp_path / "month-2.warc.gz.simhash.warc.gz").values()) == {None}
+
+
+def test_captures_are_ordered_by_the_instant_of_their_date_then_input_order() -> None:
+    """Offsets and fractions of a second count as the times they name; equal instants keep input order;
+    a capture without a valid date is left off the timeline."""
+    from scrapy_simhash.change import CHANGED, UNCHANGED
+    from scrapy_simhash.index.archive.captures import Capture
+    from scrapy_simhash.warc.timeline import changes
+
+    def capture(name: str, date: str, digest: str) -> Capture:
+        return Capture("http://a/", name, date, digest, f"text-{digest}", int(digest == "x") * 0xFFFF, None)
+
+    found = changes(
+        [
+            ("late", capture("late", "2026-01-01T10:00:00.5Z", "x")),  # half a second after "offset"
+            ("offset", capture("offset", "2026-01-01T11:00:00+01:00", "y")),  # 10:00:00Z
+            ("undated", capture("undated", "yesterday", "x")),
+            ("same-instant", capture("same-instant", "2026-01-01T10:00:00Z", "y")),  # after "offset": input
+            ("early", capture("early", "20251231235959", "x")),  # an ARC date
+        ]
+    )
+    assert {key: (change.kind, change.previous.record_id) for key, change in found.items()} == {
+        "offset": (CHANGED, "early"),
+        "same-instant": (UNCHANGED, "offset"),
+        "late": (CHANGED, "same-instant"),
+    }

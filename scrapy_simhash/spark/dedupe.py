@@ -24,7 +24,7 @@ from ..fingerprint.minhash import MinHash
 from ..index.archive.captures import Capture
 from ..keep import DEFAULT_KEEP, check_policy, meta_order
 from ..warc.dedupe import rule_row
-from ..warc.timeline import DATE_DIGITS, change_columns, compare
+from ..warc.timeline import change_columns, compare, date_key
 from .archives import fingerprint_archives
 from .components import clusters
 from .convert import to_unsigned
@@ -133,14 +133,15 @@ PREVIOUS = ["record_id", "date", "payload_digest", "text_digest", "simhash", "mi
 
 def previous_captures(pages: Any) -> Any:
     """Each page's own digests and its URL's previous capture among ``pages`` (by ``file``, ``offset``),
-    ordered as ``dedupe`` orders captures (:mod:`scrapy_simhash.warc.timeline`): by the digits of their
-    date, then input and offset; pages without URL, digest or a date of 14 digits are not captures."""
+    ordered as ``dedupe`` orders captures (:mod:`scrapy_simhash.warc.timeline`): by the instant of
+    their date, then input and offset; pages without URL, payload digest or a valid date are not
+    captures."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    instant = F.udf(lambda date: _instant(date), "array<long>")
     dated = pages.where(F.col("uri").isNotNull() & F.col("payload_digest").isNotNull())
-    dated = dated.withColumn("when", F.regexp_replace(F.col("date"), "[^0-9]", ""))
-    dated = dated.where(F.length("when") >= DATE_DIGITS)
+    dated = dated.withColumn("when", instant(F.col("date"))).where(F.col("when").isNotNull())
     order = Window.partitionBy("uri").orderBy("when", "input", "offset")
     earlier = [F.lag(name).over(order).alias(f"previous_{name}") for name in PREVIOUS]
     found = dated.select(
@@ -151,6 +152,12 @@ def previous_captures(pages: Any) -> Any:
         *earlier,
     )
     return found.where(F.col("previous_date").isNotNull())
+
+
+def _instant(date: str | None) -> list[int] | None:
+    """:func:`~scrapy_simhash.warc.timeline.date_key` as a Spark value (seconds, nanoseconds)."""
+    found = date_key(date)
+    return None if found is None else list(found)
 
 
 def _change(member: Any, rule: Rule) -> Change | None:

@@ -8,10 +8,10 @@ with its own record id and date, and the original's payload, so a revisit of the
 
 Ordering rule: a URL's captures are put in ``WARC-Date`` order, ties (the same date) in input order
 (the order the inputs were given, then the offset in the file); every capture after the first is
-compared with the one just before it. Dates are compared by their digits, so ``2026-01-02T03:04:05Z``
-and ``2026-01-02T03:04:05.5Z`` (and the 14 digits of an ARC date) order as the times they name. A
-capture without a readable date (fewer than 14 digits) cannot be placed in time: it gets no change
-and is never a previous capture.
+compared with the one just before it. Dates are compared as instants, as ``--keep`` compares them
+(:func:`~scrapy_simhash.keep.capture_instant`: fractions of a second, ``+01:00`` offsets and the 14
+digits of an ARC date alike). A capture whose date is missing or invalid cannot be placed in time: it
+gets no change and is never a previous capture.
 
 ``dedupe`` knows every capture before it writes a row, so it applies the rule to the whole run
 (:func:`changes`). ``tag`` writes each sidecar record as it reads its page, so it cannot go back:
@@ -25,7 +25,6 @@ changes.
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
@@ -33,18 +32,15 @@ from dataclasses import dataclass
 from ..change import Change, classify
 from ..decision import DEFAULT_RULE, Rule
 from ..index.archive.captures import Capture, CaptureStore, CaptureStoreError
+from ..keep import capture_instant
 from .pipeline import PageResult
 from .records import TextChange
 from .revisits import Resolution, Revisit
 
-DATE_DIGITS = 14
-"""``YYYYMMDDhhmmss``: the digits a date needs to be placed on a timeline."""
 
-
-def date_key(date: str | None) -> str | None:
-    """The digits of a WARC or ARC date, which order as the times they name; None when it has too few."""
-    digits = re.sub(r"\D", "", date or "")
-    return digits if len(digits) >= DATE_DIGITS else None
+def date_key(date: str | None) -> tuple[int, int] | None:
+    """Where a capture's date puts it in time (UTC seconds, nanoseconds); None when it has no valid date."""
+    return capture_instant(date)
 
 
 def capture_of(result: PageResult, *, sketches: bool = True) -> Capture | None:
@@ -128,7 +124,7 @@ def compare(previous: Capture, current: Capture, rule: Rule) -> Change | None:
 def changes(captures: Iterable[tuple[Hashable, Seen]], rule: Rule = DEFAULT_RULE) -> dict[Hashable, Change]:
     """The change of every capture that has a previous one, by its key; ``captures`` come as
     ``(key, capture)`` in input order (the tie-break of equal dates)."""
-    by_url: dict[str, list[tuple[str, int, Hashable, Seen]]] = {}
+    by_url: dict[str, list[tuple[tuple[int, int], int, Hashable, Seen]]] = {}
     for order, (key, seen) in enumerate(captures):
         when = date_key(seen.date)
         if when is not None:
@@ -229,7 +225,8 @@ class Timeline:
             if latest is not None:
                 if _same_record(latest, seen):
                     return None  # this very record, stored by the crawl or an earlier run
-                if (date_key(latest.date) or "") > when:
+                latest_when = date_key(latest.date)
+                if latest_when is not None and latest_when > when:
                     return None  # older than a capture already seen: not placed
             current = settle(seen, latest)
             if current is None:

@@ -622,7 +622,8 @@ def test_spark_dedupe_pairs_the_one_sentence_edit_as_dedupe_does(spark, corpus, 
     assert main(["spark", "dedupe", *inputs, "--master", "local[2]", *common, str(distributed)]) == 0
     want = local.read_text(encoding="utf-8")
     assert want.splitlines()[0].endswith(
-        "simhash,distance,similarity,method,rule,keep,extractor,revisit,revisit_of"
+        "simhash,distance,similarity,method,rule,keep,extractor,revisit,revisit_of,"
+        "text_change,text_similarity,previous_capture,previous_capture_date"
     )
     assert ("http://b/edit" in want) == (mode == "verified")  # only the verified rule pairs the edit
     assert distributed.read_text(encoding="utf-8") == want

@@ -161,8 +161,11 @@ def _instant(date: str | None) -> list[int] | None:
 
 
 def _change(member: Any, rule: Rule) -> Change | None:
-    """A clustered page's change since its URL's previous capture (None: its first, or not a capture)."""
+    """A clustered page's change since its URL's previous capture (None: its first, not a capture, or
+    the very record before it read again from a copy of its file)."""
     if member["previous_date"] is None:
+        return None
+    if member.record_id is not None and member.previous_record_id == member.record_id:
         return None
 
     def capture(prefix: str, record_id: str | None, date: str, simhash: int, sketch: Any) -> Capture:

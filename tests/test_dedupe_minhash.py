@@ -49,6 +49,10 @@ RULE_COLUMNS = [
     "extractor",
     "revisit",
     "revisit_of",
+    "text_change",
+    "text_similarity",
+    "previous_capture",
+    "previous_capture_date",
 ]
 MINHASH_COLUMNS = [
     "cluster",
@@ -65,6 +69,10 @@ MINHASH_COLUMNS = [
     "extractor",
     "revisit",
     "revisit_of",
+    "text_change",
+    "text_similarity",
+    "previous_capture",
+    "previous_capture_date",
 ]
 EARLY, LATE = "2024-01-01T00:00:00Z", "2024-06-01T00:00:00Z"
 
@@ -416,7 +424,7 @@ def test_rule_report_columns(planted: dict, tmp_path: Path) -> None:
         == 0
     )
     assert report.read_text().splitlines()[0] == ",".join(RULE_COLUMNS)
-    fields = dedupe_module.REPORT_FIELDS + dedupe_module.REVISIT_FIELDS
+    fields = dedupe_module.REPORT_FIELDS + dedupe_module.REVISIT_FIELDS + dedupe_module.CHANGE_FIELDS
     assert fields == ["cluster", *RULE_COLUMNS[2:]]
 
 

@@ -48,11 +48,15 @@ COLUMNS = [
     ("problem", "string"),
     ("skipped", "boolean"),
     ("minhash", "binary"),
+    ("payload_digest", "string"),
+    ("text_digest", "string"),
 ]
 """``input``: position of the file in the expanded input list; (input, offset) is the order
 ``dedupe`` calls "earlier". ``simhash`` is the signed LongType reading of the 64 bits. ``minhash``
 is the page's minhash-doc/1 sketch in its byte form (``MinHash.to_bytes()``), null in simhash mode
-(``mode="simhash"``) and for rows without a fingerprint."""
+(``mode="simhash"``) and for rows without a fingerprint. ``payload_digest`` and ``text_digest``: the
+record's payload digest and the main text's digest (:class:`~scrapy_simhash.warc.pipeline.PageResult`),
+what tells how a URL's captures changed."""
 
 
 def local_path(path: str | os.PathLike[str]) -> str:
@@ -203,6 +207,8 @@ def _read(position: int, path: str, options: Options, name: str) -> Iterator[tup
                 None,
                 None,
                 None if result.minhash is None else result.minhash.to_bytes(),
+                result.payload_digest,
+                result.text_digest,
             )
 
 
@@ -219,5 +225,7 @@ def _problem_row(position: int, problem: ReadProblem) -> tuple[Any, ...]:
         None,
         problem.reason,
         problem.skipped,
+        None,
+        None,
         None,
     )

@@ -16,12 +16,15 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlparse
 
+from ..change import Change
 from ..decision import Rule
 from ..defaults import DISTANCE, MODE, SIMILARITY
 from ..extract import DEFAULT_EXTRACTOR
 from ..fingerprint.minhash import MinHash
+from ..index.archive.captures import Capture
 from ..keep import DEFAULT_KEEP, check_policy, meta_order
 from ..warc.dedupe import rule_row
+from ..warc.timeline import change_columns, compare, date_key
 from .archives import fingerprint_archives
 from .components import clusters
 from .convert import to_unsigned
@@ -100,7 +103,12 @@ def dedupe_rows(
         pairs = near_duplicates(
             pages, k, max_group=max_group, mode=mode, similarity=similarity, new_col=new_col
         )
-        members = clusters(pairs.select("a", "b")).join(pages, "id").collect()
+        members = (
+            clusters(pairs.select("a", "b"))
+            .join(pages, "id")
+            .join(previous_captures(fingerprinted), ["file", "offset"], "left")
+            .collect()
+        )
     finally:
         read.unpersist()
     groups: dict[int, list[Any]] = {}
@@ -114,8 +122,72 @@ def dedupe_rows(
         for i, (meta, member) in enumerate(group):
             role = "original" if i == 0 else "duplicate"
             row = {**rule_row(number, meta, _page(member), first, role, rule), "keep": keep}
-            rows.append({**row, "extractor": member[COLUMN] or extractor})
+            change = change_columns(_change(member, rule))
+            rows.append({**row, "extractor": member[COLUMN] or extractor, **change})
     return rows, problems
+
+
+PREVIOUS = ["record_id", "date", "payload_digest", "text_digest", "simhash", "minhash"]
+"""What :func:`previous_captures` gives of each page's previous capture (as ``previous_<name>``)."""
+
+
+def previous_captures(pages: Any) -> Any:
+    """Each page's own digests and its URL's previous capture among ``pages`` (by ``file``, ``offset``),
+    ordered as ``dedupe`` orders captures (:mod:`scrapy_simhash.warc.timeline`): by the instant of
+    their date, then input and offset; pages without URL, payload digest or a valid date are not
+    captures."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    instant = F.udf(lambda date: _instant(date), "array<long>")
+    dated = pages.where(F.col("uri").isNotNull() & F.col("payload_digest").isNotNull())
+    dated = dated.withColumn("when", instant(F.col("date"))).where(F.col("when").isNotNull())
+    order = Window.partitionBy("uri").orderBy("when", "input", "offset")
+    earlier = [F.lag(name).over(order).alias(f"previous_{name}") for name in PREVIOUS]
+    found = dated.select(
+        "file",
+        "offset",
+        F.col("payload_digest").alias("this_payload_digest"),
+        F.col("text_digest").alias("this_text_digest"),
+        *earlier,
+    )
+    return found.where(F.col("previous_date").isNotNull())
+
+
+def _instant(date: str | None) -> list[int] | None:
+    """:func:`~scrapy_simhash.warc.timeline.date_key` as a Spark value (seconds, nanoseconds)."""
+    found = date_key(date)
+    return None if found is None else list(found)
+
+
+def _change(member: Any, rule: Rule) -> Change | None:
+    """A clustered page's change since its URL's previous capture (None: its first, not a capture, or
+    the very record before it read again from a copy of its file)."""
+    if member["previous_date"] is None:
+        return None
+    if member.record_id is not None and member.previous_record_id == member.record_id:
+        return None
+
+    def capture(prefix: str, record_id: str | None, date: str, simhash: int, sketch: Any) -> Capture:
+        return Capture(
+            url=member.uri,
+            record_id=record_id,
+            date=date,
+            payload_digest=member[f"{prefix}_payload_digest"],
+            text_digest=member[f"{prefix}_text_digest"],
+            simhash=to_unsigned(simhash),
+            sketch=None if sketch is None else MinHash.from_bytes(bytes(sketch)).to_text(),
+        )
+
+    previous = capture(
+        "previous",
+        member.previous_record_id,
+        member.previous_date,
+        member.previous_simhash,
+        member.previous_minhash,
+    )
+    current = capture("this", member.record_id, member.date, member.simhash, member.minhash)
+    return compare(previous, current, rule)
 
 
 def _stored_tables(spark: Any, tables: list[str]) -> list[tuple[str, Any]]:

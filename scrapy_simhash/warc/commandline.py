@@ -399,14 +399,40 @@ def run_with_index(args: argparse.Namespace, function: Callable[[Any], T], extra
 
 def run_tag(args: argparse.Namespace) -> int:
     """``tag`` from parsed arguments; prints the summary, returns the exit status."""
+    from .outcome import RunSummary
     from .reprocess import plan_inputs, tag
 
     inputs = plan_inputs(args.inputs, args.out)
     options = options_from(args)
-    summary = run_with_index(args, lambda index: tag(inputs, options, index), options.extractor.description)
+
+    def run(index: Any) -> RunSummary:
+        captures = _open_captures(args) if index is not None else None
+        try:
+            return tag(inputs, options, index, captures=captures)
+        finally:
+            if captures is not None:
+                captures.close()
+
+    summary = run_with_index(args, run, options.extractor.description)
     for line in summary.lines():
         print(line)
     return summary.exit_status
+
+
+def _open_captures(args: argparse.Namespace) -> Any:
+    """The last-capture store beside ``--index`` (what ``tag`` compares each page with and updates);
+    None, with a warning, when it cannot be opened: the run then compares only its own inputs."""
+    from ..index.archive.captures import CaptureStoreError, open_captures
+
+    try:
+        return open_captures(args.index)
+    except CaptureStoreError as exc:
+        print(
+            f"warning: the last captures beside {shown_location(args.index)} cannot be used ({exc}): "
+            "text changes are found among this run's inputs only",
+            file=sys.stderr,
+        )
+        return None
 
 
 def run_dedupe(args: argparse.Namespace) -> int:

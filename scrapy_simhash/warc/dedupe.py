@@ -38,6 +38,7 @@ from .pipeline import (
 from .progress import Progress
 from .reader import ReadProblem
 from .revisit_rows import REVISIT_FIELDS, with_revisits
+from .timeline import CHANGE_FIELDS, archive_captures, change_columns, changes
 
 # -- dedupe ------------------------------------------------------------------------------------------
 
@@ -160,12 +161,17 @@ def dedupe(
     else:
         label = rule_label(options.rule)
     rows = with_revisits(rows, resolutions, results, rule=label, minhash=method == "minhash")
+    found = changes(
+        archive_captures(results, resolutions, [str(i.path) for i in inputs]),
+        _change_rule(options, method, _threshold_of(index, threshold)),
+    )
     extractor = options.extractor.description
     for row in rows:
         row["keep"] = keep
         row["extractor"] = extractor
         for name in REVISIT_FIELDS:  # last, as in the written rows
             row[name] = row.pop(name, None)
+        row.update(change_columns(found.get((row.get("file"), row.get("offset")))))
     summary.seconds = progress.elapsed
     return summary, rows
 
@@ -436,10 +442,19 @@ def _index_components(
 
 
 def report_fields(method: str = "rule") -> list[str]:
-    """The report's columns for ``method`` (``minhash``, or the rule's), ``role`` second, the revisit
-    columns (:data:`~.revisit_rows.REVISIT_FIELDS`) last."""
+    """The report's columns for ``method`` (``minhash``, or the rule's), ``role`` second, then the
+    revisit columns (:data:`~.revisit_rows.REVISIT_FIELDS`), then how the page's main text changed
+    since its URL's previous capture in the inputs (:data:`~.timeline.CHANGE_FIELDS`)."""
     chosen = MINHASH_REPORT_FIELDS if method == "minhash" else REPORT_FIELDS
-    return ["cluster", "role", *chosen[1:], *REVISIT_FIELDS]
+    return ["cluster", "role", *chosen[1:], *REVISIT_FIELDS, *CHANGE_FIELDS]
+
+
+def _change_rule(options: Options, method: str, threshold: float) -> Rule:
+    """The rule that tells ``minor`` from ``changed`` text: the run's; for ``--method minhash``, an
+    estimated Jaccard of at least its threshold (checked as the verified mode checks it)."""
+    if method != "minhash":
+        return options.rule
+    return Rule(mode="verified", distance=options.distance, similarity=threshold)
 
 
 def _threshold_of(index: Any, threshold: float) -> float:

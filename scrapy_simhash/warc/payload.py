@@ -9,14 +9,18 @@ as they are and the extractor decides (it reports ``binary``).
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import importlib
 import io
+import re
 import zlib
 from dataclasses import dataclass
 
 from ..extract import DEFAULT_MAX_BYTES, declared_encoding
 from .reader import ArchiveRecord
+from .revisits import normalise_digest
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 FINGERPRINTED_RECORD_TYPES = frozenset({"response", "resource"})
@@ -279,3 +283,24 @@ def html_page(record: ArchiveRecord, max_body_size: int = DEFAULT_MAX_BYTES) -> 
     if len(body) > max_body_size:
         return HtmlPage(b"", record.target_uri, encoding, too_large=True)
     return HtmlPage(body, record.target_uri, encoding)
+
+
+_SHA1_BASE32 = re.compile(r"sha1:[A-Z2-7]{32}")
+
+
+def record_payload_digest(record: ArchiveRecord) -> str:
+    """The record's payload digest as ``sha1:<BASE32>``, the form the crawl writes and compares.
+
+    The ``WARC-Payload-Digest`` header when it is a well-formed SHA-1 (base32, or hex as some writers
+    put it); otherwise (absent, damaged, another algorithm) the SHA-1 of the payload computed here as
+    the standard defines it: the HTTP body with any chunked transfer coding removed and its content
+    coding kept (the whole block of a resource record, or of a response without an HTTP head)."""
+    header = normalise_digest(record.links.payload_digest if record.links else None)
+    if header is not None and _SHA1_BASE32.fullmatch(header):
+        return header
+    message = parse_http_response(record.block) if record.record_type == "response" else None
+    body = record.block if message is None else message.body
+    if message is not None and "chunked" in (message.header("Transfer-Encoding") or "").lower():
+        with contextlib.suppress(ValueError):
+            body = dechunk(body)
+    return "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode("ascii")

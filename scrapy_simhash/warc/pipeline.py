@@ -26,7 +26,7 @@ from ..extract import DEFAULT_EXTRACTOR, DEFAULT_MAX_BYTES, Extractor
 from ..fingerprint.minhash import MinHash
 from ..page import PageFingerprint, fingerprint_page
 from ..workers import exit_with_parent
-from .payload import html_page
+from .payload import html_page, record_payload_digest
 from .progress import Progress
 from .reader import ArchiveReader, ArchiveRecord, ReadProblem
 from .records import valid_date
@@ -171,6 +171,8 @@ class PageTask:
     encoding: str | None
     reason: str | None = None
     """Already known not to be fingerprinted (``too_large``): the worker only reports it."""
+    payload_digest: str | None = None
+    """The record's payload digest (:func:`~.payload.record_payload_digest`)."""
 
 
 @dataclass(frozen=True)
@@ -187,6 +189,11 @@ class PageResult:
     reason: str | None
     minhash: MinHash | None = None
     """The page's sketch, in runs that use one (:attr:`Options.sketches`); None in simhash mode."""
+    payload_digest: str | None = None
+    """The record's payload digest, ``sha1:<BASE32>`` (:func:`~.payload.record_payload_digest`)."""
+    text_digest: str | None = None
+    """The digest of the page's main text (:func:`~scrapy_simhash.page.text_digest`); None without
+    a fingerprint, or from a replacement fingerprint function that gives none."""
 
 
 FingerprintFunction = Callable[..., PageFingerprint]
@@ -211,7 +218,17 @@ def fingerprint_tasks(
     for task in tasks:
         if task.reason is not None:
             results.append(
-                PageResult(file, task.offset, task.record_id, task.uri, task.date, None, 0, task.reason)
+                PageResult(
+                    file,
+                    task.offset,
+                    task.record_id,
+                    task.uri,
+                    task.date,
+                    None,
+                    0,
+                    task.reason,
+                    payload_digest=task.payload_digest,
+                )
             )
             continue
         fp = function(task.body, task.uri, task.encoding, extractor=extractor, min_tokens=min_tokens, **extra)
@@ -226,6 +243,8 @@ def fingerprint_tasks(
                 fp.tokens,
                 fp.reason,
                 getattr(fp, "minhash", None) if minhash else None,
+                payload_digest=task.payload_digest,
+                text_digest=getattr(fp, "text_digest", None) if fp.simhash is not None else None,
             )
         )
     return results
@@ -489,7 +508,14 @@ def _task(record: ArchiveRecord, max_body_size: int) -> PageTask | ReadProblem |
         return ReadProblem(record.file, record.offset, f"{page.undecodable}; the page is not fingerprinted")
     reason = "too_large" if page.too_large else None
     return PageTask(
-        record.offset, record.record_id, record.target_uri, record.date, page.body, page.encoding, reason
+        record.offset,
+        record.record_id,
+        record.target_uri,
+        record.date,
+        page.body,
+        page.encoding,
+        reason,
+        record_payload_digest(record),
     )
 
 

@@ -54,8 +54,9 @@ without tracking parameters), replaces as its cluster's original the record name
 REPLACES_ORIGINAL_URI = "replaces-original-uri"
 REPLACES_ORIGINAL_DATE = "replaces-original-date"
 PREVIOUS_CAPTURE = "previous-capture"
-"""Crawls: the record id of this URL's previous (last) capture, which ``text-change`` compares with;
-with ``previous-capture-date`` (its ``WARC-Date``). Absent for a URL's first capture."""
+"""The record id of this URL's previous capture, which ``text-change`` compares with (crawls: its last
+capture; ``tag``: :mod:`.timeline`); with ``previous-capture-date`` (its ``WARC-Date``). Absent for a
+URL's first capture."""
 PREVIOUS_CAPTURE_DATE = "previous-capture-date"
 TEXT_CHANGE = "text-change"
 """How the main text changed since the previous capture: ``unchanged``, ``same-text``, ``minor`` or
@@ -86,6 +87,16 @@ class TextChange:
     previous_date: str | None
     similarity: float | None = None
 
+    def to_pairs(self) -> list[tuple[str, str]]:
+        """The ``previous-capture*``, ``text-change`` and ``text-similarity`` fields."""
+        described = [
+            (PREVIOUS_CAPTURE, self.previous_record_id),
+            (PREVIOUS_CAPTURE_DATE, self.previous_date),
+            (TEXT_CHANGE, self.kind),
+            (TEXT_SIMILARITY, None if self.similarity is None else f"{self.similarity:.4f}"),
+        ]
+        return [(name, value) for name, value in described if value is not None]
+
 
 @dataclass(frozen=True)
 class SimhashFields:
@@ -103,7 +114,7 @@ class SimhashFields:
     replaces: Duplicate | None = None
     """The stored original this page replaced as its cluster's original (:data:`REPLACES_ORIGINAL`)."""
     change: TextChange | None = None
-    """How the main text changed since the URL's previous capture (crawls only)."""
+    """How the main text changed since the URL's previous capture (crawls and ``tag``)."""
 
     def to_pairs(self) -> list[tuple[str, str]]:
         pairs = [
@@ -138,15 +149,8 @@ class SimhashFields:
                 (REPLACES_ORIGINAL_DATE, old.date),
             ]
             pairs.extend((name, value) for name, value in replaced if value is not None)
-        change = self.change
-        if change is not None:
-            described = [
-                (PREVIOUS_CAPTURE, change.previous_record_id),
-                (PREVIOUS_CAPTURE_DATE, change.previous_date),
-                (TEXT_CHANGE, change.kind),
-                (TEXT_SIMILARITY, None if change.similarity is None else f"{change.similarity:.4f}"),
-            ]
-            pairs.extend((name, value) for name, value in described if value is not None)
+        if self.change is not None:
+            pairs += self.change.to_pairs()
         return pairs
 
     @classmethod

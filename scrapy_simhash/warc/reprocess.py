@@ -8,11 +8,14 @@ read without loss, so a rerun skips finished inputs and redoes interrupted or da
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from dataclasses import replace
 from typing import Any, TextIO
 
 from ..fingerprint import SCHEME
+from ..index.archive.captures import CaptureStore, EmbeddedCaptures
 from .dedupe import dedupe, write_report
 from .outcome import RunSummary, check_and_add, count_result, duplicate_from, record_key, relative_file
 from .pipeline import (
@@ -34,12 +37,14 @@ from .records import (
     WARC_FIELDS,
     Duplicate,
     SimhashFields,
+    TextChange,
     WarcRecord,
     encode_fields,
     metadata_record,
     warc_date,
 )
-from .revisits import Resolution, revisit_pairs
+from .revisits import Resolution, Revisit, revisit_pairs
+from .timeline import Timeline, capture_of, revisit_capture, text_change
 from .wacz import archive_size
 from .writer import WarcFileWriter, base_warcinfo_fields, warcinfo_record
 
@@ -52,8 +57,29 @@ def sidecar_complete(entry: Input) -> str | None:
     return "sidecar complete" if entry.sidecar.exists() else None
 
 
-def tag(inputs: list[Input], options: Options, index: Any = None, stream: TextIO | None = None) -> RunSummary:
-    """Write a sidecar metadata WARC per input; with ``index``, near-duplicate fields too."""
+def tag(
+    inputs: list[Input],
+    options: Options,
+    index: Any = None,
+    stream: TextIO | None = None,
+    captures: CaptureStore | None = None,
+) -> RunSummary:
+    """Write a sidecar metadata WARC per input; with ``index``, near-duplicate fields too.
+
+    Each page's text change since its URL's latest earlier capture (:mod:`.timeline`) is looked up in
+    and recorded to ``captures`` (the index's last-capture store; None: a temporary one, so only this
+    run's inputs count)."""
+    with contextlib.ExitStack() as stack:
+        if captures is None:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="simhash-captures-"))
+            captures = EmbeddedCaptures(folder)
+            stack.callback(captures.close)
+        return _tag(inputs, options, index, stream, Timeline(captures, options.rule))
+
+
+def _tag(
+    inputs: list[Input], options: Options, index: Any, stream: TextIO | None, timeline: Timeline
+) -> RunSummary:
     progress = Progress(len(inputs), enabled=options.progress, stream=stream)
     summary = RunSummary(mode=options.mode)
     writer: WarcFileWriter | None = None
@@ -64,6 +90,9 @@ def tag(inputs: list[Input], options: Options, index: Any = None, stream: TextIO
     """Fingerprinted pages, by (file, offset): an original's fingerprint for the revisits of it."""
     with_revisits: list[tuple[Input, FileStats]] = []
     """Inputs whose sidecars are finished once every input is read (their revisits resolved)."""
+    revisit_changes: dict[tuple[str, int], TextChange | None] = {}
+    """Each revisit's change, found once the file holding it is read (its place in the stream)."""
+    sketches = options.rule.verified
     try:
         for event in pipeline.run(inputs, skip=sidecar_complete):
             if isinstance(event, FileSkipped):
@@ -77,6 +106,10 @@ def tag(inputs: list[Input], options: Options, index: Any = None, stream: TextIO
             elif isinstance(event, FileEnd):
                 summary.add_file(event.stats)
                 assert writer is not None
+                for revisit in pipeline.revisits.revisits.get(str(event.input.path), []):
+                    revisit_changes[(revisit.file, revisit.offset)] = _revisit_change(
+                        revisit, pipeline.revisits.resolve(revisit), fingerprints, timeline
+                    )
                 if str(event.input.path) in pipeline.revisits.revisits:
                     writer.abandon()  # reopened for its revisit records once every input is read
                     with_revisits.append((event.input, event.stats))
@@ -106,21 +139,46 @@ def tag(inputs: list[Input], options: Options, index: Any = None, stream: TextIO
                             summary.near_duplicates += 1
                             if duplicate.similarity is None:
                                 summary.by_simhash += 1
-                    writer.write(_sidecar_record(current, result, extractor_name, duplicate))
+                    capture = capture_of(result, sketches=sketches)
+                    change = None if capture is None else text_change(timeline.observe(capture))
+                    writer.write(_sidecar_record(current, result, extractor_name, duplicate, change))
         resolutions = pipeline.revisits.resolve_all()
         summary.revisits.add(pipeline.revisits, [r for found in resolutions.values() for r in found])
         for entry, stats in with_revisits:
             writer = WarcFileWriter(entry.sidecar, mode="ab")
             for resolution in resolutions.get(str(entry.path), []):
-                writer.write(_revisit_record(entry, resolution, fingerprints, extractor_name))
+                change = revisit_changes.get((resolution.revisit.file, resolution.revisit.offset))
+                writer.write(_revisit_record(entry, resolution, fingerprints, extractor_name, change))
             _finish_sidecar(writer, stats, progress)
             writer = None
     finally:
         if writer is not None:
             writer.abandon()  # interrupted: the .open file stays, the input is redone next run
         progress.clear()
+    if timeline.error is not None:
+        summary.problems.append(
+            ReadProblem(
+                "last captures",
+                None,
+                f"{timeline.error}; the pages read after it got no text change",
+                skipped=False,
+            )
+        )
     summary.seconds = progress.elapsed
     return summary
+
+
+def _revisit_change(
+    revisit: Revisit,
+    resolution: Resolution,
+    fingerprints: dict[tuple[str, int], PageResult],
+    timeline: Timeline,
+) -> TextChange | None:
+    """A revisit placed on its URL's timeline, with the original's fingerprint when it was read."""
+    original = resolution.original
+    page = None if original is None else fingerprints.get((original.file, original.offset))
+    seen = revisit_capture(revisit, None if page is None else capture_of(page))
+    return None if seen is None else text_change(timeline.observe(seen))
 
 
 def _finish_sidecar(writer: WarcFileWriter, stats: FileStats, progress: Progress) -> None:
@@ -167,7 +225,11 @@ def _source(entry: Input) -> str:
 
 
 def _sidecar_record(
-    entry: Input, result: PageResult, extractor_name: str, duplicate: Duplicate | None
+    entry: Input,
+    result: PageResult,
+    extractor_name: str,
+    duplicate: Duplicate | None,
+    change: TextChange | None = None,
 ) -> Any:
     assert result.simhash is not None
     fields = SimhashFields(
@@ -178,6 +240,7 @@ def _sidecar_record(
         source_file=_source(entry),
         source_offset=result.offset,
         minhash=result.minhash,
+        change=change,
     )
     if result.record_id:
         return metadata_record(result.uri, fields, refers_to=result.record_id)
@@ -191,7 +254,11 @@ def _without_sketch(result: PageResult) -> PageResult:
 
 
 def _revisit_record(
-    entry: Input, resolution: Resolution, fingerprints: dict[tuple[str, int], PageResult], extractor_name: str
+    entry: Input,
+    resolution: Resolution,
+    fingerprints: dict[tuple[str, int], PageResult],
+    extractor_name: str,
+    change: TextChange | None = None,
 ) -> WarcRecord:
     """The sidecar record of an identical-payload revisit: ``revisit-*`` fields naming its original; when
     the original is a fingerprinted page, also its fingerprint and ``near-duplicate-*`` fields with
@@ -224,6 +291,8 @@ def _revisit_record(
     else:
         pairs = [(SOURCE_FILE, _source(entry)), (SOURCE_OFFSET, str(revisit.offset))]
     pairs += revisit_pairs(resolution, original_file)
+    if change is not None:
+        pairs += change.to_pairs()
     headers: list[tuple[str, str]] = []
     if revisit.uri:
         headers.append(("WARC-Target-URI", revisit.uri))

@@ -59,3 +59,55 @@ def side_by_side(a: str, b: str) -> tuple[str, str]:
     """The left and right HTML of the diff of ``a`` and ``b``."""
     left, right = diff_words(a, b)
     return runs_html(left), runs_html(right)
+
+
+CONTEXT_WORDS = 25
+"""Unchanged words kept on each side of a change in an inline diff; longer unchanged runs are folded."""
+
+MAX_CHANGED = 8000
+"""Characters of removed and added words an inline diff holds; the rest is cut (and said)."""
+
+
+def _folded(tokens: list[str], *, keep_head: bool, keep_tail: bool, context: int) -> list[list[object]]:
+    """An unchanged run, its middle folded into ``["…", words left out]``."""
+    keep = context * 2  # a word and the whitespace after it
+    if len(tokens) <= keep * (keep_head + keep_tail) + 2:
+        return [["=", "".join(tokens)]]
+    head = tokens[:keep] if keep_head else []
+    tail = tokens[-keep:] if keep_tail else []
+    middle = tokens[len(head) : len(tokens) - len(tail)]
+    out: list[list[object]] = [["=", "".join(head)]] if head else []
+    out.append(["…", sum(1 for t in middle if not t.isspace())])
+    return out + ([["=", "".join(tail)]] if tail else [])
+
+
+def inline_diff(
+    a: str, b: str, *, context: int = CONTEXT_WORDS, max_changed: int = MAX_CHANGED
+) -> list[list[object]]:
+    """``a`` to ``b`` as one sequence of runs: ``["=", text]`` unchanged, ``["-", text]`` removed,
+    ``["+", text]`` added, ``["…", n]`` n unchanged words folded, ``["!", n]`` the diff cut after n
+    characters of changes (the rest left out). Empty when the texts have the same words."""
+    wa, wb = words(a)[: MAX_WORDS * 2], words(b)[: MAX_WORDS * 2]
+    keys_a, keys_b = ([" " if t.isspace() else t for t in w] for w in (wa, wb))  # words, not spacing
+    opcodes = difflib.SequenceMatcher(None, keys_a, keys_b, autojunk=False).get_opcodes()
+    if all(op == "equal" for op, *_ in opcodes):
+        return []
+    runs: list[list[object]] = []
+    changed = 0
+    for position, (op, i1, i2, j1, j2) in enumerate(opcodes):
+        if op == "equal":
+            last = position == len(opcodes) - 1
+            runs += _folded(wa[i1:i2], keep_head=position > 0, keep_tail=not last, context=context)
+            continue
+        for tag, part in (("-", wa[i1:i2]), ("+", wb[j1:j2])):
+            text = "".join(part)
+            if not text:
+                continue
+            if changed + len(text) > max_changed:
+                left = max(0, max_changed - changed)
+                runs.append([tag, text[:left]])
+                runs.append(["!", max_changed])
+                return runs
+            changed += len(text)
+            runs.append([tag, text])
+    return runs

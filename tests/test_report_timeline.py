@@ -242,6 +242,35 @@ def test_a_record_whose_text_cannot_be_read_is_said_and_the_rest_is_shown(
     assert len(timelines["/edit.html"]["captures"]) == 2  # type: ignore[arg-type]
 
 
+def test_tag_sidecars_give_the_timelines_with_the_captures_dates(
+    crawls: dict[str, object], tmp_path: Path
+) -> None:
+    """Sidecars name their records by file and offset: the dates are read from the records, a revisit's
+    text from its original; sidecars without change fields give kinds that are not recorded."""
+    sidecars = tmp_path / "sidecars"
+    done = run_cli(
+        "tag", "--workers", "1", "--no-progress", "--out", str(sidecars), str(crawls["v1"]), str(crawls["v2"])
+    )
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "sidecars.html"
+    done = run_cli("report", str(sidecars), "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    timelines = by_path(timeline_data(out))
+    assert set(timelines) == set(ARTICLES)
+    dates = {
+        urlsplit(str(r["headers"]["WARC-Target-URI"])).path: r["headers"]["WARC-Date"]
+        for crawl in (crawls["first"], crawls["second"])
+        for r in crawl["records"]  # type: ignore[union-attr]
+        if r["type"] in ("response", "revisit")
+    }
+    assert timelines["/edit.html"]["captures"][1][0] == dates["/edit.html"]  # type: ignore[index]
+    assert [c[2] for c in timelines["/same.html"]["captures"]] == ["response", "revisit"]  # type: ignore[index]
+    (same,) = [s for s in timelines["/same.html"]["steps"] if s]  # type: ignore[union-attr]
+    assert same["kind"] == NOT_RECORDED and same["why"] == "main text identical (compared here)"
+    (edit,) = [s for s in timelines["/edit.html"]["steps"] if s]  # type: ignore[union-attr]
+    assert "pontoon" in changed_words(edit, "+")
+
+
 def test_dedupe_rows_with_change_columns_give_the_recorded_kinds(
     crawls: dict[str, object], tmp_path: Path
 ) -> None:

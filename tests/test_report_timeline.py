@@ -59,7 +59,7 @@ def timeline_data(page: Path) -> list[dict[str, object]]:
         r'<script type="application/json" id="timeline-data">(.*?)</script>', page.read_text(), re.S
     )
     assert match, "no timeline data in the page"
-    return json.loads(match.group(1))
+    return json.loads(match.group(1))["timelines"]
 
 
 def by_path(timelines: list[dict[str, object]]) -> dict[str, dict[str, object]]:
@@ -96,7 +96,7 @@ def test_the_timeline_lists_exactly_the_urls_captured_twice_with_their_recorded_
         (step,) = [s for s in timeline["steps"] if s]  # type: ignore[union-attr]
         assert step["sim"] == pytest.approx(float(fields[path]["text-similarity"]))
     # the second crawl wrote a revisit for the identical page: it is a capture like any other
-    assert [c[2] for c in timelines["/same.html"]["captures"]] == ["response", "revisit"]  # type: ignore[index]
+    assert [c[3] for c in timelines["/same.html"]["captures"]] == ["response", "revisit"]  # type: ignore[index]
     summary = re.search(r'id="timeline-summary" data-urls="(\d+)"', report.read_text())
     assert summary and summary.group(1) == "4"
 
@@ -264,7 +264,7 @@ def test_tag_sidecars_give_the_timelines_with_the_captures_dates(
         if r["type"] in ("response", "revisit")
     }
     assert timelines["/edit.html"]["captures"][1][0] == dates["/edit.html"]  # type: ignore[index]
-    assert [c[2] for c in timelines["/same.html"]["captures"]] == ["response", "revisit"]  # type: ignore[index]
+    assert [c[3] for c in timelines["/same.html"]["captures"]] == ["response", "revisit"]  # type: ignore[index]
     (same,) = [s for s in timelines["/same.html"]["steps"] if s]  # type: ignore[union-attr]
     assert same["kind"] == NOT_RECORDED and same["why"] == "main text identical (compared here)"
     (edit,) = [s for s in timelines["/edit.html"]["steps"] if s]  # type: ignore[union-attr]

@@ -24,7 +24,7 @@ from ..warc.records import (
 )
 from ..warc.revisits import REVISIT_METHOD, REVISIT_OF, REVISIT_OF_FILE, REVISIT_OF_OFFSET
 from ..warc.wacz import archive_exists
-from .timeline import Capture, Timelines, build_timelines, group_by_uri
+from .timeline import Capture, Timelines, build_timelines, captured_again, group_by_uri
 
 CAPTURE_TYPES = ("response", "resource", "revisit")
 
@@ -173,7 +173,7 @@ def fill_dates(captures: Iterable[Capture], *, backend: str = "auto") -> int:
 def archive_timelines(captures: list[Capture], *, backend: str = "auto") -> Timelines:
     """The timelines of the URLs captured more than once; the dates of their sidecar-described
     captures read from the records first (only theirs: the others need no second read)."""
-    twice = [c for found in group_by_uri(captures).values() if len(found) > 1 for c in found]
+    twice = [c for found in group_by_uri(captured_again(captures)).values() if len(found) > 1 for c in found]
     missing = fill_dates(twice, backend=backend)
     timelines = build_timelines(twice)
     if missing:

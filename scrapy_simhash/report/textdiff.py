@@ -64,8 +64,11 @@ def side_by_side(a: str, b: str) -> tuple[str, str]:
 CONTEXT_WORDS = 25
 """Unchanged words kept on each side of a change in an inline diff; longer unchanged runs are folded."""
 
-MAX_CHANGED = 8000
-"""Characters of removed and added words an inline diff holds; the rest is cut (and said)."""
+MAX_CHANGED = 4000
+"""Characters of removed and added words an inline diff of the report's overview holds; the rest is cut
+(and said). The page of one URL's history allows :data:`MAX_CHANGED_ONE_URL`."""
+
+MAX_CHANGED_ONE_URL = 40_000
 
 
 def _folded(tokens: list[str], *, keep_head: bool, keep_tail: bool, context: int) -> list[list[object]]:

@@ -1,5 +1,6 @@
 (function(){
-const data = JSON.parse(document.getElementById('timeline-data').textContent);
+const payload = JSON.parse(document.getElementById('timeline-data').textContent);
+const data = payload.timelines, files = payload.files;
 const list = document.getElementById('timelines'), info = document.getElementById('timeline-page');
 const kindSel = document.getElementById('timeline-kind'), sortSel = document.getElementById('timeline-sort');
 const openAll = list.dataset.open === '1', PAGE = 25; let page = 0;
@@ -23,11 +24,14 @@ function stepCell(s){
 function detail(t){
   const rows = t.captures.map((c, i) => {
     const s = t.steps[i];
-    let kind = s ? s.kind : (c[3] ? c[3] + ' (against ' + (c[5] || 'a capture') + ', not listed)' :
+    // c: [date, file number, offset, record type, recorded kind, previous capture's date, record id]
+    const where = c[1] != null ? files[c[1]] + '@' + c[2] : (c[6] || 'record not named by the input');
+    let kind = s ? s.kind : (c[4] ? c[4] + ' (against ' + (c[5] || 'a capture') + ', not listed)' :
       (t.earlier ? 'earlier captures not listed' : 'first capture in the inputs'));
     return (s ? stepCell(s) : '') + '<tr class="capture" data-kind="' +
       esc(s ? s.kind : '') + '"><td class="num">' + (t.earlier + i + 1) + '</td><td>' + esc(c[0] || 'date unknown') +
-      '</td><td class="loc">' + esc(c[1]) + '</td><td>' + esc(c[2]) + '</td><td class="kind ' +
+      '</td><td class="loc" title="' + esc(c[6]) + '">' + esc(where) + '</td><td>' + esc(c[3]) +
+      '</td><td class="kind ' +
       cls(s ? s.kind : 'first') + '">' + esc(kind) +
       '</td><td class="num">' + esc(s && s.sim != null ? s.sim.toFixed(4) : '') + '</td></tr>';
   }).join('');

@@ -32,8 +32,9 @@ IDENTICAL_TEXT = frozenset({"unchanged", "same-text"})
 TIMELINES_LISTED = 1000
 """URLs listed in a report's timeline section (most changed first); the rest are counted."""
 
-CAPTURES_LISTED = 100
-"""Captures listed per URL (its latest); earlier ones are counted."""
+CAPTURES_LISTED = 50
+"""Captures listed per URL in the report (its latest); earlier ones are counted (``--timeline URL``
+lists more)."""
 
 DATE_DIGITS = 14
 
@@ -140,6 +141,14 @@ def ordered(captures: list[Capture]) -> list[Capture]:
     return sorted(captures, key=lambda c: (date_key(c.date) is None, date_key(c.date) or "", c.order))
 
 
+def captured_again(captures: Iterable[Capture]) -> list[Capture]:
+    """The captures of the URLs that have more than one (most URLs of a crawl have one: they are not
+    grouped, which would cost a dictionary each)."""
+    captures = list(captures)
+    again = {uri for uri, n in Counter(c.uri for c in captures).items() if n > 1}
+    return [c for c in captures if c.uri in again]
+
+
 def group_by_uri(captures: Iterable[Capture]) -> dict[str, list[Capture]]:
     """Captures by URI, each capture once (a crawl's record and a sidecar's description of it are one:
     the one that records a change is kept)."""
@@ -187,7 +196,8 @@ class Timelines:
 
 def build_timelines(captures: Iterable[Capture], *, listed: int = TIMELINES_LISTED) -> Timelines:
     """The timelines of every URL with more than one capture; the ``listed`` most changed kept."""
-    timelines = [timeline_of(uri, found) for uri, found in group_by_uri(captures).items() if len(found) > 1]
+    twice = group_by_uri(captured_again(captures))
+    timelines = [timeline_of(uri, found) for uri, found in twice.items() if len(found) > 1]
     timelines.sort(key=most_changed_first)
     counts: Counter[str] = Counter()
     for timeline in timelines:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .textdiff import inline_diff, ratio
+from .textdiff import MAX_CHANGED, inline_diff, ratio
 from .timeline import IDENTICAL_TEXT, Capture, Step, Timeline
 from .warcs import Locator, Text, fetch_texts, locate_records
 
@@ -44,9 +44,11 @@ def diff_steps(
     steps_per_url: int | None = STEPS_DIFFED,
     backend: str = "auto",
     extractor: Extractor | None = None,
+    max_changed: int = MAX_CHANGED,
 ) -> None:
     """Fill in the diffs of the steps of the first ``count`` timelines (all with None), each one's
-    latest ``steps_per_url`` (all with None); every other step says why it has none."""
+    latest ``steps_per_url`` (all with None), each diff holding at most ``max_changed`` characters of
+    changes; every other step says why it has none."""
     wanted: list[tuple[Step, Capture, Capture]] = []
     for position, timeline in enumerate(timelines):
         pending = []
@@ -87,7 +89,7 @@ def diff_steps(
                 f"{_label(c)}: {_why(t, c)}" for t, c in ((ta, a), (tb, b)) if t.text is None
             )
             continue
-        runs = inline_diff(ta.text, tb.text)
+        runs = inline_diff(ta.text, tb.text, max_changed=max_changed)
         if not runs:
             step.diff_note = "main text identical (compared here)"
             continue

@@ -12,9 +12,14 @@ from .html import asset, esc, script_json, sources_text
 from .timeline import KINDS, Capture, Step, Timeline, Timelines
 
 
-def _capture(capture: Capture) -> list[Any]:
-    sim = None if capture.similarity is None else round(capture.similarity, 4)
-    return [capture.date, capture.locator, capture.record_type, capture.kind, sim, capture.previous_date]
+def _capture(capture: Capture, files: dict[str, int]) -> list[Any]:
+    """[date, file number, offset, record type, recorded kind, previous capture's date, record id];
+    the files are listed once (``files``), their long paths would be most of the page."""
+    if capture.file is not None and capture.offset is not None:
+        where: list[Any] = [files.setdefault(capture.file, len(files)), capture.offset]
+    else:
+        where = [None, None]
+    return [capture.date, *where, capture.record_type, capture.kind, capture.previous_date, capture.record_id]
 
 
 def _step(step: Step | None) -> dict[str, Any] | None:
@@ -32,15 +37,21 @@ def _step(step: Step | None) -> dict[str, Any] | None:
     }
 
 
-def timeline_json(timeline: Timeline) -> dict[str, Any]:
+def timeline_json(timeline: Timeline, files: dict[str, int]) -> dict[str, Any]:
     return {
         "uri": timeline.uri,
         "earlier": timeline.earlier,
         "counts": {kind: timeline.counts[kind] for kind in KINDS if timeline.counts[kind]},
         "changes": timeline.changes,
-        "captures": [_capture(c) for c in timeline.captures],
+        "captures": [_capture(c, files) for c in timeline.captures],
         "steps": [_step(s) for s in timeline.steps],
     }
+
+
+def _payload(timelines: list[Timeline]) -> dict[str, Any]:
+    files: dict[str, int] = {}
+    listed = [timeline_json(t, files) for t in timelines]
+    return {"files": list(files), "timelines": listed}
 
 
 def _counts(timelines: Timelines) -> str:
@@ -80,7 +91,7 @@ def timeline_section(timelines: Timelines | None, *, diffed: int) -> str:
         else ""
     )
     diffs = min(diffed, listed)
-    payload = [timeline_json(t) for t in timelines.listed]
+    payload = _payload(timelines.listed)
     return f"""<h2 id="timeline">Timelines</h2>
 <p id="timeline-summary" data-urls="{timelines.urls}">{timelines.urls:,} URLs captured more than once;
 how the main text changed between consecutive captures: {_counts(timelines)}.{more} Word diffs are
@@ -111,7 +122,7 @@ extractor: <span id="extractor">{esc(extractor or "not recorded by the input")}<
 <p id="timeline-summary" data-urls="1">{len(timeline.captures) + timeline.earlier:,} captures{listed};
 the main text re-extracted and compared between consecutive ones.</p>{alone}
 {f"<ul>{items}</ul>" if items else ""}{_controls(True)}
-<script type="application/json" id="timeline-data">{script_json([timeline_json(timeline)])}</script>
+<script type="application/json" id="timeline-data">{script_json(_payload([timeline]))}</script>
 <script>{asset("timeline.js")}</script>
 </body></html>
 """

@@ -13,6 +13,7 @@ from .captures import fill_dates
 from .data import captures_of_rows, input_kind
 from .html import write_page
 from .model import named_extractor
+from .textdiff import MAX_CHANGED_ONE_URL
 from .timeline import Capture, Timeline, group_by_uri, timeline_of
 from .timeline_diffs import diff_steps
 from .timeline_html import timeline_page
@@ -59,7 +60,13 @@ def url_timeline(
     if missing:
         notes.append(f"{missing} capture(s) whose record is not in the inputs: date unknown, listed last")
     timeline = timeline_of(url, group_by_uri(found)[url], listed=CAPTURES_ON_PAGE)
-    diff_steps([timeline], steps_per_url=None, backend=backend, extractor=extractor_for(extractor))
+    diff_steps(
+        [timeline],
+        steps_per_url=None,
+        backend=backend,
+        extractor=extractor_for(extractor),
+        max_changed=MAX_CHANGED_ONE_URL,
+    )
     return timeline, extractor, notes
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -267,6 +269,32 @@ def test_tag_sidecars_give_the_timelines_with_the_captures_dates(
     assert [c[3] for c in timelines["/same.html"]["captures"]] == ["response", "revisit"]  # type: ignore[index]
     (same,) = [s for s in timelines["/same.html"]["steps"] if s]  # type: ignore[union-attr]
     assert same["kind"] == NOT_RECORDED and same["why"] == "main text identical (compared here)"
+    (edit,) = [s for s in timelines["/edit.html"]["steps"] if s]  # type: ignore[union-attr]
+    assert "pontoon" in changed_words(edit, "+")
+
+
+def test_a_wacz_of_both_crawls_gives_the_same_timelines(crawls: dict[str, object], tmp_path: Path) -> None:
+    """Captures read in place from a WACZ package, named ``pack.wacz#archive/<warc>``, texts re-extracted
+    from inside it."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for folder in (crawls["v1"], crawls["v2"]):
+        for warc in Path(str(folder)).glob("*.warc.gz"):
+            shutil.copyfile(warc, plain / warc.name)
+    package = tmp_path / "pack.wacz"
+    names = sorted(p.name for p in plain.iterdir())
+    wacz = Path(sys.executable).with_name("wacz")
+    made = subprocess.run(
+        [str(wacz), "create", "-o", str(package), *names], cwd=plain, capture_output=True, text=True
+    )
+    assert made.returncode == 0, made.stderr
+    out = tmp_path / "wacz.html"
+    done = run_cli("report", str(package), "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    text = out.read_text()
+    timelines = by_path(timeline_data(out))
+    assert {path: step_kinds(t) for path, t in timelines.items()} == {p: [k] for p, k in EXPECTED[2].items()}
+    assert f'"{package}#archive/' in text
     (edit,) = [s for s in timelines["/edit.html"]["steps"] if s]  # type: ignore[union-attr]
     assert "pontoon" in changed_words(edit, "+")
 

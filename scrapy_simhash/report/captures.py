@@ -8,7 +8,7 @@ A capture is a fingerprinted page: the URLs whose main text the report can follo
 from __future__ import annotations
 
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -24,6 +24,7 @@ from ..warc.records import (
 )
 from ..warc.revisits import REVISIT_METHOD, REVISIT_OF, REVISIT_OF_FILE, REVISIT_OF_OFFSET
 from ..warc.wacz import archive_exists
+from .model import Page
 from .timeline import Capture, Timelines, build_timelines, captured_again, group_by_uri
 
 CAPTURE_TYPES = ("response", "resource", "revisit")
@@ -135,6 +136,51 @@ def capture_of_row(row: dict[str, Any], order: int) -> Capture | None:
     if capture.record_type == "revisit" and isinstance(row.get("revisit_of"), str):
         capture.text_id = row["revisit_of"] if row["revisit_of"].startswith("<") else None
     return _change(capture, row, COLUMN_NAMES)
+
+
+class RowCaptures:
+    """The captures of ``dedupe --report`` rows, made cheaply: a row that records a change, and a
+    revisit row, is a capture at once; a page row without a change only when its URL turns out to be
+    captured more than once (most are not: a capture each would cost memory over a million rows)."""
+
+    def __init__(self) -> None:
+        self.pages: list[Page] = []
+        self.recorded: dict[str, Capture] = {}
+        self.revisits: list[Capture] = []
+        self.has_change_column = False
+
+    def add_page(self, page: Page, row: dict[str, Any]) -> None:
+        self.has_change_column = self.has_change_column or COLUMN_NAMES[0] in row
+        if row.get(COLUMN_NAMES[0]):
+            capture = capture_of_row(row, 0)
+            if capture is not None:
+                self.recorded[page.key] = capture
+        self.pages.append(page)
+
+    def add_revisit(self, row: dict[str, Any]) -> None:
+        self.has_change_column = self.has_change_column or COLUMN_NAMES[0] in row
+        capture = capture_of_row(row, 2 * len(self.pages) + 1)  # after the pages before it
+        if capture is not None:
+            self.revisits.append(capture)
+
+    def captures(self) -> list[Capture]:
+        """The captures of the URLs with more than one, in input order."""
+        seen = Counter(p.uri for p in self.pages if p.uri)
+        seen.update(c.uri for c in self.revisits)
+        again = {uri for uri, n in seen.items() if n > 1}
+        out = []
+        for position, page in enumerate(self.pages):
+            if page.uri in again:
+                capture = self.recorded.get(page.key) or capture_of_page(page)
+                capture.order = 2 * position
+                out.append(capture)
+        return out + [c for c in self.revisits if c.uri in again]
+
+
+def capture_of_page(page: Page) -> Capture:
+    """A dedupe row's page whose row records no change, as a capture."""
+    assert page.uri is not None
+    return Capture(page.uri, page.date, page.file, page.offset, page.record_id)
 
 
 def fill_dates(captures: Iterable[Capture], *, backend: str = "auto") -> int:

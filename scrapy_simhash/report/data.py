@@ -19,7 +19,7 @@ from ..index import is_server_uri, open_index
 from ..index.extractor_record import recorded_extractors
 from ..warc.revisits import REVISIT_METHOD
 from ..warc.wacz import open_archive
-from .captures import capture_of_row
+from .captures import RowCaptures, capture_of_row
 from .model import (
     DEFAULT_K,
     MAX_NOTES,
@@ -250,20 +250,19 @@ def _rows_rule(
     return mode, k, threshold
 
 
-def captures_of_rows(paths: list[str]) -> tuple[list[Capture], list[str]]:
-    """Every row of ``dedupe --report`` files as a capture (the timeline of one URL), and notes."""
+def captures_of_rows(paths: list[str], uri: str) -> tuple[list[Capture], set[str], list[str]]:
+    """The captures of ``uri`` in ``dedupe --report`` files, every URI they hold, and notes."""
     notes: list[str] = []
     captures: list[Capture] = []
+    uris: set[str] = set()
     for path in paths:
-        for _number, row in _rows(path, notes, Counter()):
-            _add_capture(captures, row)
-    return captures, notes
-
-
-def _add_capture(captures: list[Capture], row: dict[str, Any]) -> None:
-    capture = capture_of_row(row, len(captures))
-    if capture is not None:
-        captures.append(capture)
+        for number, row in _rows(path, notes, Counter()):
+            capture = capture_of_row(row, number)
+            if capture is not None:
+                uris.add(capture.uri)
+                if capture.uri == uri:
+                    captures.append(capture)
+    return captures, uris, notes
 
 
 def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None = None) -> ReportData:
@@ -279,12 +278,12 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
     clusters: dict[tuple[int, Any], Cluster] = {}
     pages: list[Page] = []
     revisits = Counter[bool]()
-    captures: list[Capture] = []
+    captures = RowCaptures()
     for index, path in enumerate(paths):
         for number, row in _rows(path, notes, bad):
             if row.get("method") == REVISIT_METHOD:  # an exact duplicate by revisit: counted, not drawn
                 revisits[row.get("cluster") is not None] += 1
-                _add_capture(captures, row)
+                captures.add_revisit(row)
                 continue
             try:
                 page = page_from_row(row)
@@ -304,7 +303,7 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
                 extractors[page.extractor] += 1
             minhash_rows = minhash_rows or row.get("scheme") is not None
             pages.append(page)
-            _add_capture(captures, row)
+            captures.add_page(page, row)
             cluster.members.append(page)
     if revisits:  # a cluster of a record and its revisits only (an image, a page alone) is no cluster
         clusters = {key: c for key, c in clusters.items() if len(c.members) > 1}
@@ -357,12 +356,12 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
         extractors=tuple(extractors),
         revisits=(revisits[True], revisits[False]) if revisits else None,
     )
-    data.timelines = build_timelines(captures)
+    data.timelines = build_timelines(captures.captures())
     data.timelines.notes.append(
         "a dedupe report lists only the pages in clusters: captures in no cluster are not in these "
         "timelines (give the WARCs or their sidecars for every capture)"
     )
-    if captures and not any(c.kind for c in captures):
+    if pages and not captures.has_change_column:
         data.timelines.notes.append(
             "the rows carry no text_change column (an older dedupe): the kinds are not recorded"
         )

@@ -23,8 +23,10 @@ CAPTURES_ON_PAGE = 1000
 """Captures of the URL listed (its latest), each step diffed."""
 
 
-def _captures(inputs: list[str], backend: str) -> tuple[list[Capture], str | None, list[str]]:
-    """Every capture in ``inputs``, the extractor they name, and notes."""
+def _captures(
+    inputs: list[str], url: str, backend: str
+) -> tuple[list[Capture], set[str], str | None, list[str]]:
+    """The captures of ``url`` in ``inputs``, every URL captured there, the extractor named, notes."""
     kinds = {input_kind(i) for i in inputs}
     if "index" in kinds:
         raise ValueError(
@@ -34,13 +36,13 @@ def _captures(inputs: list[str], backend: str) -> tuple[list[Capture], str | Non
     if len(kinds) > 1:
         raise ValueError(f"give inputs of one kind (dedupe reports or WARCs), not {sorted(kinds)}")
     if kinds == {"rows"}:
-        captures, notes = captures_of_rows(inputs)
+        captures, uris, notes = captures_of_rows(inputs, url)
         notes.append("a dedupe report lists only the pages in clusters: captures in no cluster are not here")
-        return captures, None, notes
+        return captures, uris, None, notes
     captures = []
     pages, _html, notes = read_pages(inputs, backend=backend, captures=captures)
     extractor, several = named_extractor(Counter(p.extractor for p in pages if p.extractor), "the records")
-    return captures, extractor, notes + several
+    return [c for c in captures if c.uri == url], {c.uri for c in captures}, extractor, notes + several
 
 
 def url_timeline(
@@ -50,10 +52,9 @@ def url_timeline(
     the inputs hold no capture of it (naming the captured URLs most like it)."""
     from ..extract import extractor_for
 
-    captures, extractor, notes = _captures(inputs, backend)
-    found = [c for c in captures if c.uri == url]
+    found, uris, extractor, notes = _captures(inputs, url, backend)
     if not found:
-        like = difflib.get_close_matches(url, sorted({c.uri for c in captures}), n=5, cutoff=0.6)
+        like = difflib.get_close_matches(url, sorted(uris), n=5, cutoff=0.6)
         hint = f"; captured URLs like it: {', '.join(like)}" if like else ""
         raise ValueError(f"no capture of {url} in the inputs{hint}")
     missing = fill_dates(found, backend=backend)

@@ -31,6 +31,7 @@ from test_report import run_cli
 
 from scrapy_simhash.report.textdiff import inline_diff
 from scrapy_simhash.report.timeline import NOT_RECORDED, Capture, build_timelines, timeline_of
+from scrapy_simhash.report.timeline_diffs import diff_steps
 
 ARTICLES = ["/same.html", "/ad.html", "/edit.html", "/rewrite.html"]
 
@@ -432,3 +433,39 @@ def test_the_inline_diff_folds_long_unchanged_runs_and_cuts_long_changes() -> No
     assert ["-", "w150"] in runs and ["+", "new"] in runs
     cut = inline_diff(old, "entirely different", max_changed=100)
     assert cut[-1] == ["!", 100] and sum(len(str(t)) for tag, t in cut if tag in "-+") == 100
+
+
+def test_the_overview_diffs_a_url_s_latest_steps_and_says_why_the_others_have_none() -> None:
+    captures = [
+        Capture(
+            "http://a/",
+            f"2026-01-{day:02d}T00:00:00Z",
+            None,
+            None,
+            f"<{day}>",
+            kind="changed" if day > 1 else None,
+        )
+        for day in range(1, 13)
+    ]
+    timeline = timeline_of("http://a/", captures)
+    diff_steps([timeline], count=1, steps_per_url=10)
+    notes = [step.diff_note for step in timeline.steps if step is not None]
+    assert len(notes) == 11
+    assert (
+        notes[0]
+        == "word diff not embedded: only a URL's latest 10 steps are; every diff of this URL: --timeline URL"
+    )
+    assert all(
+        n
+        and n.startswith("texts not shown: the capture of 2026-01-")
+        and "the input does not say which WARC record" in n
+        for n in notes[1:]
+    )
+    other = timeline_of(
+        "http://b/", [Capture("http://b/", c.date, None, None, c.record_id, kind=c.kind) for c in captures]
+    )
+    diff_steps([timeline, other], count=1)
+    assert {s.diff_note for s in other.steps if s} == {
+        "word diff not embedded: only the 1 most changed URLs' are (--timeline-diffs N); "
+        "every diff of this URL: --timeline URL"
+    }

@@ -61,13 +61,13 @@ def diff_steps(
                 pending.append((step, timeline.captures[i - 1], timeline.captures[i]))
         if count is not None and position >= count:
             chosen = []
-            note = f"word diff not embedded: the {count} most changed URLs' are (--timeline-diffs)"
+            note = f"only the {count} most changed URLs' are (--timeline-diffs N)"
         else:
             keep = len(pending) if steps_per_url is None else min(len(pending), steps_per_url)
             chosen = pending[len(pending) - keep :]
-            note = f"word diff not embedded: a URL's latest {steps_per_url} are here (--timeline URL: all)"
+            note = f"only a URL's latest {steps_per_url} steps are"
         for step, _a, _b in pending[: len(pending) - len(chosen)]:
-            step.diff_note = note + "; this URL's own report: scrapy-simhash report ... --timeline URL"
+            step.diff_note = f"word diff not embedded: {note}; every diff of this URL: --timeline URL"
         wanted += chosen
     if not wanted:
         return

@@ -13,7 +13,9 @@ HELP = "write a self-contained HTML report of the near-duplicates found"
 DESCRIPTION = (
     "Totals, histograms of the distances (and similarities) with the threshold drawn, clusters by "
     "size with their original marked, hosts, and the main texts of chosen pairs side by side with "
-    "their differences, re-extracted from the WARC records. INPUT: `dedupe --report` files "
+    "their differences, re-extracted from the WARC records, and the timeline of each URL captured "
+    "more than once: how its main text changed between consecutive captures, with word diffs. "
+    "INPUT: `dedupe --report` files "
     "(JSON lines or CSV), WARC/ARC files holding simhash metadata records (a crawl's or `tag`'s "
     "sidecars; WACZ packages and directories are searched for them), or one index (a directory or "
     "redis:// URI). The page opens from disk and makes no network request."
@@ -44,12 +46,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--diffs", type=int, default=20, help="pairs of texts re-extracted and compared (default 20)"
     )
+    parser.add_argument(
+        "--timeline-diffs",
+        type=int,
+        default=20,
+        help="URLs captured more than once whose main texts are re-extracted and diffed between "
+        "consecutive captures, the most changed first (default 20; 0 for none)",
+    )
+    parser.add_argument(
+        "--timeline",
+        metavar="URL",
+        default=None,
+        help="write instead a page of this URL's history: every capture in the inputs (WARCs, sidecars "
+        "or dedupe reports) and the word diff of the main text between each two consecutive ones",
+    )
     parser.add_argument("--reader", default="auto", help="WARC reader: auto, warcio or fastwarc")
     parser.set_defaults(func=run_report)
 
 
 def run_report(args: argparse.Namespace) -> int:
     from ..report import report
+
+    if args.timeline is not None:
+        return run_timeline(args)
 
     if args.distance is not None and not 0 <= args.distance <= 64:
         raise ValueError(f"--distance must be in 0..64, not {args.distance}")
@@ -61,6 +80,7 @@ def run_report(args: argparse.Namespace) -> int:
         k=args.distance,
         threshold=args.threshold,
         diffs=max(0, args.diffs),
+        timeline_diffs=max(0, args.timeline_diffs),
         backend=args.reader,
     )
     t = written.data.totals
@@ -70,6 +90,24 @@ def run_report(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     passed_over = [n for n in written.data.notes if "passed over" in n or "@" in n]
+    for note in passed_over:
+        print(f"report: {note}", file=sys.stderr)
+    return 1 if passed_over else 0
+
+
+def run_timeline(args: argparse.Namespace) -> int:
+    """``--timeline URL``: the page of one URL's history."""
+    from ..report.timeline_report import timeline_report
+
+    path, size, seconds, timeline, notes = timeline_report(
+        args.inputs, args.output, args.timeline, backend=args.reader
+    )
+    print(
+        f"report: {path} ({size:,} bytes, {seconds:.1f}s): {timeline.uri}: "
+        f"{len(timeline.captures) + timeline.earlier:,} captures, {timeline.changes:,} text changes",
+        file=sys.stderr,
+    )
+    passed_over = [n for n in notes if "passed over" in n]
     for note in passed_over:
         print(f"report: {note}", file=sys.stderr)
     return 1 if passed_over else 0

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 DEFAULT_DIFFS = 20
 """Pairs of texts re-extracted and diffed (the largest clusters' original and farthest member)."""
 
+DEFAULT_TIMELINE_DIFFS = 20
+"""URLs whose consecutive captures' main texts are re-extracted and diffed (the most changed first)."""
+
 
 @dataclass(frozen=True)
 class Written:
@@ -38,14 +41,18 @@ def write_report(
     diffs: int = DEFAULT_DIFFS,
     backend: str = "auto",
     extractor: Extractor | None = None,
+    timeline_diffs: int = DEFAULT_TIMELINE_DIFFS,
 ) -> Written:
     """Render ``data`` to ``output`` (written to a temporary name, then renamed into place).
 
-    The pair texts are re-extracted by ``extractor``; by default by the one ``data.extractor`` names
-    (with that extractor's default options), else the default extractor."""
+    The pair texts, and the main texts of the ``timeline_diffs`` most changed URLs' captures, are
+    re-extracted by ``extractor``; by default by the one ``data.extractor`` names (with that
+    extractor's default options), else the default extractor."""
     from ..extract import extractor_for
     from .diffs import pair_diffs
-    from .html import render
+    from .html import render, write_page
+    from .timeline_diffs import diff_steps
+    from .timeline_html import timeline_section
 
     start = time.monotonic()
     extractor = extractor or extractor_for(data.extractor)
@@ -54,12 +61,10 @@ def write_report(
         if diffs > 0
         else []
     )
-    text = render(data, pairs)
-    path = Path(output)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
-    return Written(path, path.stat().st_size, time.monotonic() - start, data)
+    if data.timelines is not None:
+        diff_steps(data.timelines.listed, count=max(0, timeline_diffs), backend=backend, extractor=extractor)
+    text = render(data, pairs, timeline_section(data.timelines, diffed=max(0, timeline_diffs)))
+    return Written(*write_page(text, output), time.monotonic() - start, data)
 
 
 def report(inputs: list[str], output: str | os.PathLike[str], **options: Any) -> Written:
@@ -67,10 +72,11 @@ def report(inputs: list[str], output: str | os.PathLike[str], **options: Any) ->
     from .data import load
 
     diffs = options.pop("diffs", DEFAULT_DIFFS)
+    timeline_diffs = options.pop("timeline_diffs", DEFAULT_TIMELINE_DIFFS)
     backend = options.get("backend", "auto")
     start = time.monotonic()
     data = load(inputs, **options)
-    written = write_report(data, output, diffs=diffs, backend=backend)
+    written = write_report(data, output, diffs=diffs, backend=backend, timeline_diffs=timeline_diffs)
     return Written(written.path, written.bytes, time.monotonic() - start, data)
 
 

@@ -19,6 +19,7 @@ from ..index import is_server_uri, open_index
 from ..index.extractor_record import recorded_extractors
 from ..warc.revisits import REVISIT_METHOD
 from ..warc.wacz import open_archive
+from .captures import RowCaptures, capture_of_row
 from .model import (
     DEFAULT_K,
     MAX_NOTES,
@@ -30,6 +31,7 @@ from .model import (
     named_extractor,
     rule_for,
 )
+from .timeline import Capture, build_timelines
 from .warcs import load_warcs, read_pages
 
 
@@ -248,6 +250,21 @@ def _rows_rule(
     return mode, k, threshold
 
 
+def captures_of_rows(paths: list[str], uri: str) -> tuple[list[Capture], set[str], list[str]]:
+    """The captures of ``uri`` in ``dedupe --report`` files, every URI they hold, and notes."""
+    notes: list[str] = []
+    captures: list[Capture] = []
+    uris: set[str] = set()
+    for path in paths:
+        for number, row in _rows(path, notes, Counter()):
+            capture = capture_of_row(row, number)
+            if capture is not None:
+                uris.add(capture.uri)
+                if capture.uri == uri:
+                    captures.append(capture)
+    return captures, uris, notes
+
+
 def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None = None) -> ReportData:
     """Clusters exactly as ``dedupe`` wrote them; several files are numbered one after the other.
 
@@ -261,10 +278,12 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
     clusters: dict[tuple[int, Any], Cluster] = {}
     pages: list[Page] = []
     revisits = Counter[bool]()
+    captures = RowCaptures()
     for index, path in enumerate(paths):
         for number, row in _rows(path, notes, bad):
             if row.get("method") == REVISIT_METHOD:  # an exact duplicate by revisit: counted, not drawn
                 revisits[row.get("cluster") is not None] += 1
+                captures.add_revisit(row)
                 continue
             try:
                 page = page_from_row(row)
@@ -284,6 +303,7 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
                 extractors[page.extractor] += 1
             minhash_rows = minhash_rows or row.get("scheme") is not None
             pages.append(page)
+            captures.add_page(page, row)
             cluster.members.append(page)
     if revisits:  # a cluster of a record and its revisits only (an image, a page alone) is no cluster
         clusters = {key: c for key, c in clusters.items() if len(c.members) > 1}
@@ -322,7 +342,7 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
         notes.append(f"the rows' originals were chosen by several keep policies: {listed}")
     extractor, several = named_extractor(extractors, "the rows")
     notes += several
-    return build(
+    data = build(
         "dedupe report",
         paths,
         pages,
@@ -336,6 +356,16 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
         extractors=tuple(extractors),
         revisits=(revisits[True], revisits[False]) if revisits else None,
     )
+    data.timelines = build_timelines(captures.captures())
+    data.timelines.notes.append(
+        "a dedupe report lists only the pages in clusters: captures in no cluster are not in these "
+        "timelines (give the WARCs or their sidecars for every capture)"
+    )
+    if pages and not captures.has_change_column:
+        data.timelines.notes.append(
+            "the rows carry no text_change column (an older dedupe): the kinds are not recorded"
+        )
+    return data
 
 
 # -- an index ---------------------------------------------------------------------------------------

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import html
 import json
+import os
 from datetime import datetime, timezone
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from .. import __version__
@@ -196,8 +198,8 @@ def _hosts(data: ReportData) -> str:
     )
 
 
-def render(data: ReportData, diffs: list[PairDiff]) -> str:
-    """The whole page."""
+def render(data: ReportData, diffs: list[PairDiff], timelines: str = "") -> str:
+    """The whole page; ``timelines``: the timeline section's HTML (:mod:`.timeline_html`)."""
     payload = {"clusters": _clusters_json(data.clusters, diffs), "diffs": _diffs_json(diffs)}
     notes = "".join(f'<li class="note">{esc(n)}</li>' for n in data.notes)
     shown = min(len(data.clusters), TOP_CLUSTERS)
@@ -227,8 +229,18 @@ def render(data: ReportData, diffs: list[PairDiff]) -> str:
 <h2 id="pairs">Pair texts</h2>
 <p><select id="pair"{"" if diffs else " hidden"}>{options}</select>{no_pair}</p>
 <p id="pair-head"></p><div id="pair-body"></div>
+{timelines}
 <h2>Hosts</h2>{_hosts(data)}
 <script type="application/json" id="report-data">{script_json(payload)}</script>
 <script>{asset("report.js")}</script>
 </body></html>
 """
+
+
+def write_page(text: str, output: str | os.PathLike[str]) -> tuple[Path, int]:
+    """Write a page to a temporary name, then rename it into place; returns where and how big."""
+    path = Path(output)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
+    return path, path.stat().st_size

@@ -18,6 +18,7 @@ from ..defaults import DISTANCE
 
 if TYPE_CHECKING:
     from ..decision import Rule
+    from .timeline import Timelines
 
 DEFAULT_K = DISTANCE
 """The distance a report draws as the threshold when neither input nor caller gives one."""
@@ -132,6 +133,9 @@ class ReportData:
     ``SIMHASH_EXTRACTOR``); the pair texts are re-extracted with it. None: unknown, or several."""
     extractors: tuple[str, ...] = ()
     """Every extractor the input names (several: the input mixes pages of different extractors)."""
+    timelines: Timelines | None = None
+    """The URLs captured more than once and how their main text changed (None: the input cannot
+    tell, an index keeps one entry per page)."""
 
 
 def named_extractor(named: Counter[str], what: str) -> tuple[str | None, list[str]]:

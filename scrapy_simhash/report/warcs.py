@@ -14,10 +14,12 @@ from ..warc.reader import ArchiveReader, ArchiveRecord, ReadProblem
 from ..warc.records import WARC_FIELDS, SimhashFields, parse_fields
 from ..warc.revisits import NOT_IN_INPUT, REVISIT_RESOLVED_BY, RevisitBook
 from ..warc.wacz import archive_exists, expand_archive, is_wacz_name
+from .captures import CAPTURE_TYPES, Head, archive_timelines, capture_of_metadata, head_of
 from .model import MAX_NOTES, Page, ReportData, build, group_clusters, named_extractor, rule_for
 
 if TYPE_CHECKING:
     from ..extract import Extractor
+    from .timeline import Capture
 
 MAX_TEXT = 20_000
 """Characters of each main text kept for a diff: a report stays small, the start shows the change."""
@@ -47,12 +49,17 @@ def _expanded(path: str) -> list[str]:
 
 
 def read_pages(
-    inputs: list[str], *, backend: str = "auto", revisits: Counter[bool] | None = None
+    inputs: list[str],
+    *,
+    backend: str = "auto",
+    revisits: Counter[bool] | None = None,
+    captures: list[Capture] | None = None,
 ) -> tuple[list[Page], int, list[str]]:
     """The pages of the simhash metadata records (earliest capture first), the HTML responses seen,
     and notes on what was passed over. Revisit records are not pages: each is counted in ``revisits``
     (True: its original is in the input), as ``tag``'s sidecar record of it says (``revisit-*`` fields),
-    else as resolved among the inputs (:mod:`..warc.revisits`)."""
+    else as resolved among the inputs (:mod:`..warc.revisits`). ``captures`` collects every capture
+    the metadata records describe, revisits included, for the timelines (:mod:`.captures`)."""
     reader = ArchiveReader(backend)
     pages: list[Page] = []
     notes: list[str] = []
@@ -63,6 +70,7 @@ def read_pages(
     """Revisits a sidecar describes (by the revisit's record id): whether their original is in the input."""
     for path in _archives(inputs):
         last_response: dict[str | None, int] = {}
+        last_capture: dict[str | None, Head] = {}
         for item in reader.read(path):
             if isinstance(item, ReadProblem):
                 problems += 1
@@ -70,17 +78,25 @@ def read_pages(
                     notes.append(str(item))
                 continue
             book.see(item)  # a damaged revisit is simply not counted
+            if captures is not None and item.record_type in CAPTURE_TYPES:
+                last_capture[item.target_uri] = head_of(item)
             if item.record_type in ("response", "resource"):
                 last_response[item.target_uri] = item.offset
                 if html_page(item) is not None:
                     html += 1
             elif item.record_type == "metadata" and (item.content_type or "").startswith(WARC_FIELDS):
                 resolved = _revisit_of_metadata(item)
+                page = None if resolved is not None else _page_of_metadata(item, last_response)
+                if captures is not None and (resolved is not None or page is not None):
+                    values = dict(parse_fields(item.block))
+                    described_by = last_capture.get(item.target_uri)
+                    capture = capture_of_metadata(item, values, described_by, len(captures))
+                    if capture is not None:
+                        captures.append(capture)
                 if resolved is not None:
                     refers_to = item.links.refers_to if item.links else None
                     described[refers_to or f"{item.file}#{item.offset}"] = resolved != NOT_IN_INPUT
                     continue
-                page = _page_of_metadata(item, last_response)
                 if page is not None and page.key not in known:  # a record described twice counts once
                     known.add(page.key)
                     pages.append(page)
@@ -107,14 +123,15 @@ def load_warcs(
     simhash within ``k`` elsewhere)."""
     rule = rule_for(k, threshold)
     revisits = Counter[bool]()
-    pages, html, notes = read_pages(inputs, backend=backend, revisits=revisits)
+    captures: list[Capture] = []
+    pages, html, notes = read_pages(inputs, backend=backend, revisits=revisits, captures=captures)
     seen = html if html else None
     skipped = {"no fingerprint record": max(0, html - len(pages))} if html else None
     if not html:
         notes.append("the inputs hold no HTML responses (sidecars?): pages seen and skipped are unknown")
     named = Counter(p.extractor for p in pages if p.extractor)
     extractor, several = named_extractor(named, "the metadata records")
-    return build(
+    data = build(
         "WARC",
         inputs,
         pages,
@@ -130,6 +147,8 @@ def load_warcs(
         extractors=tuple(named),
         revisits=(revisits[True], revisits[False]) if revisits else None,
     )
+    data.timelines = archive_timelines(captures, backend=backend)
+    return data
 
 
 def _revisit_of_metadata(record: ArchiveRecord) -> str | None:

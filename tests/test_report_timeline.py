@@ -217,8 +217,8 @@ def test_the_list_is_capped_most_changed_first() -> None:
 def test_a_record_whose_text_cannot_be_read_is_said_and_the_rest_is_shown(
     crawls: dict[str, object], tmp_path: Path
 ) -> None:
-    """Dedupe rows as input (rows without change columns: the kinds are not recorded, the diffs made
-    from the WARCs the rows name); one WARC moved away: its steps say so, the others are diffed."""
+    """Dedupe rows as input (the kinds from their change columns, the diffs made from the WARCs the rows
+    name); one WARC moved away: its steps say so, the others are diffed."""
     v1, v2 = tmp_path / "v1", tmp_path / "v2"
     shutil.copytree(Path(str(crawls["v1"])), v1)
     shutil.copytree(Path(str(crawls["v2"])), v2)
@@ -229,12 +229,11 @@ def test_a_record_whose_text_cannot_be_read_is_said_and_the_rest_is_shown(
     assert run_cli("report", str(rows), "-o", str(out)).returncode == 0
     timelines = by_path(timeline_data(out))
     assert {"/edit.html", "/same.html", "/ad.html"} <= set(timelines)  # in clusters: near-duplicates
-    assert step_kinds(timelines["/edit.html"]) == [NOT_RECORDED]
+    assert step_kinds(timelines["/edit.html"]) == ["minor"]
+    assert step_kinds(timelines["/ad.html"]) == ["same-text"]
     (edit,) = [s for s in timelines["/edit.html"]["steps"] if s]  # type: ignore[union-attr]
     assert {w for w in EDIT_2.split() if w not in " ".join(article(9))} <= changed_words(edit, "+")
-    (ad,) = [s for s in timelines["/ad.html"]["steps"] if s]  # type: ignore[union-attr]
-    assert ad["why"] == "main text identical (compared here)"
-    assert "the rows carry no text_change column" in out.read_text()
+    assert "the rows carry no text_change column" not in out.read_text()
     (warc,) = v1.glob("*.warc.gz")
     warc.rename(tmp_path / "elsewhere.warc.gz")
     done = run_cli("report", str(rows), "-o", str(out))
@@ -249,7 +248,7 @@ def test_tag_sidecars_give_the_timelines_with_the_captures_dates(
     crawls: dict[str, object], tmp_path: Path
 ) -> None:
     """Sidecars name their records by file and offset: the dates are read from the records, a revisit's
-    text from its original; sidecars without change fields give kinds that are not recorded."""
+    text from its original; the kinds are the ones ``tag`` wrote in the sidecars."""
     sidecars = tmp_path / "sidecars"
     done = run_cli(
         "tag", "--workers", "1", "--no-progress", "--out", str(sidecars), str(crawls["v1"]), str(crawls["v2"])
@@ -269,7 +268,8 @@ def test_tag_sidecars_give_the_timelines_with_the_captures_dates(
     assert timelines["/edit.html"]["captures"][1][0] == dates["/edit.html"]  # type: ignore[index]
     assert [c[3] for c in timelines["/same.html"]["captures"]] == ["response", "revisit"]  # type: ignore[index]
     (same,) = [s for s in timelines["/same.html"]["steps"] if s]  # type: ignore[union-attr]
-    assert same["kind"] == NOT_RECORDED and same["why"] == "main text identical (compared here)"
+    assert {path: step_kinds(t) for path, t in timelines.items()} == {p: [k] for p, k in EXPECTED[2].items()}
+    assert same["kind"] == "unchanged" and same["why"] == "main text identical (as recorded)"
     (edit,) = [s for s in timelines["/edit.html"]["steps"] if s]  # type: ignore[union-attr]
     assert "pontoon" in changed_words(edit, "+")
 
@@ -300,11 +300,12 @@ def test_a_wacz_of_both_crawls_gives_the_same_timelines(crawls: dict[str, object
     assert "pontoon" in changed_words(edit, "+")
 
 
-def test_dedupe_rows_with_change_columns_give_the_recorded_kinds(
+def test_dedupe_rows_give_the_kinds_of_their_change_columns_and_older_rows_none(
     crawls: dict[str, object], tmp_path: Path
 ) -> None:
-    """Rows as ``dedupe --report`` writes them with the columns ``text_change``, ``text_similarity``,
-    ``previous_capture``, ``previous_capture_date``: the kinds shown are theirs."""
+    """Rows as ``dedupe --report`` writes them (``text_change``, ``text_similarity``, ``previous_capture``,
+    ``previous_capture_date``): the kinds shown are theirs, the crawl's own; rows of an older dedupe,
+    without those columns, give kinds that are not recorded, and the page says why."""
     rows = tmp_path / "rows.jsonl"
     done = run_cli(
         "dedupe",
@@ -317,23 +318,28 @@ def test_dedupe_rows_with_change_columns_give_the_recorded_kinds(
         str(crawls["v2"]),
     )
     assert done.returncode == 0, done.stderr
-    fields = metadata_by_path(crawls["second"])  # type: ignore[arg-type]
-    lines = []
-    for line in rows.read_text().splitlines():
-        row = json.loads(line)
-        path = urlsplit(row["uri"]).path
-        later = path in fields and row["record_id"] != fields[path].get("previous-capture")
-        row["text_change"] = fields[path]["text-change"] if later else None
-        row["text_similarity"] = float(fields[path]["text-similarity"]) if later else None
-        row["previous_capture"] = fields[path]["previous-capture"] if later else None
-        row["previous_capture_date"] = fields[path]["previous-capture-date"] if later else None
-        lines.append(json.dumps(row))
-    rows.write_text("\n".join(lines) + "\n")
     out = tmp_path / "rows.html"
     assert run_cli("report", str(rows), "-o", str(out)).returncode == 0
     timelines = by_path(timeline_data(out))
+    fields = metadata_by_path(crawls["second"])  # type: ignore[arg-type]
     for path in ("/same.html", "/ad.html", "/edit.html"):
-        assert step_kinds(timelines[path]) == [EXPECTED[2][path]]
+        assert step_kinds(timelines[path]) == [EXPECTED[2][path]] == [fields[path]["text-change"]]
+    older = tmp_path / "older.jsonl"
+    columns = ("text_change", "text_similarity", "previous_capture", "previous_capture_date")
+    older.write_text(
+        "".join(
+            json.dumps({k: v for k, v in json.loads(line).items() if k not in columns}) + "\n"
+            for line in rows.read_text().splitlines()
+        )
+    )
+    assert run_cli("report", str(older), "-o", str(out)).returncode == 0
+    timelines = by_path(timeline_data(out))
+    assert all(
+        step_kinds(timelines[path]) == [NOT_RECORDED] for path in ("/same.html", "/ad.html", "/edit.html")
+    )
+    assert "the rows carry no text_change column" in out.read_text()
+    (ad,) = [s for s in timelines["/ad.html"]["steps"] if s]  # type: ignore[union-attr]
+    assert ad["why"] == "main text identical (compared here)"  # not recorded, but the texts were read
 
 
 # -- in the browser ----------------------------------------------------------------------------------

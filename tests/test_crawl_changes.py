@@ -202,10 +202,13 @@ def test_redis_index_gives_the_same_kinds(redis_server: object, tmp_path: Path) 
 
 
 def test_redis_reset_forgets_only_its_own_prefixs_captures(redis_server: object) -> None:
+    from scrapy_simhash.index import open_index
     from scrapy_simhash.index.archive.redis_captures import RedisCaptures
 
-    names = [f"ch-{uuid.uuid4().hex[:12]}" for _ in range(2)]
-    stores = [RedisCaptures.from_uri(f"{redis_server.url}?prefix={name}") for name in names]
+    uris = [f"{redis_server.url}?prefix=ch-{uuid.uuid4().hex[:12]}" for _ in range(2)]
+    for uri in uris:
+        open_index(uri).close()  # the stores beside an index write only while its namespace exists
+    stores = [RedisCaptures.from_uri(uri) for uri in uris]
     urls = [f"http://x/{n}" for n in range(1200)]  # more than one batch of unlinks
     for store in stores:
         for url in urls:

@@ -37,6 +37,16 @@ def _prefix() -> str:
     return f"rv-{uuid.uuid4().hex[:12]}"
 
 
+def _index_namespace(url: str) -> str:
+    """The URI of a new index's namespace, created as a crawl's index opening creates it: the stores
+    beside an index write only while it exists."""
+    from scrapy_simhash.index import open_index
+
+    uri = f"{url}{'&' if '?' in url else '?'}prefix={_prefix()}"
+    open_index(uri).close()
+    return uri
+
+
 def test_redis_second_crawl_writes_revisits_only(redis_server: object, site: dict, tmp_path: Path) -> None:
     uri = f"{redis_server.url}?prefix={_prefix()}"
     first = run_crawl(site, tmp_path / "one", uri)
@@ -80,7 +90,7 @@ def test_redis_writers_racing_on_one_payload_write_one_response_and_one_revisit(
     redis_server: object, tmp_path: Path
 ) -> None:
     """The loser of the claim waits for the winner's confirmation and then writes a revisit."""
-    uri = f"{redis_server.url}?prefix={_prefix()}"
+    uri = _index_namespace(redis_server.url)
     payload = b"<html>the same payload</html>"
     digest = sha1_digest(payload)
     winner_store = RedisPayloadDigests.from_uri(uri)
@@ -122,7 +132,7 @@ def test_redis_a_claimant_that_dies_never_leaves_others_pointing_to_nothing(
 ) -> None:
     """A pending claim is never taken for an original: while it lasts others store the payload in full
     (and register nothing); once it expires, the next fetch claims the payload afresh."""
-    uri = f"{redis_server.url}?prefix={_prefix()}"
+    uri = _index_namespace(redis_server.url)
     digest = sha1_digest(b"payload")
     now = [0.0]
 
@@ -160,7 +170,7 @@ def test_redis_a_claimant_that_dies_never_leaves_others_pointing_to_nothing(
 def test_redis_a_released_claim_is_claimed_again_at_once(redis_server: object) -> None:
     """A claimant that could not write its response (disk full) releases its claim: the next fetch
     claims the payload without waiting."""
-    uri = f"{redis_server.url}?prefix={_prefix()}"
+    uri = _index_namespace(redis_server.url)
     digest = sha1_digest(b"payload")
     slept: list[float] = []
     first = RedisPayloadDigests.from_uri(uri)
@@ -180,7 +190,9 @@ def test_redis_cluster_claims_confirms_and_forgets(tmp_path: Path) -> None:
 
     cluster = RedisClusterServers(tmp_path, size=3).start()
     try:
-        stores = [RedisPayloadDigests.from_uri(f"{cluster.url}?cluster=1&prefix=crawl{i}") for i in range(3)]
+        stores = [
+            RedisPayloadDigests.from_uri(_index_namespace(f"{cluster.url}?cluster=1")) for _ in range(3)
+        ]
         for i, store in enumerate(stores):
             for n in range(20):
                 digest = sha1_digest(f"{i}-{n}".encode())
@@ -197,3 +209,31 @@ def test_redis_cluster_claims_confirms_and_forgets(tmp_path: Path) -> None:
             store.close()
     finally:
         cluster.stop()
+
+
+def test_redis_stores_beside_a_lost_index_write_nothing(redis_server: object) -> None:
+    """Redis restarted empty (here: the namespace flushed) between the index's write and the stores':
+    the index refuses to re-create its namespace, and the payload digests and captures beside it do not
+    re-create it key by key either; each says why, in its own error."""
+    from scrapy_simhash.index.archive.captures import Capture, CaptureStoreError
+    from scrapy_simhash.index.archive.payload_digests import PayloadDigestError
+    from scrapy_simhash.index.archive.redis_captures import RedisCaptures
+
+    uri = _index_namespace(redis_server.url)
+    digests, captures = RedisPayloadDigests.from_uri(uri), RedisCaptures.from_uri(uri)
+    original = Original("<urn:uuid:1>", "http://x/1", "d1")
+    assert digests.claim(sha1_digest(b"before"), original).claimed  # while the namespace exists
+    client = redis_server.client()
+    client.flushall()
+    try:
+        with pytest.raises(PayloadDigestError, match=r"namespace .* is gone"):
+            digests.claim(sha1_digest(b"after"), original)
+        with pytest.raises(PayloadDigestError, match=r"namespace .* is gone"):
+            digests.confirm(sha1_digest(b"before"), original)
+        with pytest.raises(CaptureStoreError, match=r"namespace .* is gone"):
+            captures.put(Capture("http://x/1", "<urn:uuid:1>", "d1", "p", "t", 1, None))
+        assert client.keys("*") == []
+    finally:
+        client.close()
+        digests.close()
+        captures.close()

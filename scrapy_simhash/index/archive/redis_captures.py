@@ -49,4 +49,4 @@ class RedisCaptures(RedisSideStore):
                 "sketch": capture.sketch,
             }
         )
-        self._run(lambda: self._redis.client.set(key, value), "recording a capture")
+        self._set(key, value, "recording a capture")

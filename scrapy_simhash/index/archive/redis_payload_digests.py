@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .payload_digests import Claim, Original, PayloadDigestError
-from .redis_side import RedisSideStore
+from .redis_side import NAMESPACE_GONE, RedisSideStore
 
 PENDING_TTL = 30.0
 """Seconds a claim stays pending before it expires (its claimant died before confirming)."""
@@ -26,13 +26,15 @@ WAIT = 0.2
 """Seconds a claim waits for another crawler's pending claim to be confirmed."""
 POLL = 0.01
 
-_CLAIM = """
+_CLAIM = f"""
+if redis.call('EXISTS', KEYS[2]) == 0 then return {NAMESPACE_GONE} end
 local v = redis.call('GET', KEYS[1])
 if v then return v end
 redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
 return false
 """
-_CONFIRM = """
+_CONFIRM = f"""
+if redis.call('EXISTS', KEYS[2]) == 0 then return {NAMESPACE_GONE} end
 local v = redis.call('GET', KEYS[1])
 if (not v) or v == ARGV[1] then
   redis.call('SET', KEYS[1], ARGV[2])
@@ -93,8 +95,11 @@ class RedisPayloadDigests(RedisSideStore):
     def claim(self, digest: str, candidate: Original) -> Claim:
         key = self.key(digest)
         ttl = str(max(1, int(self.pending_ttl * 1000)))
-        found = self._run(
-            lambda: self._claim(keys=[key], args=[_pending(candidate), ttl]), "claiming a payload"
+        found = self._checked(
+            self._run(
+                lambda: self._claim(keys=[key, self.config_key], args=[_pending(candidate), ttl]),
+                "claiming a payload",
+            )
         )
         if found is None:
             return Claim(claimed=True)
@@ -112,9 +117,13 @@ class RedisPayloadDigests(RedisSideStore):
 
     def confirm(self, digest: str, candidate: Original) -> None:
         key = self.key(digest)
-        self._run(
-            lambda: self._confirm(keys=[key], args=[_pending(candidate), _confirmed(candidate)]),
-            "confirming a payload",
+        self._checked(
+            self._run(
+                lambda: self._confirm(
+                    keys=[key, self.config_key], args=[_pending(candidate), _confirmed(candidate)]
+                ),
+                "confirming a payload",
+            )
         )
 
     def release(self, digest: str, candidate: Original) -> None:

@@ -16,6 +16,14 @@ from ..redis.redis_client import ScriptClient, connect, parse_retry_budget
 
 _Store = TypeVar("_Store", bound="RedisSideStore")
 
+NAMESPACE_GONE = -1
+"""What a store's script returns when the index's namespace (its config key, ``KEYS[1]``) is gone."""
+_GUARDED_SET = f"""
+if redis.call('EXISTS', KEYS[1]) == 0 then return {NAMESPACE_GONE} end
+redis.call('SET', KEYS[2], ARGV[1])
+return 1
+"""
+
 
 class RedisSideStore:
     """A store of keys ``simhash:{<prefix>}:<kind>:...`` on the index's Redis server."""
@@ -39,6 +47,9 @@ class RedisSideStore:
         self._redis = ScriptClient(
             client, [], location=location, namespace=prefix, retries=retries, retry_budget=retry_budget
         )
+        self.config_key = f"simhash:{{{prefix}}}:config"
+        """The index's config key: the namespace exists while it does."""
+        self._guarded_set = client.register_script(_GUARDED_SET)
 
     @classmethod
     def from_uri(cls: type[_Store], uri: str, **options: Any) -> _Store:
@@ -68,6 +79,19 @@ class RedisSideStore:
             return self._redis.call(fn, action)
         except SimhashIndexError as exc:
             raise self.error(str(exc)) from exc
+
+    def _checked(self, reply: Any) -> Any:
+        """``reply`` of a script that checked the namespace; ``error`` when it was gone."""
+        if reply == NAMESPACE_GONE:
+            raise self.error(
+                f"{self.location}: the index's namespace {self.prefix!r} is gone (Redis restarted empty, "
+                "was flushed or evicted it): nothing is recorded beside an index that is not there"
+            )
+        return reply
+
+    def _set(self, key: str, value: bytes | str, action: str) -> None:
+        """``SET key value`` while the index's namespace exists."""
+        self._checked(self._run(lambda: self._guarded_set(keys=[self.config_key, key], args=[value]), action))
 
     def clear(self) -> None:
         """Forget every key of this store under the prefix (``SIMHASH_RESET``)."""

@@ -74,16 +74,14 @@ class RedisPayloadDigests(RedisSideStore):
         self,
         client: Any,
         *,
-        prefix: str = "simhash",
-        location: str = "redis",
-        retries: int = 10,
-        retry_budget: float | None = None,
         pending_ttl: float = PENDING_TTL,
         wait: float = WAIT,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        **connection: Any,
     ) -> None:
-        super().__init__(client, prefix=prefix, location=location, retries=retries, retry_budget=retry_budget)
+        """``connection``: the prefix, location, retries and retry budget (:class:`.RedisSideStore`)."""
+        super().__init__(client, **connection)
         self._claim = client.register_script(_CLAIM)
         self._confirm = client.register_script(_CONFIRM)
         self._release = client.register_script(_RELEASE)

@@ -82,14 +82,16 @@ class CrawlChanges:
         """On the index thread: the change since the URL's last capture (None: its first capture, or
         the store failed, which is counted), after which this page is the URL's last capture.
 
-        ``meta`` is the request's: the WARC writer put the record id and date of the record it wrote
-        there (``warc_record_id``, ``warc_date``)."""
+        ``meta`` is the request's: the WARC writer put the record id, date and payload digest of the
+        record it wrote there (``warc_record_id``, ``warc_date``, ``warc_payload_digest``: the digest of
+        the bytes received, as archives give it); without WARC output, the digest of the body the
+        middleware sees (decompressed) stands for it."""
         assert page.simhash is not None
         current = Capture(
             url=url,
             record_id=meta.get("warc_record_id"),
             date=meta.get("warc_date") or _now(),
-            payload_digest=payload_digest(body),
+            payload_digest=meta.get("warc_payload_digest") or payload_digest(body),
             text_digest=page.text_digest,
             simhash=page.simhash,
             sketch=None if page.minhash is None or not self.rule.verified else page.minhash.to_text(),

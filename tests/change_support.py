@@ -13,6 +13,7 @@ Each version of the site has the same four article pages:
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -147,8 +148,9 @@ EXPECTED = {
 
 @contextmanager
 def changing_site() -> Iterator[dict[str, object]]:
-    """The site on 127.0.0.1, serving ``state["pages"]`` (a test sets it to another version)."""
-    state: dict[str, object] = {"pages": version(1)}
+    """The site on 127.0.0.1, serving ``state["pages"]`` (a test sets it to another version), each page
+    gzip-compressed (``Content-Encoding: gzip``, the same bytes every time) when ``state["gzip"]``."""
+    state: dict[str, object] = {"pages": version(1), "gzip": False}
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -160,6 +162,9 @@ def changing_site() -> Iterator[dict[str, object]]:
             self.send_response(200 if body is not None else 404)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             body = body if body is not None else b"not found"
+            if state["gzip"]:
+                body = gzip.compress(body, mtime=0)
+                self.send_header("Content-Encoding", "gzip")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -250,7 +255,7 @@ def run_crawl(site: dict[str, object], out: Path, index: str, **settings: object
 
 
 def records(warcs: list[Path]) -> list[dict[str, object]]:
-    """Every record's type, WARC headers and (metadata records) fields, as warcio reads them."""
+    """Every record's type, WARC headers, HTTP headers and (metadata records) fields, as warcio reads them."""
     found = []
     for path in warcs:
         with open(path, "rb") as fh:
@@ -260,8 +265,14 @@ def records(warcs: list[Path]) -> list[dict[str, object]]:
                     for line in rec.content_stream().read().decode().splitlines():
                         name, _, value = line.partition(": ")
                         fields[name] = value
+                http = dict(rec.http_headers.headers) if rec.http_headers is not None else {}
                 found.append(
-                    {"type": rec.rec_type, "headers": dict(rec.rec_headers.headers), "fields": fields}
+                    {
+                        "type": rec.rec_type,
+                        "headers": dict(rec.rec_headers.headers),
+                        "http": http,
+                        "fields": fields,
+                    }
                 )
     return found
 

@@ -387,6 +387,38 @@ def test_tag_with_the_crawl_index_compares_a_later_archive_with_the_crawl_s_capt
     assert sidecar_changes(sidecar(later)) == expected
 
 
+def test_a_crawl_and_tag_agree_on_pages_served_compressed(tmp_path: Path) -> None:
+    """Pages served with ``Content-Encoding: gzip``: the crawl records a capture's payload digest as its
+    WARC record has it (the bytes received), so ``tag --index`` of a later archive holding the same bytes
+    finds them ``unchanged``, not merely ``same-text``."""
+    from change_support import changing_site, run_crawl
+
+    index = tmp_path / "site.idx"
+    with changing_site() as site:
+        site["gzip"] = True
+        first = run_crawl(site, tmp_path / "first", str(index))
+        second = run_crawl(site, tmp_path / "second", str(tmp_path / "other.idx"))  # full responses again
+    encodings = {
+        r["headers"].get("WARC-Target-URI"): r["http"].get("Content-Encoding")  # type: ignore[union-attr]
+        for r in second["records"]  # type: ignore[union-attr]
+        if r["type"] == "response"
+    }
+    assert {encodings.get(str(site["url"]).rstrip("/") + name) for name in PAGES} == {"gzip"}
+    later = tmp_path / "later"
+    later.mkdir()
+    for warc in (tmp_path / "second").rglob("*.warc.gz"):
+        warc.rename(later / warc.name)
+    done = run_cli("tag", str(later), "--index", str(index), *COMMON, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    kinds = {
+        change[0]
+        for path in later.glob("*.simhash.warc.gz")
+        for change in sidecar_changes(path).values()
+        if change[0] is not None
+    }
+    assert kinds == {"unchanged"} and first["records"]
+
+
 def test_a_damaged_capture_store_costs_the_changes_not_the_run(months: dict, tmp_path: Path) -> None:
     files = months["files"]
     index, out = tmp_path / "index", tmp_path / "out"

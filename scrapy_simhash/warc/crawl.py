@@ -78,6 +78,10 @@ RECORD_ID_META = "warc_record_id"
 """``request.meta`` key: the WARC-Record-ID of the response record written for this request."""
 DATE_META = "warc_date"
 """``request.meta`` key: the WARC-Date string of that response record, exactly as written."""
+PAYLOAD_DIGEST_META = "warc_payload_digest"
+"""``request.meta`` key: the payload digest of that record (``sha1:<base32>`` of the body as received,
+before any content coding is removed), which the middleware keeps as the capture's payload digest, so
+that a crawl's captures and the same records read from its WARCs later (``tag --index``) agree."""
 REVISIT_OF_META = "warc_revisit_of"
 """``request.meta`` key, set when a revisit record was written: the record id of the response holding
 the payload (``warc_record_id`` and ``warc_date`` then name the revisit record)."""
@@ -303,6 +307,9 @@ class WarcWriterExtension:
             payload.revisits.confirm(payload.digest, candidate)
         request.meta[RECORD_ID_META] = resp.record_id
         request.meta[DATE_META] = date
+        request.meta[PAYLOAD_DIGEST_META] = (
+            payload.digest if payload is not None else sha1_digest(response.body)
+        )
         self.stats.inc_value("simhash/warc/records")
         try:
             self.writer.write(req)

@@ -185,6 +185,18 @@ def test_captures_of_the_same_date_keep_the_input_order_and_say_so() -> None:
     assert steps[2].note == "the same date as the capture before"
 
 
+def test_captures_are_ordered_by_the_instant_of_their_dates_as_dedupe_orders_them() -> None:
+    """Offsets, precisions and ARC's 14 digits are compared as times: 10:00+02:00 is before 09:00Z."""
+    captures = [
+        Capture("http://a/", "2026-01-01T09:00:00Z", "/w/1", 0, "<utc>", order=0),
+        Capture("http://a/", "2026-01-01T10:00:00+02:00", "/w/2", 0, "<plus-two>", order=1),
+        Capture("http://a/", "20260101083000", "/w/3.arc", 0, "<arc>", order=2),
+        Capture("http://a/", "2026-01-01T08:30:00.5Z", "/w/4", 0, "<fraction>", order=3),
+    ]
+    timeline = timeline_of("http://a/", captures)
+    assert [c.record_id for c in timeline.captures] == ["<plus-two>", "<arc>", "<fraction>", "<utc>"]
+
+
 def test_a_change_recorded_against_a_capture_not_in_the_inputs_is_not_taken_for_this_pair() -> None:
     first = Capture("http://a/", "2026-01-01T00:00:00Z", "/w/1", 0, "<1>")
     third = Capture(

@@ -8,17 +8,20 @@ capture whose record says nothing (an older WARC) is ``not recorded``, and its w
 embedded, shows what changed. Why not compute a kind here: ``unchanged`` needs the payload digests,
 and ``minor``/``changed`` the crawl's own rule and threshold, which the report does not know.
 
-Order: a URL's captures by date (the digits of the date, so fractions of seconds order too), ties in
-input order (files in the order given, then offset); captures without a readable date come last.
+Order: a URL's captures by the instant of their date, as ``dedupe``, ``tag`` and ``--keep`` order
+them (:func:`scrapy_simhash.keep.capture_instant`: fractions of a second, ``+01:00`` offsets and ARC's
+14 digits alike), ties in input order (files in the order given, then offset); captures without a
+readable date come last.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import pairwise
+
+from ..keep import capture_instant
 
 NOT_RECORDED = "not recorded"
 """The kind of a capture whose record carries no change fields."""
@@ -36,13 +39,10 @@ CAPTURES_LISTED = 50
 """Captures listed per URL in the report (its latest); earlier ones are counted (``--timeline URL``
 lists more)."""
 
-DATE_DIGITS = 14
 
-
-def date_key(date: str | None) -> str | None:
-    """The digits of a WARC or ARC date, which order as the times they name; None with fewer than 14."""
-    digits = re.sub(r"\D", "", date or "")
-    return digits if len(digits) >= DATE_DIGITS else None
+def date_key(date: str | None) -> tuple[int, int] | None:
+    """Where a capture's date puts it in time; None when it is missing or not a valid date."""
+    return capture_instant(date)
 
 
 @dataclass(slots=True)
@@ -138,7 +138,7 @@ def _same_date(a: Capture, b: Capture) -> bool:
 
 def ordered(captures: list[Capture]) -> list[Capture]:
     """Oldest first; same date: input order; no readable date: last."""
-    return sorted(captures, key=lambda c: (date_key(c.date) is None, date_key(c.date) or "", c.order))
+    return sorted(captures, key=lambda c: (date_key(c.date) is None, date_key(c.date) or (0, 0), c.order))
 
 
 def captured_again(captures: Iterable[Capture]) -> list[Capture]:

@@ -169,6 +169,27 @@ def test_a_url_captured_once_has_a_timeline_of_one_capture(crawls: dict[str, obj
     assert 'data-urls="0">0 URLs captured more than once' in overview.read_text()
 
 
+def test_a_crawl_s_revisited_pages_are_pages_at_their_revisit_records(crawls: dict[str, object]) -> None:
+    """The second crawl writes a revisit record for a page whose bytes it archived before, and a metadata
+    record describing the page: the report's page is at that revisit record (it was at ``file#None``,
+    and two revisited pages of one file were taken for one)."""
+    from scrapy_simhash.report.warcs import read_pages
+
+    pages, _, _ = read_pages([str(crawls["v1"]), str(crawls["v2"])])
+    second = crawls["second"]["records"]  # type: ignore[index]
+    revisits = {
+        r["headers"]["WARC-Target-URI"]
+        for r in second
+        if r["type"] == "revisit"  # type: ignore[index]
+    }
+    described = [
+        r for crawl in ("first", "second") for r in crawls[crawl]["records"] if r["fields"].get("simhash")
+    ]  # type: ignore[index]
+    assert revisits and len(pages) == len(described)
+    assert all(page.offset is not None for page in pages)
+    assert len({page.key for page in pages}) == len(pages)
+
+
 def test_captures_of_the_same_date_keep_the_input_order_and_say_so() -> None:
     date = "2026-11-20T08:00:00Z"
     captures = [

@@ -80,9 +80,9 @@ def read_pages(
             book.see(item)  # a damaged revisit is simply not counted
             if captures is not None and item.record_type in CAPTURE_TYPES:
                 last_capture[item.target_uri] = head_of(item)
-            if item.record_type in ("response", "resource"):
-                last_response[item.target_uri] = item.offset
-                if html_page(item) is not None:
+            if item.record_type in ("response", "resource", "revisit"):
+                last_response[item.target_uri] = item.offset  # the record a crawl's metadata describes
+                if item.record_type != "revisit" and html_page(item) is not None:
                     html += 1
             elif item.record_type == "metadata" and (item.content_type or "").startswith(WARC_FIELDS):
                 resolved = _revisit_of_metadata(item)
@@ -159,6 +159,8 @@ def _revisit_of_metadata(record: ArchiveRecord) -> str | None:
 
 
 def _page_of_metadata(record: ArchiveRecord, last_response: dict[str | None, int]) -> Page | None:
+    """The page a simhash metadata record describes: a sidecar names its record; a crawl's is the last
+    response (or revisit, for a payload archived before) of its URL in the same file."""
     try:
         fields = SimhashFields.from_pairs(parse_fields(record.block))
     except (KeyError, ValueError):

@@ -24,7 +24,7 @@ import pytest
 from conftest import CORPUS
 from warcio.archiveiterator import ArchiveIterator
 
-from scrapy_simhash.warc.pipeline import plan_inputs
+from scrapy_simhash.warc.inputs import plan_inputs
 from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord, ReadProblem, fastwarc_available
 from scrapy_simhash.warc.records import SimhashFields, parse_fields
 from scrapy_simhash.warc.wacz import archive_size, expand_archive, open_archive

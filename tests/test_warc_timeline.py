@@ -456,7 +456,8 @@ class _FailingStore:
 
 
 def test_a_store_that_fails_during_a_run_stops_the_changes_and_says_so(months: dict, tmp_path: Path) -> None:
-    from scrapy_simhash.warc.pipeline import Options, plan_inputs
+    from scrapy_simhash.warc.inputs import plan_inputs
+    from scrapy_simhash.warc.pipeline import Options
     from scrapy_simhash.warc.reprocess import tag
 
     store = _FailingStore()

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from ..warc.pipeline import Options, _task, fingerprint_tasks, plan_inputs
+from ..warc.inputs import plan_inputs
+from ..warc.pipeline import Options, _task, fingerprint_tasks
 from ..warc.reader import ArchiveReader, ReadProblem
 from .convert import to_signed
 from .sources import (

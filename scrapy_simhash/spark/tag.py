@@ -21,15 +21,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..warc.inputs import SIDECAR_SUFFIX, Input, InputProblem, is_sidecar_name, plan_inputs
 from ..warc.outcome import RunSummary
-from ..warc.pipeline import (
-    SIDECAR_SUFFIX,
-    Input,
-    InputProblem,
-    Options,
-    is_sidecar_name,
-    plan_inputs,
-)
+from ..warc.pipeline import Options
 from ..warc.reader import ReadProblem
 from ..warc.reprocess import tag
 from .archives import local_path

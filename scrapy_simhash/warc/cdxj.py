@@ -26,7 +26,8 @@ from typing import Any, TextIO
 from warcio.archiveiterator import ArchiveIterator
 
 from ..fingerprint import SCHEME, to_base32
-from .pipeline import FileStart, Input, Options, Pipeline, plan_inputs
+from .inputs import Input, plan_inputs
+from .pipeline import FileStart, Options, Pipeline
 from .progress import Progress
 from .reader import ArchiveReader, ReadProblem
 from .records import SIMHASH, SIMHASH_SCHEME, SOURCE_OFFSET, TEXT_EXTRACTOR, WARC_FIELDS, parse_fields

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..defaults import MODE
-from .pipeline import FileStats, InputProblem, PageResult
+from .inputs import InputProblem
+from .pipeline import FileStats, PageResult
 from .progress import Progress
 from .reader import ReadProblem
 from .records import Duplicate

@@ -17,18 +17,9 @@ from typing import Any, TextIO
 from ..fingerprint import SCHEME
 from ..index.archive.captures import CaptureStore, EmbeddedCaptures
 from .dedupe import dedupe, write_report
+from .inputs import Input, plan_inputs
 from .outcome import RunSummary, check_and_add, count_result, duplicate_from, record_key, relative_file
-from .pipeline import (
-    FileEnd,
-    FileSkipped,
-    FileStart,
-    FileStats,
-    Input,
-    Options,
-    PageResult,
-    Pipeline,
-    plan_inputs,
-)
+from .pipeline import FileEnd, FileSkipped, FileStart, FileStats, Options, PageResult, Pipeline
 from .progress import Progress
 from .reader import ReadProblem
 from .records import (

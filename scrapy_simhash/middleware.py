@@ -62,6 +62,7 @@ from .index import (
     SimhashIndexError,
 )
 from .index_guard import IndexGuard, IndexSkipped
+from .matches import described_match, duplicate_of, verdict_text
 from .page import PageFingerprint
 from .pool import FingerprintPool
 from .preferred import Preference
@@ -99,37 +100,6 @@ def _now() -> str:
 
 def _declared_encoding(response: Response) -> str | None:
     return declared_encoding((response.headers.get(b"Content-Type") or b"").decode("latin-1"))
-
-
-def verdict_text(match: Match) -> str:
-    """Why ``match`` is a near-duplicate, for log lines: ``similarity 0.93, 7 bits``."""
-    if match.similarity is None:
-        return f"{match.distance} bits, by simhash alone"
-    return f"similarity {match.similarity:.2f}, {match.distance} bits"
-
-
-def duplicate_of(matches: list[Match], key: str, known: Match | None) -> Match | None:
-    """The page this one duplicates: the best match other than itself (the index orders them: most
-    similar, then closest, then oldest).
-
-    A match that another match replaced as its cluster's original (that one's meta says
-    ``replaces``) is passed over: the copies of a cluster name its newest original. When the URL was
-    stored before with the same content (``known``), only pages older than that first visit count (a
-    re-crawled original stays the original), and the page that replaced it, if any.
-    """
-    replacers = {meta["replaces"]: m for m in matches if (meta := m.meta or {}).get("replaces")}
-    successors = set()
-    current = key
-    while current in replacers and replacers[current].key not in successors:
-        current = replacers[current].key
-        successors.add(current)
-    for match in matches:
-        if match.key == key or match.key in replacers:
-            continue
-        if known is not None and match.seq > known.seq and match.key not in successors:
-            continue
-        return match
-    return None
 
 
 class SimhashMiddleware:
@@ -512,8 +482,8 @@ class SimhashMiddleware:
             "tokens": page.tokens,
             "canonical": page.canonical,
             "near_duplicate": original is not None,
-            "duplicate_of": None if original is None else _described(original),
-            "replaces": None if replaced is None else _described(replaced),
+            "duplicate_of": None if original is None else described_match(original),
+            "replaces": None if replaced is None else described_match(replaced),
         }
 
     def _index_failed(self, request: Request, response: Response, exc: Exception) -> Response:
@@ -526,17 +496,3 @@ class SimhashMiddleware:
             logger.error("simhash: index error, page passed on untagged: %s: %s", response.url, exc)
         request.meta["simhash_skipped"] = reason
         return response
-
-
-def _described(match: Match) -> dict[str, Any]:
-    """A stored page as ``duplicate_of`` and ``replaces`` describe it, with its verdict against this page."""
-    meta = match.meta or {}
-    return {
-        "key": match.key,
-        "url": meta.get("url", match.key),
-        "date": meta.get("date"),
-        "record_id": meta.get("record_id"),
-        "distance": match.distance,
-        "similarity": None if match.similarity is None else round(match.similarity, 4),
-        "method": "simhash" if match.similarity is None else "verified",
-    }

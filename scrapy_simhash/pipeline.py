@@ -31,7 +31,7 @@ from .fingerprint import simhash_with_count, to_base32
 from .fingerprint.minhash import simhash_and_minhash
 from .index import IndexLostError, IndexUnavailableError, NearDuplicateIndex, SimhashIndexError
 from .index_guard import IndexGuard, IndexSkipped
-from .middleware import duplicate_of, verdict_text
+from .matches import duplicate_of, verdict_text
 from .settings import SimhashConfigError, SimhashSettings
 from .shown import shown_location
 from .spidermiddleware import stamp

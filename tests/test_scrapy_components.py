@@ -18,7 +18,7 @@ from scrapy_simhash.crawl_index import derived_location
 from scrapy_simhash.decision import DEFAULT_RULE, Rule
 from scrapy_simhash.index import IndexLostError, IndexUnavailableError, Match, SimhashIndexError
 from scrapy_simhash.index_guard import IndexGuard, IndexSkipped
-from scrapy_simhash.middleware import duplicate_of, verdict_text
+from scrapy_simhash.matches import duplicate_of, verdict_text
 from scrapy_simhash.page import fingerprint_page
 from scrapy_simhash.settings import SimhashSettings
 from scrapy_simhash.spidermiddleware import SimhashItemMiddleware

@@ -52,7 +52,7 @@ def _crc(path: Path) -> int:
     return crc
 
 
-def write_generation(
+def write_files(
     directory: Path,
     generation: int,
     segment: Segment,
@@ -60,9 +60,10 @@ def write_generation(
     info: dict[str, Any],
     extra: dict[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
-    """Write ``segment`` as generation ``generation`` and switch the manifest to it. ``extra``: more
-    one-dimensional arrays of the same generation (the sketches' LSH: :mod:`.lsh_segment`), written,
-    named and checked alike, switched with the tables in the same rename."""
+    """Write ``segment``'s files as generation ``generation``, each fsynced, and return the manifest
+    that names them, not yet switched to (:func:`switch_manifest`): until then they are garbage that
+    the next open deletes. ``extra``: more one-dimensional arrays of the same generation (the
+    sketches' LSH: :mod:`.lsh_segment`), written, named and checked alike."""
     files: dict[str, Any] = {}
     arrays = {part: getattr(segment, part) for part in _PARTS}
     for part, given in {**arrays, **(extra or {})}.items():
@@ -81,7 +82,7 @@ def write_generation(
             crc = zlib.crc32(f.read(header_bytes))
         crc = zlib.crc32(array.data.cast("B"), crc) if array.size else crc
         files[part] = {"name": name, "bytes": path.stat().st_size, "crc32": crc}
-    manifest = {
+    return {
         "format": FORMAT,
         "generation": generation,
         "layout": layout.spec,
@@ -89,6 +90,11 @@ def write_generation(
         "files": files,
         **info,
     }
+
+
+def switch_manifest(directory: Path, manifest: dict[str, Any]) -> None:
+    """Name ``manifest``'s generation the current one: a temporary file, fsynced, renamed over the
+    manifest, the directory fsynced (a few small writes: the switch, not the rewrite)."""
     tmp = directory / f"{MANIFEST}.tmp"
     with tmp.open("w") as f:
         json.dump(manifest, f, indent=1, sort_keys=True)
@@ -96,8 +102,6 @@ def write_generation(
         os.fsync(f.fileno())
     os.replace(tmp, directory / MANIFEST)
     _fsync_dir(directory)
-    remove_stale(directory, keep=generation)
-    return manifest
 
 
 def remove_stale(directory: Path, keep: int | None) -> None:

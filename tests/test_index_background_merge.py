@@ -171,6 +171,31 @@ def test_a_failed_merge_loses_nothing_is_counted_and_retried(
     assert names == {f"tables-{read_manifest(path)['generation']:06d}"}  # no failed attempt left
 
 
+def test_compact_after_a_failed_merge_merges_its_layer_and_the_delta(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(generations, "start_thread", generations.MergeJob.run)
+    real = table_files.write_files
+    calls: list[int] = []
+
+    def first_fails(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(table_files, "write_files", first_fails)
+    with SimhashIndex(tmp_path / "ix", pending_max=4, delta_min=16) as index:
+        index.add_many(rows(20))  # a merge starts, and fails
+        index.add_many(rows(5, 20, seed=9))  # the failure is seen; the retry is not due yet
+        stats = index.stats()
+        assert stats["merge_failures"] == 1 and stats["merging"] == 20
+        assert stats["delta"] + stats["pending"] == 5
+        index.compact()
+        stats = index.stats()
+        assert (stats["base"], stats["merging"], stats["delta"], stats["pending"]) == (25, 0, 0, 0)
+
+
 def test_close_and_compact_finish_a_running_merge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     merges = Recorded(monkeypatch)
     path = tmp_path / "ix"

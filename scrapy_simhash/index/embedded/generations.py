@@ -242,7 +242,8 @@ class Generations:
         """Everything merged into a new generation before returning (open, attach, compact; ``force``:
         even when the tables have nothing new, to write the sketches' LSH); the failure raised."""
         self.wait()
-        if force or self.layers.dirty():
+        while force or self.layers.dirty():  # twice after a failed merge: its layer, then the delta
+            force = False
             self.start(run=MergeJob.run)
             error = self.wait()
             if error is not None:

@@ -227,3 +227,29 @@ def test_a_full_delta_while_a_merge_runs_waits_only_past_the_hard_cap(
         stats = index.stats()
         assert stats["merges"] == 1 and [job.done() for job in merges.jobs] == [True, False]
         assert stats["merging"] == generations.HARD_CAP * 10 and stats["base"] == 10
+
+
+def test_the_merge_thread_never_maps_with_map_populate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python's mmap() holds the interpreter's lock while the kernel populates the mapping (seconds
+    for a large generation): the merge's thread maps without it and faults the pages in itself."""
+    import mmap
+
+    populate = getattr(mmap, "MAP_POPULATE", 0)
+    if not populate:
+        pytest.skip("no MAP_POPULATE on this platform")
+    real, calls = mmap.mmap, []
+
+    def recording(*args: Any, **kwargs: Any) -> mmap.mmap:
+        calls.append((threading.current_thread().name, bool(kwargs.get("flags", 0) & populate)))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mmap, "mmap", recording)
+    with open_index(tmp_path / "ix", pending_max=4, delta_min=16) as index:
+        index.add_many([(i + 1, f"k{i}", None, sketch_of(i)) for i in range(40)])
+    merged = [populated for thread, populated in calls if thread == "scrapy-simhash-merge"]
+    assert merged and not any(merged)
+    with open_index(tmp_path / "ix") as index:  # an open still maps with it
+        assert len(index) == 40
+    assert calls[-1][1]

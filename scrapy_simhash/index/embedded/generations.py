@@ -113,16 +113,19 @@ class _Written:
     lsh: LSHSegment | None
 
 
-def mapped_lsh(path: Path, manifest: dict[str, Any] | None, column: Any, verify: bool) -> LSHSegment | None:
+def mapped_lsh(
+    path: Path, manifest: dict[str, Any] | None, column: Any, verify: bool, background: bool = False
+) -> LSHSegment | None:
     """The sketch LSH of the generation ``manifest`` names, memory-mapped, when it was written for
-    ``column``'s parameters; None when it has none (written without a column) or it is damaged."""
+    ``column``'s parameters; None when it has none (written without a column) or it is damaged.
+    ``background``: mapped by a merge's thread (:func:`~..tables.manifest.load_parts`)."""
     if manifest is None or not isinstance(manifest.get("lsh"), dict):
         return None
     info = manifest["lsh"]
     if any(info.get(name) != value for name, value in column.params.items()):
         return None
     try:
-        arrays = table_files.load_parts(path, manifest, LSH_PARTS, verify=verify)
+        arrays = table_files.load_parts(path, manifest, LSH_PARTS, verify=verify, background=background)
         if arrays is None:
             return None
         segment = LSHSegment.from_arrays(arrays, column.num_values, int(info["width"]))
@@ -216,12 +219,12 @@ class Generations:
             info["lsh"] = {**plan.column.params, "count": count, "width": width}
         manifest = table_files.write_files(self.path, plan.generation, merged, layout, info, arrays)
         try:
-            base = table_files.load_generation(self.path, manifest, layout, verify=False)
+            base = table_files.load_generation(self.path, manifest, layout, verify=False, background=True)
         except TablesInvalid as exc:
             raise MergeFailed(f"the table files just written cannot be read back ({exc})") from None
         lsh = None
         if plan.column is not None:
-            lsh = mapped_lsh(self.path, manifest, plan.column, self._verify)
+            lsh = mapped_lsh(self.path, manifest, plan.column, self._verify, background=True)
             if lsh is None:
                 raise MergeFailed("the sketches' LSH files just written cannot be read back")
         return _Written(manifest, base, lsh)

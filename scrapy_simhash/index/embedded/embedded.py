@@ -26,17 +26,16 @@ from ..base import LayoutError, Match, Meta, NearDuplicateIndex, SimhashIndexErr
 from ..tables.batch import as_hash_array
 from ..tables.layers import Layers
 from ..tables.layouts import DEFAULT_K, Layout, resolve, settle
-from ..tables.manifest import TablesInvalid, read_manifest, remove_stale
-from ..tables.tables import members
+from ..tables.manifest import remove_stale
 from ..values import check_key, check_simhash, encode_meta
 from .generations import Generations, mapped_lsh
 from .integrity import (
     CommitMark,
-    check_manifest,
     check_mark,
     open_directory,
     read_mark,
 )
+from .loading import load_layers
 from .storage import Store
 
 logger = logging.getLogger(__name__)
@@ -128,61 +127,16 @@ class SimhashIndex(NearDuplicateIndex):
         return settle(stored["layout"], int(stored["k"]), k, spec, self.path)
 
     def _load(self) -> None:
-        """Base tables from disk (rebuilt if damaged), the rest from one snapshot of the database.
-
-        The manifest is read first: a concurrent writer can only move the database ahead of it.
-        """
-        try:
-            manifest = read_manifest(self.path)
-        except TablesInvalid as exc:
-            manifest = None
-            self._tables_invalid(exc)
-        with self._store.snapshot():
-            self._load_rows(manifest)
+        """Base tables from disk (rebuilt if damaged), the rest from one snapshot of the database."""
+        layers = Layers(self.path, self.layout, self._pending_max, self._delta_min)
+        self._rebuilds += load_layers(layers, self._store, self._db_id, self._verify, self.read_only)
+        self._layers, self._count = layers, self._store.live
         info = {"db_id": self._db_id, "k": self.k}
-        self._generations = Generations(self.path, self._layers, self._store, info, self._verify)
+        self._generations = Generations(self.path, layers, self._store, info, self._verify)
         if not self.read_only:
-            remove_stale(self.path, keep=self._layers.generation or None)
-            if self._rebuilds or self._layers.delta_full():
+            remove_stale(self.path, keep=layers.generation or None)
+            if self._rebuilds or layers.delta_full():
                 self._generations.merge_now()
-
-    def _tables_invalid(self, exc: TablesInvalid) -> None:
-        self._rebuilds += 1
-        logger.warning(
-            "index %s: table files invalid (%s); rebuilding them from the database", self.path, exc
-        )
-
-    def _load_rows(self, manifest: dict[str, Any] | None) -> None:
-        self._layers = layers = Layers(self.path, self.layout, self._pending_max, self._delta_min)
-        try:
-            if manifest is not None and not check_manifest(
-                self._store.path, manifest, self._db_id, self._store.high
-            ):
-                raise TablesInvalid("the table files belong to another database")
-            layers.set_base(manifest, verify=self._verify)
-        except TablesInvalid as exc:
-            layers.drop_base()
-            self._tables_invalid(exc)
-        dead = set(members(layers.base.seqs, self._store.tombstones()).tolist())
-        seqs, hashes = self._store.rows(after=layers.base_max_seq)
-        layers.set_rest(dead, hashes, seqs)
-        self._count = self._store.live
-        expected = len(layers)
-        if expected > self._count and self._verify and not self._rebuilds and not self.read_only:
-            # verified table files and newer rows account for rows the database no longer has
-            raise self._store.damaged(f"it holds {self._count} rows, its table files account for {expected}")
-        if expected != self._count:
-            # the files do not describe this database (restored from elsewhere, or damaged)
-            self._rebuilds += 1
-            logger.warning(
-                "index %s: table files hold %d live fingerprints, the database %d; rebuilding",
-                self.path,
-                expected,
-                self._count,
-            )
-            layers.drop_base()
-            seqs, hashes = self._store.rows()
-            layers.set_rest(set(), hashes, seqs)
 
     # helpers
     def _check_open(self, writing: bool = False) -> None:

@@ -48,8 +48,21 @@ from scrapy_simhash.index import open_index
 location, round_, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 sync, _, merging = (sys.argv[4] if len(sys.argv) > 4 else "").partition("-")
 rng = random.Random(seed)
-# "-merging": a table generation (the sketches' LSH files with it) every few writes, so kills land in them
+# "-merging": a table generation (the sketches' LSH files with it) every few writes, so kills land in them;
+# "-background": and each generation's files written slowly (in the background), so that kills land
+# inside those writes; LOCATION.merges gets "+" when one starts writing files, "-" when it wrote them
 options = {"pending_max": 4, "delta_min": 16} if merging else {}
+if merging == "background":
+    import os, time
+    from scrapy_simhash.index.tables import manifest
+    real, marks = manifest.write_files, os.open(location + ".merges", os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    def slow_write_files(*args, **kwargs):
+        os.write(marks, b"+")
+        time.sleep(0.05)
+        written = real(*args, **kwargs)
+        os.write(marks, b"-")
+        return written
+    manifest.write_files = slow_write_files
 index = open_index(location, synchronous=sync, **options) if sync else open_index(location, **options)
 print("OPEN", flush=True)
 

@@ -157,7 +157,11 @@ def test_an_index_whose_files_predate_the_lsh_gets_them_from_its_first_writer(tm
     assert sum(1 for _ in path.glob("tables-*.lsh_*.npy")) == len(LSH_PARTS)
 
 
-def test_a_reader_and_the_writer_agree_across_generations(tmp_path) -> None:
+def test_a_reader_and_the_writer_agree_across_generations(tmp_path, monkeypatch) -> None:
+    from scrapy_simhash.index.embedded import generations
+
+    # each generation written as soon as it starts (not in a thread): switched at the next write
+    monkeypatch.setattr(generations, "start_thread", generations.MergeJob.run)
     path = tmp_path / "ix"
     probes = build(path, n=30)
     with open_index(path, pending_max=2, delta_min=3) as writer:

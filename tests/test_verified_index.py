@@ -39,6 +39,7 @@ class Backend:
     def __init__(self, name: str, tmp_path: Path, server: RedisServer | None) -> None:
         self.name, self.tmp_path, self.server = name, tmp_path, server
         self.opened: list[str] = []
+        self.merges: list[Any] = []
 
     def location(self) -> str:
         if self.server is not None:
@@ -48,7 +49,7 @@ class Backend:
     def open(self, location: str | None = None, **options: Any) -> VerifiedIndex:
         location = location or self.location()
         self.opened.append(location)
-        if self.name == "embedded-merging":  # a table generation (with the sketches' LSH) every few writes
+        if self.name.startswith("embedded-"):  # a table generation (with the sketches' LSH) every few writes
             options = {"pending_max": 2, "delta_min": 3, **options}
         index = open_index(location, **options)
         assert isinstance(index, VerifiedIndex)
@@ -67,11 +68,23 @@ class Backend:
             with open_index(location) as index:
                 index.clear()
 
+    def run_merges(self) -> None:
+        """Run the generation writes started so far (``embedded-background``: recorded, not run,
+        so that operations interleave with a merge under way until this step)."""
+        for job in self.merges:
+            job.run()
+        self.merges.clear()
 
-@pytest.fixture(params=["embedded", "embedded-merging", "redis"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+
+@pytest.fixture(params=["embedded", "embedded-merging", "embedded-background", "redis"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Backend:
     server = request.getfixturevalue("server") if request.param == "redis" else None
     made = Backend(request.param, tmp_path, server)
+    made.merges = []
+    if request.param == "embedded-background":
+        from scrapy_simhash.index.embedded import generations
+
+        monkeypatch.setattr(generations, "start_thread", made.merges.append)
     yield made
     made.cleanup()
 
@@ -138,11 +151,8 @@ def programs(draw: st.DrawFn) -> list[tuple[Any, ...]]:
     ops: list[tuple[Any, ...]] = []
     keys = [f"k{i}" for i in range(8)]
     for _ in range(draw(st.integers(1, 20))):
-        kind = draw(
-            st.sampled_from(
-                ["add", "check", "check", "batch", "query", "remove", "reopen", "compact", "add_sketch"]
-            )
-        )
+        kinds = ["add", "check", "check", "batch", "query", "remove", "reopen", "compact", "add_sketch"]
+        kind = draw(st.sampled_from([*kinds, "merge"]))
         if kind == "add_sketch":
             ops.append((kind, draw(st.sampled_from(keys)), page()[1]))
         elif kind in ("add", "check"):
@@ -154,6 +164,8 @@ def programs(draw: st.DrawFn) -> list[tuple[Any, ...]]:
             ops.append(("query", *page()))
         elif kind == "remove":
             ops.append(("remove", draw(st.sampled_from(keys))))
+        elif kind in ("compact", "merge"):
+            ops.append((kind,))
         else:
             ops.append(("reopen",))
     return ops
@@ -194,6 +206,8 @@ def test_answers_are_exactly_the_rules(backend: Backend, ops: list[tuple[Any, ..
                 assert index.remove(op[1]) == (model.rows.pop(op[1], None) is not None)
             elif op[0] == "compact":
                 index.compact()
+            elif op[0] == "merge":  # a background merge finishes here (switched at the next write)
+                backend.run_merges()
             elif op[0] == "add_sketch":
                 _, key, sketch = op
                 if sketch is None:
@@ -660,15 +674,20 @@ def test_lost_sketch_namespace_raises_index_lost(server: RedisServer) -> None:
 # -- crash safety ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sync", ["full", "normal", "normal-merging"])
+@pytest.mark.parametrize("sync", ["full", "normal", "normal-merging", "normal-background"])
 def test_sigkill_loses_no_acknowledged_insert(tmp_path: Path, sync: str) -> None:
     from crash_support import VERIFIED_CHILD, acknowledged, run_and_kill
 
     rng = random.Random(13)
     path = tmp_path / "ix"
     present: dict[str, tuple[int, np.ndarray | None]] = {}
+    inside_a_merge = 0
     for round_ in range(12):
         lines = run_and_kill(VERIFIED_CHILD, path, round_, rng, sync)
+        marks = Path(f"{path}.merges")
+        if marks.exists():  # "-background": was this kill inside a generation's write?
+            inside_a_merge += marks.read_text().endswith("+")
+            marks.unlink()
         present, in_doubt = acknowledged(lines, present)
         if in_doubt is not None:  # cut during remove: either state
             present.pop(in_doubt, None)
@@ -695,6 +714,8 @@ def test_sigkill_loses_no_acknowledged_insert(tmp_path: Path, sync: str) -> None
                 found = index.sketch(key)
                 present[key] = (h, None if found is None else found.values)
     assert len(present) > 50
+    if sync.endswith("-background"):
+        assert inside_a_merge > 0, "no kill landed inside a background merge"
 
 
 def test_an_index_with_32_bit_sketches_decides_on_8_bits_once_upgraded(tmp_path: Path) -> None:

@@ -1,11 +1,12 @@
 """The embedded index: a local directory, no server, exact and crash-safe.
 
-Fingerprints are found in permuted tables kept in three layers (:mod:`.layers`: pending, delta,
-base). Only the SQLite database (:mod:`.storage`) is the source of truth: every insert is
-committed there (durably) before the call returns, and the pending buffer and the delta are
-rebuilt from it on open, the base when its files are missing or damaged. One process may write
-an index at a time (an ``flock`` on ``LOCK``; a second writer gets :class:`IndexLockedError`);
-any number may open it ``read_only=True`` and see the state as of their opening.
+Fingerprints are found in permuted tables kept in layers (:mod:`.layers`: pending, delta, merging,
+base); new base generations are written in the background (:mod:`.generations`). Only the SQLite
+database (:mod:`.storage`) is the source of truth: every insert is committed there (durably) before
+the call returns, and the pending buffer and the delta are rebuilt from it on open, the base when
+its files are missing or damaged. One process may write an index at a time (an ``flock`` on
+``LOCK``; a second writer gets :class:`IndexLockedError`); any number may open it
+``read_only=True`` and see the state as of their opening.
 Damage to the database itself cannot be repaired; :mod:`.integrity` detects it and it is
 raised as :class:`IndexCorruptError`, never answered from.
 """
@@ -22,21 +23,19 @@ from typing import Any
 import numpy as np
 
 from ..base import LayoutError, Match, Meta, NearDuplicateIndex, SimhashIndexError
-from ..lsh.lsh_segment import PARTS as LSH_PARTS
-from ..lsh.lsh_segment import LSHSegment
 from ..tables.batch import as_hash_array
 from ..tables.layers import Layers
 from ..tables.layouts import DEFAULT_K, Layout, resolve, settle
-from ..tables.manifest import TablesInvalid, load_parts, read_manifest, remove_stale
-from ..tables.tables import members
+from ..tables.manifest import remove_stale
 from ..values import check_key, check_simhash, encode_meta
+from .generations import Generations, mapped_lsh
 from .integrity import (
     CommitMark,
-    check_manifest,
     check_mark,
     open_directory,
     read_mark,
 )
+from .loading import load_layers
 from .storage import Store
 
 logger = logging.getLogger(__name__)
@@ -128,59 +127,16 @@ class SimhashIndex(NearDuplicateIndex):
         return settle(stored["layout"], int(stored["k"]), k, spec, self.path)
 
     def _load(self) -> None:
-        """Base tables from disk (rebuilt if damaged), the rest from one snapshot of the database.
-
-        The manifest is read first: a concurrent writer can only move the database ahead of it.
-        """
-        try:
-            manifest = read_manifest(self.path)
-        except TablesInvalid as exc:
-            manifest = None
-            self._tables_invalid(exc)
-        with self._store.snapshot():
-            self._load_rows(manifest)
+        """Base tables from disk (rebuilt if damaged), the rest from one snapshot of the database."""
+        layers = Layers(self.path, self.layout, self._pending_max, self._delta_min)
+        self._rebuilds += load_layers(layers, self._store, self._db_id, self._verify, self.read_only)
+        self._layers, self._count = layers, self._store.live
+        info = {"db_id": self._db_id, "k": self.k}
+        self._generations = Generations(self.path, layers, self._store, info, self._verify)
         if not self.read_only:
-            remove_stale(self.path, keep=self._layers.generation or None)
-            if self._rebuilds or self._layers.delta_full():
-                self._write_generation()
-
-    def _tables_invalid(self, exc: TablesInvalid) -> None:
-        self._rebuilds += 1
-        logger.warning(
-            "index %s: table files invalid (%s); rebuilding them from the database", self.path, exc
-        )
-
-    def _load_rows(self, manifest: dict[str, Any] | None) -> None:
-        self._layers = layers = Layers(self.path, self.layout, self._pending_max, self._delta_min)
-        try:
-            if manifest is not None and not check_manifest(
-                self._store.path, manifest, self._db_id, self._store.high
-            ):
-                raise TablesInvalid("the table files belong to another database")
-            layers.set_base(manifest, verify=self._verify)
-        except TablesInvalid as exc:
-            layers.drop_base()
-            self._tables_invalid(exc)
-        dead = set(members(layers.base.seqs, self._store.tombstones()).tolist())
-        seqs, hashes = self._store.rows(after=layers.base_max_seq)
-        layers.set_rest(dead, hashes, seqs)
-        self._count = self._store.live
-        expected = len(layers)
-        if expected > self._count and self._verify and not self._rebuilds and not self.read_only:
-            # verified table files and newer rows account for rows the database no longer has
-            raise self._store.damaged(f"it holds {self._count} rows, its table files account for {expected}")
-        if expected != self._count:
-            # the files do not describe this database (restored from elsewhere, or damaged)
-            self._rebuilds += 1
-            logger.warning(
-                "index %s: table files hold %d live fingerprints, the database %d; rebuilding",
-                self.path,
-                expected,
-                self._count,
-            )
-            layers.drop_base()
-            seqs, hashes = self._store.rows()
-            layers.set_rest(set(), hashes, seqs)
+            remove_stale(self.path, keep=layers.generation or None)
+            if self._rebuilds or layers.delta_full():
+                self._generations.merge_now()
 
     # helpers
     def _check_open(self, writing: bool = False) -> None:
@@ -225,52 +181,13 @@ class SimhashIndex(NearDuplicateIndex):
         return count
 
     def _insert(self, rows: list[tuple[int, str, str | None, bytes | None]]) -> None:
-        seqs, replaced = self._store.put_many(rows, tombstone_upto=self._layers.base_max_seq)
+        seqs, replaced = self._store.put_many(rows, tombstone_upto=self._layers.frozen_max_seq)
         if self._column is not None:
             self._column.stored([row[1] for row in rows], seqs, [row[3] for row in rows], replaced)
         self._count += len(rows) - len(replaced)
         self._layers.inserted([row[0] for row in rows], seqs, replaced)
-        if self._layers.delta_full():
-            self._write_generation()
-
-    def _write_generation(self) -> None:
-        """Merge everything into a new on-disk base generation (atomically switched), the sketches'
-        LSH with the tables when the index has a sketch column."""
-        max_seq = self._store.next_seq - 1
-        info: dict[str, Any] = {"db_id": self._db_id, "k": self.k}
-        column, arrays = self._column, None
-        if column is not None:
-            segment = column.merged()
-            arrays = segment.arrays()
-            info["lsh"] = {**column.params, "count": int(segment.seqs.size), "width": segment.buckets.width}
-        self._layers.write_generation(max_seq, info, arrays)
-        self._store.clear_tombstones(max_seq)
-        if column is not None:
-            base = self._mapped_lsh(column)
-            if base is None:  # the files just written cannot be read back: the disk is failing
-                raise self._store.damaged("the sketches' LSH files just written cannot be read back")
-            column.set_base(base)
-
-    def _mapped_lsh(self, column: Any) -> LSHSegment | None:
-        """The base generation's sketch LSH, memory-mapped, when it was written for ``column``'s
-        parameters; None when it has none (written without a column) or it is damaged."""
-        manifest = self._layers.manifest
-        if manifest is None or not isinstance(manifest.get("lsh"), dict):
-            return None
-        info = manifest["lsh"]
-        if any(info.get(name) != value for name, value in column.params.items()):
-            return None
-        try:
-            arrays = load_parts(self.path, manifest, LSH_PARTS, verify=self._verify)
-            if arrays is None:
-                return None
-            segment = LSHSegment.from_arrays(arrays, column.num_values, int(info["width"]))
-            if segment.seqs.size != info.get("count"):
-                raise TablesInvalid(f"the LSH files hold {segment.seqs.size} pages, not {info.get('count')}")
-            return segment
-        except (TablesInvalid, ValueError, TypeError, KeyError) as exc:
-            logger.warning("index %s: sketch LSH files invalid (%s); reading the rows", self.path, exc)
-            return None
+        self._generations.changed(removed=replaced)
+        self._generations.after_write()
 
     def check_and_add(
         self, simhash: int, key: str, meta: Meta | None = None, *, sketch: bytes | None = None
@@ -288,13 +205,15 @@ class SimhashIndex(NearDuplicateIndex):
         key = check_key(key)
         with self._lock:
             self._check_open(writing=True)
-            seq = self._store.delete(key, tombstone_upto=self._layers.base_max_seq)
+            seq = self._store.delete(key, tombstone_upto=self._layers.frozen_max_seq)
             if seq is None:
                 return False
             self._layers.dead.add(seq)
             self._count -= 1
             if self._column is not None:
                 self._column.removed(key, seq)
+            self._generations.changed(removed=[seq])
+            self._generations.after_write()
             return True
 
     # the verified index's sketch column (:mod:`.sketch_column`)
@@ -306,8 +225,9 @@ class SimhashIndex(NearDuplicateIndex):
         next open maps it."""
         with self._lock:
             self._check_open()
+            self._generations.wait()  # the base is what the files hold
             column.attach_rows(self)
-            base = self._mapped_lsh(column)
+            base = mapped_lsh(self.path, self._layers.manifest, column, self._verify)
             after = 0
             if base is not None:
                 column.set_base(base, self._layers.dead)
@@ -316,9 +236,9 @@ class SimhashIndex(NearDuplicateIndex):
                 column.load(self._store.sketches(after=after))
             except ValueError as exc:  # a row whose sketch passed its check but has the wrong length
                 raise self._store.damaged(str(exc)) from exc
-            self._column = column
+            self._column = self._generations.column = column
             if base is None and not self.read_only and self._layers.generation:
-                self._write_generation()
+                self._generations.merge_now(force=True)
 
     def settings(self) -> dict[str, str]:
         """The stored settings (layout, k, the sketch column's, ...)."""
@@ -335,11 +255,13 @@ class SimhashIndex(NearDuplicateIndex):
         with self._lock:
             self._check_open(writing=True)
             changed = self._store.set_sketches(
-                [(check_key(key), data) for key, data in items], settings, self._layers.base_max_seq
+                [(check_key(key), data) for key, data in items], settings, self._layers.frozen_max_seq
             )
             if changed and self._column is not None:
                 sketch_of = dict(items)
                 self._column.stored(list(changed), list(changed.values()), [sketch_of[k] for k in changed])
+            self._generations.changed(resketched=changed.values())
+            self._generations.after_write()
             return changed
 
     def rows_by_seq(self, seqs: list[int]) -> dict[int, tuple[str, dict[str, Any], int]]:
@@ -365,11 +287,11 @@ class SimhashIndex(NearDuplicateIndex):
             return set(self._store.keys(without_sketch=True))
 
     def compact(self) -> None:
-        """Merge recent inserts and removals into a new on-disk generation; checkpoint the WAL."""
+        """Merge recent inserts and removals into a new on-disk generation (after the one being
+        written in the background, if any); checkpoint the WAL. A failure to write it is raised."""
         with self._lock:
             self._check_open(writing=True)
-            if self._layers.dirty():
-                self._write_generation()
+            self._generations.merge_now()
             self._store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # reading
@@ -479,6 +401,8 @@ class SimhashIndex(NearDuplicateIndex):
     def stats(self) -> dict[str, Any]:
         with self._lock:
             self._check_open()
+            if not self.read_only:
+                self._generations.poll()
             disk = sum(p.stat().st_size for p in self.path.iterdir() if p.is_file())
             layers = self._layers.stats()
             return {
@@ -490,11 +414,13 @@ class SimhashIndex(NearDuplicateIndex):
                 "tables": self.layout.num_tables,
                 "complete_up_to_k": self.layout.max_k,
                 "base": layers["base"],
+                "merging": layers["merging"],
                 "delta": layers["delta"],
                 "pending": layers["pending"],
                 "removed_not_compacted": layers["removed_not_compacted"],
                 "generation": layers["generation"],
                 "merges": layers["merges"],
+                **self._generations.stats(),
                 "rebuilds": self._rebuilds,
                 "table_bytes": layers["table_bytes"],
                 "disk_bytes": disk,
@@ -516,10 +442,14 @@ class SimhashIndex(NearDuplicateIndex):
         with self._lock:
             if self._closed:
                 return
-            self._closed = True
-            self._store.close()
-            self._layers.close()
-            self._release_lock()
+            try:
+                if not self.read_only and self._generations.wait() is not None:  # no merge left behind
+                    logger.warning("index %s: closed with its last generation unwritten", self.path)
+            finally:
+                self._closed = True
+                self._store.close()
+                self._layers.close()
+                self._release_lock()
 
     def __enter__(self) -> SimhashIndex:
         return self

@@ -17,7 +17,7 @@ are stored with the simhash store's, prefixed ``sketch_``, and fixed when the co
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -49,10 +49,13 @@ class SketchColumn:
     first. Written only through the simhash store (:meth:`encode`, then :meth:`stored` after the
     commit); thread-safe for readers.
 
-    Two levels, like the simhash tables: the *base*, an :class:`~.lsh_segment.LSHSegment` mapped from
+    Levels like the simhash tables': the *base*, an :class:`~.lsh_segment.LSHSegment` mapped from
     the current table generation's files, and the *recent* pages (written since, or the whole index
-    when it has no such files yet) in a :class:`~.lsh.MinHashLSH`. A page's key is in its row: base
-    answers are named by seq and their keys read with their rows (:meth:`attach_rows`)."""
+    when it has no such files yet) in a :class:`~.lsh.MinHashLSH`. While a generation is written in
+    the background, the recent level it was frozen from is the read-only *merging* level (its pages
+    replaced, removed or given another sketch since are ``gone`` from it), and writes go on into a
+    fresh recent level. A page's key is in its row: base answers are named by seq and their keys
+    read with their rows (:meth:`attach_rows`)."""
 
     def __init__(self, params: dict[str, Any]) -> None:
         self.threshold, self.num_values = params["threshold"], params["num_values"]
@@ -61,6 +64,9 @@ class SketchColumn:
         self._bits = ValueBits(self.value_bits)
         self._lsh = self._new_recent()
         self._base = LSHSegment.empty(self.num_values, self._lsh.dtype)
+        self._merging: MinHashLSH | None = None
+        self._gone: set[str] = set()
+        """Keys of the merging level whose page has changed since it was frozen (not answers)."""
         self._reader: Any = None
         """The simhash store's reads by seq and by key (:meth:`attach_rows`)."""
         self._lock = threading.RLock()
@@ -104,20 +110,29 @@ class SketchColumn:
             base.kill(np.fromiter(dead, dtype=np.int64))
             self._base, self._lsh = base, self._new_recent()
 
-    def merged(self) -> LSHSegment:
-        """Both levels as one new segment (in memory), for the next table generation."""
+    def freeze(self) -> Callable[[], LSHSegment]:
+        """Start a merge: the recent level becomes the merging level (unless one is already frozen:
+        a retry), and the returned function builds base + merging as one new segment, in memory, for
+        the next table generation. It reads only what no write changes (a copy of the base's live
+        marks), so it may run in another thread; kills meanwhile are applied by :meth:`switch`."""
         with self._lock:
-            _, sketches, seqs = self._lsh.live()
-            order = np.argsort(seqs, kind="stable")
-            sketches, seqs = sketches[order], seqs[order]
-            base = self._base
-            if seqs.size and base.seqs.size and int(seqs[0]) <= int(base.seqs[-1]):
-                # pages given a sketch after the base was written keep their (older) seq: rebuild
-                every = np.concatenate([np.asarray(base.seqs)[base.alive], seqs])
-                matrix = np.concatenate([np.asarray(base.sketches)[base.alive], sketches])
-                order = np.argsort(every, kind="stable")
-                return LSHSegment.build(self._lsh.hasher, matrix[order], every[order])
-            return base.merged(self._lsh.hasher, sketches, seqs)
+            if self._merging is None:
+                self._merging, self._lsh, self._gone = self._lsh, self._new_recent(), set()
+            frozen, base = self._merging, self._base.snapshot()
+        return lambda: _merged(base, frozen)
+
+    def switch(self, base: LSHSegment, dead: Iterable[int]) -> None:
+        """The merge's segment becomes the base, ``dead``: its rows removed, replaced or given another
+        sketch while it was built; the merging level is dropped (the recent level stays)."""
+        with self._lock:
+            base.kill(np.fromiter(dead, dtype=np.int64))
+            self._base, self._merging, self._gone = base, None, set()
+
+    def _forget_merging(self, keys: Iterable[str]) -> None:
+        """These keys' pages changed: the merging level's copies are no longer answers."""
+        merging = self._merging
+        if merging is not None:
+            self._gone.update(key for key in keys if key in merging)
 
     def load(self, chunks: Iterable[list[tuple[int, str, bytes]]]) -> None:
         """Fill the empty recent level from rows ``(seq, key, sketch bytes)`` in seq order (one open);
@@ -150,6 +165,7 @@ class SketchColumn:
             lsh = self._lsh
             if len(self._base.seqs):
                 self._base.kill([*replaced, *seqs])
+            self._forget_merging(keys)
             if len(keys) == 1 and sketches[0]:  # one page (a crawl's every write): no batch machinery
                 lsh.add(keys[0], self._decode(sketches[0]), tag=seqs[0])
                 return
@@ -164,13 +180,20 @@ class SketchColumn:
     def removed(self, key: str, seq: int | None = None) -> None:
         with self._lock:
             self._lsh.remove(key)
+            self._forget_merging([key])
             if seq is not None:
                 self._base.kill([seq])
 
     # -- reads by key ----------------------------------------------------------------------------------
     def __len__(self) -> int:
         with self._lock:
-            return len(self._base) + len(self._lsh)
+            return len(self._base) + self._merging_size() + len(self._lsh)
+
+    def _merging_size(self) -> int:
+        return 0 if self._merging is None else len(self._merging) - len(self._gone)
+
+    def _in_merging(self, key: str) -> bool:
+        return self._merging is not None and key in self._merging and key not in self._gone
 
     def _base_rows(self, keys: list[str]) -> dict[str, tuple[int, bytes]]:
         """The rows with a sketch of ``keys`` (asked for those not in the recent level: they are in the
@@ -181,9 +204,9 @@ class SketchColumn:
         return self._reader.sketch_rows(keys)
 
     def in_recent(self, key: str) -> bool:
-        """Whether the recent level holds ``key`` (no read of the rows)."""
+        """Whether the recent (or merging) level holds ``key`` (no read of the rows)."""
         with self._lock:
-            return key in self._lsh
+            return key in self._lsh or self._in_merging(key)
 
     def __contains__(self, key: object) -> bool:
         if not isinstance(key, str):
@@ -198,6 +221,11 @@ class SketchColumn:
         wanted = list(keys)
         with self._lock:
             out = {key: values for key in wanted if (values := self._lsh.get(key)) is not None}
+            if self._merging is not None:
+                merging = self._merging
+                for key in wanted:
+                    if key not in out and self._in_merging(key):
+                        out[key] = merging.get(key)  # type: ignore[assignment]
         for key, (_, data) in self._base_rows([key for key in wanted if key not in out]).items():
             out[key] = self._decode(data).astype(np.uint32)
         return out
@@ -206,6 +234,10 @@ class SketchColumn:
         """Keys with a sketch."""
         with self._lock:
             recent = self._lsh.keys()
+            if self._merging is not None:
+                fresh, gone = set(recent), self._gone
+                frozen = self._merging.keys()  # a list, oldest first (MinHashLSH is not iterable)
+                recent = [k for k in frozen if k not in gone and k not in fresh] + recent
             based = self._reader is not None and len(self._base) > 0
         if not based:
             return recent
@@ -214,7 +246,13 @@ class SketchColumn:
     def hints(self, keys: Iterable[str]) -> list[int]:
         """Each key's seq in the simhash store as last seen here (0: not known here)."""
         with self._lock:
-            return self._lsh.tags(keys)
+            wanted = list(keys)
+            tags = self._lsh.tags(wanted)
+            if self._merging is None:
+                return tags
+            older = self._merging.tags(wanted)
+            gone = self._gone
+            return [t or (0 if key in gone else o) for key, t, o in zip(wanted, tags, older, strict=True)]
 
     def set_hints(self, pairs: Iterable[tuple[str, int]]) -> None:
         with self._lock:
@@ -243,10 +281,13 @@ class SketchColumn:
         lean path, which reads the matches' rows by seq (key None: a base page, named by its row)."""
         batch = as_sketch_batch(sketches, self.num_values)
         with self._lock:
-            lsh, base = self._lsh, self._base
+            lsh, base, merging, gone = self._lsh, self._base, self._merging, self._gone
             if batch.shape[0] == 1:  # one lookup: the single query's C calls, no batch machinery
-                v, band_keys = lsh.prepare(batch[0])  # the band keys once, for both levels
+                v, band_keys = lsh.prepare(batch[0])  # the band keys once, for every level
                 recent: list[tuple[str | None, float, int]] = list(lsh.query_prepared(v, band_keys))
+                if merging is not None:
+                    frozen = [a for a in merging.query_prepared(v, band_keys) if a[0] not in gone]
+                    recent = _best_first(frozen, recent) if frozen else recent
                 if not len(base):
                     return [recent]
                 found = base.query(v, band_keys, self.bands, self.rows, lsh.min_matches)
@@ -259,6 +300,17 @@ class SketchColumn:
                 [(key, s, t) for (key, s), t in zip(found, tags(key for key, _ in found), strict=True)]
                 for found in lsh.query_many(batch)
             ]
+            if merging is not None:
+                frozen_tags = merging.tags
+                olders = [
+                    [
+                        (key, s, t)
+                        for (key, s), t in zip(found, frozen_tags(key for key, _ in found), strict=True)
+                        if key not in gone
+                    ]
+                    for found in merging.query_many(batch)
+                ]
+                out = [_best_first(old, new) if old else new for old, new in zip(olders, out, strict=True)]
             if len(base):
                 values, band_keys = lsh.prepare_many(batch)
                 olds: list[list[tuple[str | None, float, int]]] = [[] for _ in out]
@@ -273,8 +325,9 @@ class SketchColumn:
             recent = self._lsh.stats()
             return {
                 **recent,
-                "size": len(self._base) + len(self._lsh),
+                "size": len(self._base) + self._merging_size() + len(self._lsh),
                 "base": len(self._base),
+                "merging": self._merging_size(),
                 "recent": len(self._lsh),
                 "removed_not_compacted": recent["removed_not_compacted"] + self._base.dead,
                 "bytes_base": self._base.nbytes,
@@ -299,6 +352,20 @@ def _best_first(
     if not new:
         return old
     return sorted(old + new, key=lambda answer: (-answer[1], answer[2]))
+
+
+def _merged(base: LSHSegment, frozen: MinHashLSH) -> LSHSegment:
+    """``base``'s live pages and ``frozen``'s as one new segment, ids in seq order."""
+    _, sketches, seqs = frozen.live()
+    order = np.argsort(seqs, kind="stable")
+    sketches, seqs = sketches[order], seqs[order]
+    if seqs.size and base.seqs.size and int(seqs[0]) <= int(base.seqs[-1]):
+        # pages given a sketch after the base was written keep their (older) seq: rebuild
+        every = np.concatenate([np.asarray(base.seqs)[base.alive], seqs])
+        matrix = np.concatenate([np.asarray(base.sketches)[base.alive], sketches])
+        order = np.argsort(every, kind="stable")
+        return LSHSegment.build(frozen.hasher, matrix[order], every[order])
+    return base.merged(frozen.hasher, sketches, seqs)
 
 
 # -- opening --------------------------------------------------------------------------------------------

@@ -29,7 +29,6 @@ Any SQLite or JSON error while reading means a damaged database and is raised as
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import uuid
 from collections.abc import Iterator, Sequence
@@ -37,20 +36,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..base import IndexCorruptError, IndexSettingsError
-from .database import RowDatabase, check_synchronous, connect, settings_check
-from .integrity import CommitMark, bad_rows, check_sqlite, row_check, row_checks, stored_row_checks
+from .database import check_synchronous, connect, settings_check
+from .integrity import CommitMark, check_sqlite, row_check, row_checks
+from .row_scans import SELECTED, RowScans, to_signed, to_unsigned
 from .store_format import FORMAT, refuse_format
 
-SIGN = 1 << 63
-WRAP = 1 << 64
 _CHUNK = 500  # host parameters per statement, well under SQLite's limit
 _TABLES = {"settings", "entries", "tombstones", "resketched"}
 _COLUMNS = {"seq", "key", "simhash", "meta", "chk", "sketch"}
-_SELECTED = "seq, key, simhash, meta, chk, sketch"
-"""What every read of whole rows selects: all that :meth:`Store._verified` checks."""
 _INSERT = "INSERT INTO entries (seq, key, simhash, meta, chk, sketch) VALUES (?, ?, ?, ?, ?, ?)"
 
 _SCHEMA = """
@@ -68,21 +62,12 @@ CREATE TABLE IF NOT EXISTS resketched (seq INTEGER PRIMARY KEY);
 """
 
 
-def to_signed(h: int) -> int:
-    """SQLite integers are signed 64-bit."""
-    return h - WRAP if h >= SIGN else h
-
-
-def to_unsigned(v: int) -> int:
-    return v + WRAP if v < 0 else v
-
-
 def _chunks(values: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
     for start in range(0, len(values), size):
         yield values[start : start + size]
 
 
-class Store(RowDatabase):
+class Store(RowScans):
     """Durable rows of the index. Not thread-safe by itself: the index serialises calls.
 
     ``check``: run SQLite's ``"quick"`` or ``"thorough"`` check at open (see :func:`check_sqlite`).
@@ -265,30 +250,24 @@ class Store(RowDatabase):
         if seqs:
             self.conn.executemany("INSERT OR IGNORE INTO tombstones (seq) VALUES (?)", [(s,) for s in seqs])
 
-    def clear_tombstones(self, upto: int) -> None:
-        """The table files now hold every row up to ``upto``: forget what changed in them before."""
+    def clear_tombstones(self, upto: int, removed: set[int], resketched: set[int]) -> None:
+        """The table files now hold every row up to ``upto``: forget what changed in them before,
+        but for ``removed`` and ``resketched``, rows that changed while those files were written."""
         with self._transaction():
             self.conn.execute("DELETE FROM tombstones WHERE seq <= ?", (upto,))
             self.conn.execute("DELETE FROM resketched WHERE seq <= ?", (upto,))
+            self._tombstone(sorted(s for s in removed if s <= upto))
+            kept = [(s,) for s in sorted(resketched) if s <= upto]
+            self.conn.executemany("INSERT OR IGNORE INTO resketched (seq) VALUES (?)", kept)
 
     # reads
     def count(self) -> int:
         with self._reading():
             return int(self.conn.execute("SELECT count(*) FROM entries").fetchone()[0])
 
-    def _verified(
-        self, seq: int, key: str, h: int, meta: str | None, chk: int | None, sketch: bytes | None = None
-    ) -> dict[str, Any]:
-        """The row's meta, after checking the row (sketch included) against its checksum."""
-        if chk is None:
-            raise self.damaged(f"row {seq} ({key!r}) has no checksum")
-        if to_unsigned(chk) != row_check(seq, to_unsigned(h), key, meta, sketch):
-            raise self.damaged(f"row {seq} ({key!r}) fails its checksum")
-        return _meta(meta)
-
     def get(self, key: str) -> tuple[int, int, dict[str, Any]] | None:
         with self._reading():
-            row = self.conn.execute(f"SELECT {_SELECTED} FROM entries WHERE key = ?", (key,)).fetchone()
+            row = self.conn.execute(f"SELECT {SELECTED} FROM entries WHERE key = ?", (key,)).fetchone()
             if row is None:
                 return None
             if row[1] != key:
@@ -327,17 +306,10 @@ class Store(RowDatabase):
         expected: dict[int, str] | None,
     ) -> None:
         """Verified rows into ``out`` by key (``expected``: only rows whose seq maps to their key)."""
-        for row in self.conn.execute(f"SELECT {_SELECTED} FROM entries WHERE {where}", args):
+        for row in self.conn.execute(f"SELECT {SELECTED} FROM entries WHERE {where}", args):
             seq, key = row[0], row[1]
             if expected is None or expected.get(seq) == key:
                 out[key] = (seq, to_unsigned(row[2]), self._verified(*row))
-
-    def key_seqs(self, batch: int = 100_000) -> Iterator[list[tuple[str, int]]]:
-        """Every stored ``(key, seq)``, in lists of ``batch`` (no rows decoded)."""
-        with self._reading():
-            cursor = self.conn.execute("SELECT key, seq FROM entries")
-            while chunk := cursor.fetchmany(batch):
-                yield chunk
 
     def fetch(self, seqs: Sequence[int]) -> dict[int, tuple[str, dict[str, Any], int]]:
         """Key, meta and fingerprint of each stored seq (missing seqs are absent from the result)."""
@@ -345,7 +317,7 @@ class Store(RowDatabase):
         with self._reading():
             for chunk in _chunks(list(seqs)):
                 marks = ",".join("?" * len(chunk))
-                query = f"SELECT {_SELECTED} FROM entries WHERE seq IN ({marks})"
+                query = f"SELECT {SELECTED} FROM entries WHERE seq IN ({marks})"
                 for row in self.conn.execute(query, chunk):
                     out[row[0]] = (row[1], self._verified(*row), to_unsigned(row[2]))
         return out
@@ -356,106 +328,12 @@ class Store(RowDatabase):
         with self._reading():
             for chunk in _chunks(list(keys)):
                 marks = ",".join("?" * len(chunk))
-                query = f"SELECT {_SELECTED} FROM entries WHERE key IN ({marks})"
+                query = f"SELECT {SELECTED} FROM entries WHERE key IN ({marks})"
                 for row in self.conn.execute(query, chunk):
                     self._verified(*row)
                     if row[5] is not None:
                         out[row[1]] = (row[0], row[5])
         return out
-
-    def tombstones(self) -> np.ndarray:
-        """Seqs removed since the table files were written; none of them may still be a row."""
-        with self._reading():
-            live = self.conn.execute("SELECT seq FROM tombstones JOIN entries USING (seq) LIMIT 1").fetchone()
-            if live is not None:
-                raise self.damaged(f"row {live[0]} is both stored and marked removed")
-            return np.array([r[0] for r in self.conn.execute("SELECT seq FROM tombstones")], dtype=np.int64)
-
-    def rows(self, after: int = 0, batch: int = 200_000) -> tuple[np.ndarray, np.ndarray]:
-        """(seqs, fingerprints) of every row with seq > ``after``, in seq order, as arrays.
-
-        Each row's seq and fingerprint are checked against its checksum (vectorised).
-        """
-        seqs_parts, hash_parts = [], []
-        with self._reading():
-            cursor = self.conn.execute(
-                "SELECT seq, simhash, ifnull(chk, 0) FROM entries WHERE seq > ? ORDER BY seq",
-                (after,),
-            )
-            while True:
-                chunk = cursor.fetchmany(batch)
-                if not chunk:
-                    break
-                block = np.array(chunk, dtype=np.int64)
-                seqs, hashes = block[:, 0].copy(), block[:, 1].view(np.uint64).copy()
-                bad = bad_rows(seqs, hashes, block[:, 2])
-                if bad.size:
-                    what = "has no checksum" if block[bad[0], 2] == 0 else "fails its checksum"
-                    raise self.damaged(f"row {int(seqs[bad[0]])} {what}")
-                seqs_parts.append(seqs)
-                hash_parts.append(hashes)
-        if not seqs_parts:
-            return np.zeros(0, np.int64), np.zeros(0, np.uint64)
-        return np.concatenate(seqs_parts), np.concatenate(hash_parts)
-
-    def keys(
-        self, batch: int = 100_000, *, without_sketch: bool = False, with_sketch: bool = False
-    ) -> Iterator[str]:
-        """Every stored key (keys only: the rows' checks are verified where rows are read), or only
-        those of rows without (or with) a sketch."""
-        where = " WHERE sketch IS NULL" if without_sketch else ""
-        where = " WHERE sketch IS NOT NULL" if with_sketch else where
-        with self._reading():
-            cursor = self.conn.execute(f"SELECT key FROM entries{where}")
-            while True:
-                chunk = cursor.fetchmany(batch)
-                if not chunk:
-                    return
-                for (key,) in chunk:
-                    yield key
-
-    def iterate(self, batch: int = 10_000) -> Iterator[tuple[int, str, int, dict[str, Any]]]:
-        """Every row as (seq, key, simhash, meta), oldest first, each verified."""
-        with self._reading():
-            cursor = self.conn.execute(f"SELECT {_SELECTED} FROM entries ORDER BY seq")
-            while True:
-                chunk = cursor.fetchmany(batch)
-                if not chunk:
-                    return
-                for row in chunk:
-                    meta = self._verified(*row)
-                    yield row[0], row[1], to_unsigned(row[2]), meta
-
-    # the sketch column (the verified index's: :mod:`.sketch_column`)
-    def sketches(self, batch: int = 50_000, after: int = 0) -> Iterator[list[tuple[int, str, bytes]]]:
-        """Every row's ``(seq, key, sketch)`` that has a sketch, in seq order, in lists of ``batch``:
-        those with a seq above ``after`` (the table files hold the others' sketches) and those whose
-        sketch changed since the table files were written.
-
-        Every row read is verified whole, those without a sketch too: a sketch set to NULL is damage
-        found here, at open, as a changed one is (not at the row's first read). Meta is not decoded.
-        """
-        where = "seq > ? OR seq IN (SELECT seq FROM resketched)"
-        with self._reading():
-            cursor = self.conn.execute(
-                f"SELECT {_SELECTED} FROM entries WHERE {where} ORDER BY seq", (after,)
-            )
-            while chunk := cursor.fetchmany(batch):
-                for row in chunk:
-                    if (
-                        not isinstance(row[5], bytes | None)
-                        or not isinstance(row[0], int)
-                        or not isinstance(row[2], int)
-                    ):
-                        raise self.damaged(f"row {row[0]} ({row[1]!r}) holds a value of the wrong type")
-                stored = np.fromiter((0 if row[4] is None else row[4] for row in chunk), np.int64, len(chunk))
-                bad = np.flatnonzero((stored == 0) | (stored.view(np.uint64) != stored_row_checks(chunk)))
-                if bad.size:
-                    seq, key = chunk[int(bad[0])][:2]
-                    what = "has no checksum" if stored[bad[0]] == 0 else "fails its checksum"
-                    raise self.damaged(f"row {seq} ({key!r}) {what}")
-                if out := [(row[0], row[1], row[5]) for row in chunk if row[5] is not None]:
-                    yield out
 
     def set_sketches(
         self,
@@ -471,7 +349,7 @@ class Store(RowDatabase):
         ``resketched``, so that the next open reads their sketch from the row, not the files."""
         changed: dict[str, int] = {}
         with self._transaction():
-            query = f"SELECT {_SELECTED} FROM entries WHERE key = ?"
+            query = f"SELECT {SELECTED} FROM entries WHERE key = ?"
             update = "UPDATE entries SET sketch = ?, chk = ? WHERE seq = ?"
             for key, sketch in items:
                 row = self.conn.execute(query, (key,)).fetchone()
@@ -515,12 +393,3 @@ class Store(RowDatabase):
         rows = [*current.items(), ("check", settings_check(current))]
         self.conn.executemany("INSERT INTO settings VALUES (?, ?)", rows)
         return current
-
-
-def _meta(text: str | None) -> dict[str, Any]:
-    if not text:
-        return {}
-    meta = json.loads(text)
-    if not isinstance(meta, dict):
-        raise json.JSONDecodeError("meta is not a JSON object", text, 0)
-    return meta

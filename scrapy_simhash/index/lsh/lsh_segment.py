@@ -123,6 +123,13 @@ class LSHSegment:
     def nbytes(self) -> int:
         return self.buckets.nbytes + int(self.sketches.nbytes + self.seqs.nbytes + self.alive.nbytes)
 
+    def snapshot(self) -> LSHSegment:
+        """The same files with a copy of which pages are alive: a merge in another thread reads it
+        while kills go on marking this one (they are applied to the merge's result afterwards)."""
+        out = LSHSegment(self.buckets, self.sketches, self.seqs)
+        out.alive, out.dead = self.alive.copy(), self.dead
+        return out
+
     # -- what changed since it was written ------------------------------------------------------------
     def kill(self, seqs: Iterable[int] | np.ndarray) -> None:
         """These rows were removed or replaced (seqs the segment does not hold are ignored)."""

@@ -1,12 +1,15 @@
-"""The embedded index's fingerprints in memory: three layers, freshest first, each probed by every query.
+"""The embedded index's fingerprints in memory: up to four layers, freshest first, each probed by every query.
 
 1. *pending*: the last few thousand inserts in a small unsorted buffer, compared by brute
    force (a popcount over at most ``pending_max`` fingerprints is cheaper than keeping
    16 sorted structures up to date one insert at a time);
 2. *delta*: an in-memory segment of sorted tables, into which the pending buffer is merged
    by sorted insertion;
-3. *base*: the bulk, immutable sorted tables memory-mapped from disk, replaced by a new
-   generation when the delta outgrows ``max(delta_min, len(base) / 4)`` or on ``compact()``.
+3. *merging*: while a new generation is written in the background (:mod:`..embedded.generations`),
+   the delta it was frozen from, read-only; writes go on into a fresh delta;
+4. *base*: the bulk, immutable sorted tables memory-mapped from disk, replaced by a new
+   generation (base + merging) when the delta outgrows ``max(delta_min, len(base) / 4)`` or on
+   ``compact()``.
 
 The layers only mirror the database (:mod:`.storage`), which is the truth: the index
 (:mod:`.embedded`) fills them from its rows at open and tells them of every committed write.
@@ -21,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .layouts import Layout
-from .manifest import load_generation, read_manifest, write_generation
+from .manifest import load_generation
 from .tables import Hits, Pending, Segment, brute_force, brute_force_one
 
 DELTA_RATIO = 4  # a new base generation when the in-memory delta reaches base / DELTA_RATIO
@@ -39,6 +42,10 @@ class Layers:
         self.manifest: dict[str, Any] | None = None
         """The manifest of the base generation (its other files: the sketches' LSH)."""
         self.delta = Segment.empty(layout)
+        self.merging: Segment | None = None
+        """The delta frozen for the generation being written (None: no merge under way)."""
+        self.merging_max_seq = 0
+        """The largest seq the merging layer (and the generation being written) holds."""
         self.pending = Pending(min(self._pending_max, 1024))
         self.dead: set[int] = set()
         """Seqs removed or replaced that the segments still hold."""
@@ -46,7 +53,14 @@ class Layers:
 
     def __len__(self) -> int:
         """Live fingerprints the layers hold."""
-        return len(self.base) + len(self.delta) + len(self.pending) - len(self.dead)
+        merging = len(self.merging) if self.merging is not None else 0
+        return len(self.base) + merging + len(self.delta) + len(self.pending) - len(self.dead)
+
+    @property
+    def frozen_max_seq(self) -> int:
+        """The largest seq the immutable layers (base, merging) hold: a row at or below it that is
+        removed or replaced stays in them, listed in ``dead`` (and tombstoned in the database)."""
+        return self.merging_max_seq if self.merging is not None else self.base_max_seq
 
     # -- filling -----------------------------------------------------------------------------------
     def set_base(self, manifest: dict[str, Any] | None, verify: bool) -> None:
@@ -81,35 +95,46 @@ class Layers:
         if self.pending:
             fresh = Segment.build(self.layout, *self.pending.take())
             self.delta = self.delta.merged(self.layout, fresh, self._dead_array() if self.dead else None)
-            self.dead = {s for s in self.dead if s <= self.base_max_seq}
+            frozen = self.frozen_max_seq
+            self.dead = {s for s in self.dead if s <= frozen}
 
     def delta_full(self) -> bool:
         """The delta has outgrown its limit, which grows with the base so that each fingerprint is
         rewritten a bounded number of times (about five) over the index's growth."""
-        return len(self.delta) >= max(self._delta_min, len(self.base) // DELTA_RATIO)
+        return len(self.delta) >= self.delta_limit()
+
+    def delta_limit(self) -> int:
+        return max(self._delta_min, len(self.base) // DELTA_RATIO)
 
     def dirty(self) -> bool:
         """Anything not in the base files (or no base files yet)."""
         return bool(
-            self.pending or len(self.delta) or self.dead or not (self.path / "manifest.json").exists()
+            self.pending
+            or len(self.delta)
+            or self.merging is not None
+            or self.dead
+            or not (self.path / "manifest.json").exists()
         )
 
-    def write_generation(
-        self, max_seq: int, extra: dict[str, Any], arrays: dict[str, np.ndarray] | None = None
-    ) -> None:
-        """Everything merged into a new on-disk base generation (atomically switched), then loaded.
-        ``arrays``: more files of the generation (the sketches' LSH), switched with the tables."""
-        if self.pending:
-            self.delta = self.delta.merged(self.layout, Segment.build(self.layout, *self.pending.take()))
-        merged = self.base.merged(self.layout, self.delta, self._dead_array() if self.dead else None)
-        info = {"max_seq": max_seq, **extra}
-        write_generation(self.path, self.generation + 1, merged, self.layout, info, arrays)
-        manifest = read_manifest(self.path)
-        assert manifest is not None
-        self.manifest = manifest
-        self.base = load_generation(self.path, manifest, self.layout, verify=False)
-        self.generation, self.base_max_seq = self.generation + 1, max_seq
-        self.delta, self.dead = Segment.empty(self.layout), set()
+    def freeze(self, max_seq: int) -> Segment:
+        """Start a merge: the delta (with the pending buffer) becomes the read-only merging layer,
+        holding every row up to ``max_seq``; writes go on into an empty delta."""
+        assert self.merging is None, "one merge at a time"
+        self.merge_pending()
+        self.merging, self.merging_max_seq = self.delta, max_seq
+        self.delta = Segment.empty(self.layout)
+        return self.merging
+
+    def frozen_dead(self) -> np.ndarray:
+        """The dead seqs a merge of base and merging drops (those of newer rows stay listed)."""
+        return np.fromiter((s for s in self.dead if s <= self.merging_max_seq), dtype=np.int64)
+
+    def switch(self, manifest: dict[str, Any], base: Segment, dropped: np.ndarray) -> None:
+        """The generation written from base + merging (without ``dropped``) becomes the base."""
+        self.base, self.manifest = base, manifest
+        self.generation, self.base_max_seq = int(manifest["generation"]), self.merging_max_seq
+        self.merging = None
+        self.dead.difference_update(dropped.tolist())
         self.merges += 1
 
     def _dead_array(self) -> np.ndarray:
@@ -120,6 +145,8 @@ class Layers:
         """``(seq, simhash, distance)`` of the live fingerprints within ``k`` of ``h`` (the C probe
         per layer when built, without numpy's per-call overhead)."""
         found = self.base.probe_one(self.layout, h, k)
+        if self.merging is not None:
+            found += self.merging.probe_one(self.layout, h, k)
         found += self.delta.probe_one(self.layout, h, k)
         if self.pending:
             found += brute_force_one(*self.pending.arrays(), h, k)
@@ -134,6 +161,8 @@ class Layers:
             self.base.probe(self.layout, queries, combined, k),
             self.delta.probe(self.layout, queries, combined, k),
         ]
+        if self.merging is not None:
+            parts.append(self.merging.probe(self.layout, queries, combined, k))
         if self.pending:
             parts.append(brute_force(*self.pending.arrays(), queries, k))
         hits = Hits.concat(parts)
@@ -143,15 +172,18 @@ class Layers:
         return hits
 
     def stats(self) -> dict[str, int]:
+        merging = self.merging if self.merging is not None else Segment.empty(self.layout)
         return {
             "base": len(self.base),
+            "merging": len(merging),
             "delta": len(self.delta),
             "pending": len(self.pending),
             "removed_not_compacted": len(self.dead),
             "generation": self.generation,
             "merges": self.merges,
-            "table_bytes": self.base.nbytes + self.delta.nbytes + 16 * len(self.pending),
+            "table_bytes": self.base.nbytes + merging.nbytes + self.delta.nbytes + 16 * len(self.pending),
         }
 
     def close(self) -> None:
         self.base = self.delta = Segment.empty(self.layout)
+        self.merging = None

@@ -30,6 +30,7 @@ MANIFEST = "manifest.json"
 _PARTS = ("keys", "rows", "hashes", "seqs")
 _SEQ_NARROW_MAX = (1 << 32) - 1
 """Seqs up to this are written as uint32 (4 of the 144 bytes a fingerprint's table files take on disk)."""
+_TOUCH_CHUNK = 1 << 20
 
 
 class TablesInvalid(Exception):
@@ -52,7 +53,7 @@ def _crc(path: Path) -> int:
     return crc
 
 
-def write_generation(
+def write_files(
     directory: Path,
     generation: int,
     segment: Segment,
@@ -60,9 +61,10 @@ def write_generation(
     info: dict[str, Any],
     extra: dict[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
-    """Write ``segment`` as generation ``generation`` and switch the manifest to it. ``extra``: more
-    one-dimensional arrays of the same generation (the sketches' LSH: :mod:`.lsh_segment`), written,
-    named and checked alike, switched with the tables in the same rename."""
+    """Write ``segment``'s files as generation ``generation``, each fsynced, and return the manifest
+    that names them, not yet switched to (:func:`switch_manifest`): until then they are garbage that
+    the next open deletes. ``extra``: more one-dimensional arrays of the same generation (the
+    sketches' LSH: :mod:`.lsh_segment`), written, named and checked alike."""
     files: dict[str, Any] = {}
     arrays = {part: getattr(segment, part) for part in _PARTS}
     for part, given in {**arrays, **(extra or {})}.items():
@@ -81,7 +83,7 @@ def write_generation(
             crc = zlib.crc32(f.read(header_bytes))
         crc = zlib.crc32(array.data.cast("B"), crc) if array.size else crc
         files[part] = {"name": name, "bytes": path.stat().st_size, "crc32": crc}
-    manifest = {
+    return {
         "format": FORMAT,
         "generation": generation,
         "layout": layout.spec,
@@ -89,6 +91,11 @@ def write_generation(
         "files": files,
         **info,
     }
+
+
+def switch_manifest(directory: Path, manifest: dict[str, Any]) -> None:
+    """Name ``manifest``'s generation the current one: a temporary file, fsynced, renamed over the
+    manifest, the directory fsynced (a few small writes: the switch, not the rewrite)."""
     tmp = directory / f"{MANIFEST}.tmp"
     with tmp.open("w") as f:
         json.dump(manifest, f, indent=1, sort_keys=True)
@@ -96,8 +103,6 @@ def write_generation(
         os.fsync(f.fileno())
     os.replace(tmp, directory / MANIFEST)
     _fsync_dir(directory)
-    remove_stale(directory, keep=generation)
-    return manifest
 
 
 def remove_stale(directory: Path, keep: int | None) -> None:
@@ -142,8 +147,9 @@ def _require_ints(mapping: dict[str, Any], *names: str) -> None:
             raise TablesInvalid(f"manifest.json is damaged ({name} is {value!r}, not an integer)")
 
 
-def _map_array(path: Path) -> np.ndarray:
-    """A read-only array backed by the file's pages, mapped with MAP_POPULATE where available.
+def _map_array(path: Path, populate: bool = True) -> np.ndarray:
+    """A read-only array backed by the file's pages, mapped with MAP_POPULATE where available
+    (``populate``; else the caller pre-faults it with :func:`touch_pages`).
 
     Pre-faulting the mapping costs a little at open but keeps page faults (tens to hundreds
     of microseconds each on a busy machine) out of query latency; a plain ndarray over the
@@ -163,12 +169,21 @@ def _map_array(path: Path) -> np.ndarray:
             raise ValueError(f"{size - offset} data bytes for {shape[0]} items of {dtype}")
         if shape[0] == 0:
             return np.zeros(0, dtype=dtype)
-        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+        flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if populate else 0)
         mapping = mmap.mmap(f.fileno(), size, flags=flags, prot=mmap.PROT_READ)
     return np.frombuffer(mapping, dtype=dtype, count=shape[0], offset=offset)
 
 
-def _load_part(directory: Path, entry: dict[str, Any], verify: bool) -> np.ndarray:
+def touch_pages(array: np.ndarray) -> None:
+    """Fault in every page of a mapped array, a megabyte at a time: what MAP_POPULATE does, without
+    holding the interpreter's lock for the whole mapping (Python's ``mmap`` holds it while the
+    kernel populates: seconds for a large generation, every other thread stopped)."""
+    data = array.reshape(-1).view(np.uint8) if array.size else array
+    for start in range(0, data.size, _TOUCH_CHUNK):
+        int(data[start : start + _TOUCH_CHUNK : mmap.PAGESIZE].sum())
+
+
+def _load_part(directory: Path, entry: dict[str, Any], verify: bool, background: bool = False) -> np.ndarray:
     """One table file, checked and mapped (a reader can race a writer removing an old generation:
     a file that vanishes meanwhile is simply invalid)."""
     path = directory / entry["name"]
@@ -181,16 +196,24 @@ def _load_part(directory: Path, entry: dict[str, Any], verify: bool) -> np.ndarr
     except FileNotFoundError:
         raise TablesInvalid(f"{entry['name']} is missing") from None
     try:
-        return _map_array(path)
+        array = _map_array(path, populate=not background)
+        if background:
+            touch_pages(array)
+        return array
     except (ValueError, OSError) as exc:
         raise TablesInvalid(f"{entry['name']} is not a valid array file ({exc})") from None
 
 
 def load_parts(
-    directory: Path, manifest: dict[str, Any], parts: tuple[str, ...], verify: bool = True
+    directory: Path,
+    manifest: dict[str, Any],
+    parts: tuple[str, ...],
+    verify: bool = True,
+    background: bool = False,
 ) -> dict[str, np.ndarray] | None:
     """The extra arrays ``parts`` of the generation ``manifest`` names, mapped after checking sizes
-    (and CRCs with ``verify``); None when the generation was written without them."""
+    (and CRCs with ``verify``); None when the generation was written without them. ``background``:
+    mapped by a thread beside others, its pages faulted in by :func:`touch_pages`."""
     files = manifest["files"]
     if not all(part in files for part in parts):
         return None
@@ -199,16 +222,17 @@ def load_parts(
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or "/" in entry["name"]:
             raise TablesInvalid("manifest names a file outside the index")
         _require_ints(entry, "bytes", "crc32")
-    return {part: _load_part(directory, files[part], verify) for part in parts}
+    return {part: _load_part(directory, files[part], verify, background) for part in parts}
 
 
 def load_generation(
-    directory: Path, manifest: dict[str, Any], layout: Layout, verify: bool = True
+    directory: Path, manifest: dict[str, Any], layout: Layout, verify: bool = True, background: bool = False
 ) -> Segment:
-    """Memory-map the generation named by ``manifest``, after checking sizes and CRCs."""
+    """Memory-map the generation named by ``manifest``, after checking sizes and CRCs (``background``:
+    as :func:`load_parts`)."""
     if manifest["layout"] != layout.spec:
         raise TablesInvalid(f"tables were built for layout {manifest['layout']}, not {layout.spec}")
-    arrays = {part: _load_part(directory, manifest["files"][part], verify) for part in _PARTS}
+    arrays = {part: _load_part(directory, manifest["files"][part], verify, background) for part in _PARTS}
     if arrays["seqs"].dtype == np.uint32:  # narrowed on disk (generations written before: int64)
         arrays["seqs"] = arrays["seqs"].astype(np.int64)
     segment = Segment(**arrays)

@@ -1,0 +1,255 @@
+"""The embedded index writes its table generations in the background (index/embedded/generations.py):
+a write that fills the delta starts a merge and returns, writes and queries go on while it runs, and
+the switch to the new generation keeps every answer exact. Merges are made deterministic here by
+blocking the file writer on an Event the test controls, or by running the recorded merges at chosen
+moments; no clock is read."""
+
+from __future__ import annotations
+
+import errno
+import random
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from scrapy_simhash.index import SimhashIndex, open_index
+from scrapy_simhash.index.embedded import generations
+from scrapy_simhash.index.tables import manifest as table_files
+from scrapy_simhash.index.tables.manifest import TablesInvalid, read_manifest
+
+WAIT = 20.0  # seconds: only so that a broken test fails instead of hanging; never asserted
+
+
+class BlockedWriter:
+    """Replaces the generation's file writer: it waits for ``release`` before writing."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.entered, self.release, self.finished = threading.Event(), threading.Event(), threading.Event()
+        self.threads: list[str] = []
+        real = table_files.write_files
+
+        def write_files(*args: Any, **kwargs: Any) -> dict[str, Any]:
+            self.threads.append(threading.current_thread().name)
+            self.entered.set()
+            self.release.wait(WAIT)
+            try:
+                return real(*args, **kwargs)
+            finally:
+                self.finished.set()
+
+        monkeypatch.setattr(table_files, "write_files", write_files)
+
+
+def rows(n: int, start: int = 0, seed: int = 0) -> list[tuple[int, str, dict[str, int]]]:
+    rng = random.Random(seed)
+    return [(rng.getrandbits(64) or 1, f"k{start + i}", {"i": start + i}) for i in range(n)]
+
+
+def test_an_add_many_issued_while_a_generation_is_written_does_not_wait_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer = BlockedWriter(monkeypatch)
+    path = tmp_path / "ix"
+    first, second = rows(40, 0, seed=1), rows(40, 40, seed=2)
+    with SimhashIndex(path, pending_max=4, delta_min=16) as index:
+        index.add_many(first)  # fills the delta: a merge starts, and this call returns
+        assert writer.entered.wait(WAIT), "no generation write was started"
+        index.add_many(second)  # while the writer is still blocked
+        assert not writer.finished.is_set(), "add_many waited for the generation write"
+        assert writer.threads == ["scrapy-simhash-merge"]
+        stats = index.stats()
+        assert stats["merge_running"] == 1 and stats["merging"] > 0 and stats["merges"] == 0
+        for h, key, meta in first + second:  # answers while the merge is under way: exact
+            assert [(m.key, m.distance, dict(m.meta)) for m in index.query(h)] == [(key, 0, meta)]
+        index.remove("k3")
+        index.add(first[5][0] ^ 1, "k5", {"i": "again"})  # replaced: its old seq is in the merge
+        writer.release.set()
+        index.compact()  # waits for the running merge, then merges the rest
+        stats = index.stats()
+        assert stats["merge_running"] == 0 and stats["merges"] >= 2 and stats["merging"] == 0
+        assert stats["base"] == len(index) == 79
+    with SimhashIndex(path, read_only=True) as index:
+        assert index.get("k3") is None and index.get("k5").simhash == first[5][0] ^ 1
+        for h, key, _ in first + second:
+            want = [] if key in ("k3", "k5") else [key]
+            assert [m.key for m in index.query(h, k=0)] == want
+
+
+class Recorded:
+    """Merges recorded instead of started: the test runs them when it chooses."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.jobs: list[generations.MergeJob] = []
+        monkeypatch.setattr(generations, "start_thread", self.jobs.append)
+
+    def run(self) -> None:
+        for job in self.jobs:
+            job.run()
+        self.jobs.clear()
+
+
+def sketch_of(seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 2**32, size=128, dtype=np.uint32)
+
+
+def test_writes_during_a_merge_are_honoured_after_the_switch_and_after_reopening(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Removed, replaced and re-sketched pages of the merged range stay so in the new generation
+    (dead seqs re-applied, their tombstones kept), in memory and at the next open."""
+    merges = Recorded(monkeypatch)
+    path = tmp_path / "ix"
+    with open_index(path, pending_max=2, delta_min=8) as index:
+        index.add_many([(i + 1, f"k{i}", None, sketch_of(i)) for i in range(8)])
+        assert len(merges.jobs) == 1 and index.simhashes.stats()["merging"] == 8
+        index.remove("k1")  # in the merging layer
+        index.add(0xFFFF, "k2", None, sketch=sketch_of(102))  # replaced, new sketch
+        index.add(3, "k4", None)  # replaced by a page without sketch
+        index.add_many([(i + 100, f"n{i}", None, sketch_of(200 + i)) for i in range(3)])
+        merges.run()
+        index.add(7777, "late", None, sketch=sketch_of(300))  # this write switches
+        stats = index.simhashes.stats()
+        assert stats["merges"] == 1 and stats["merging"] == 0 and stats["merge_running"] == 0
+
+        def check(ix: Any) -> None:
+            far = 0xF0F0F0F0F0F0F0F0  # far from every stored simhash: matches by sketch alone
+            assert ix.query(far, sketch=sketch_of(1)) == []  # removed
+            assert [m.key for m in ix.query(far, sketch=sketch_of(102))] == ["k2"]
+            assert ix.query(far, sketch=sketch_of(2)) == []  # k2's old sketch
+            assert ix.query(far, sketch=sketch_of(4)) == []  # k4 lost its sketch
+            assert [m.key for m in ix.query(far, sketch=sketch_of(0))] == ["k0"]
+            assert [m.key for m in ix.query(far, sketch=sketch_of(201))] == ["n1"]
+            assert [m.key for m in ix.query(far, sketch=sketch_of(300))] == ["late"]
+            assert ix.get("k4").simhash == 3 and ix.sketch("k4") is None and ix.sketch("k1") is None
+            assert len(ix) == 11
+
+        check(index)
+    with open_index(path) as index:
+        check(index)
+
+
+def test_a_failed_merge_loses_nothing_is_counted_and_retried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(generations, "start_thread", generations.MergeJob.run)  # at once, in this thread
+    real = table_files.write_files
+    failures = iter([OSError(errno.ENOSPC, "No space left on device"), TablesInvalid("read back")])
+
+    def failing(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        problem = next(failures, None)
+        if isinstance(problem, OSError):
+            raise problem
+        written = real(*args, **kwargs)
+        if problem is not None:  # the files are written but do not read back
+            monkeypatch.setattr(table_files, "load_generation", unreadable)
+        return written
+
+    real_load = table_files.load_generation
+
+    def unreadable(*args: Any, **kwargs: Any) -> Any:
+        monkeypatch.setattr(table_files, "load_generation", real_load)
+        raise TablesInvalid("tables-000001.keys.npy fails its CRC-32 check")
+
+    monkeypatch.setattr(table_files, "write_files", failing)
+    path = tmp_path / "ix"
+    data = rows(300, seed=3)
+    with SimhashIndex(path, pending_max=4, delta_min=16) as index:
+        for h, key, meta in data:
+            index.add(h, key, meta)
+            assert [m.key for m in index.query(h)] == [key]
+        stats = index.stats()
+        assert stats["merge_failures"] == 2 and stats["merges"] >= 1 and len(index) == 300
+        assert "No space left on device" in caplog.text and "cannot be read back" in caplog.text
+    with SimhashIndex(path) as index:
+        assert index.stats()["rebuilds"] == 0 and len(index) == 300
+        for h, key, _ in data:
+            assert [m.key for m in index.query(h)] == [key]
+    names = {p.name.split(".")[0] for p in path.glob("tables-*.npy")}
+    assert names == {f"tables-{read_manifest(path)['generation']:06d}"}  # no failed attempt left
+
+
+def test_compact_after_a_failed_merge_merges_its_layer_and_the_delta(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(generations, "start_thread", generations.MergeJob.run)
+    real = table_files.write_files
+    calls: list[int] = []
+
+    def first_fails(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(table_files, "write_files", first_fails)
+    with SimhashIndex(tmp_path / "ix", pending_max=4, delta_min=16) as index:
+        index.add_many(rows(20))  # a merge starts, and fails
+        index.add_many(rows(5, 20, seed=9))  # the failure is seen; the retry is not due yet
+        stats = index.stats()
+        assert stats["merge_failures"] == 1 and stats["merging"] == 20
+        assert stats["delta"] + stats["pending"] == 5
+        index.compact()
+        stats = index.stats()
+        assert (stats["base"], stats["merging"], stats["delta"], stats["pending"]) == (25, 0, 0, 0)
+
+
+def test_close_and_compact_finish_a_running_merge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    merges = Recorded(monkeypatch)
+    path = tmp_path / "ix"
+    with SimhashIndex(path, pending_max=4, delta_min=16) as index:
+        index.add_many(rows(20))
+        assert len(merges.jobs) == 1 and read_manifest(path) is None
+        index.compact()  # waits for (here: runs) the merge, then merges what came after
+        assert read_manifest(path)["count"] == 20 and all(job.done() for job in merges.jobs)
+        merges.jobs.clear()
+        index.add_many(rows(30, 20, seed=5))
+        assert len(merges.jobs) == 1
+    manifest = read_manifest(path)  # close() finished the merge: the manifest names it, whole
+    assert manifest["count"] == 50 and manifest["max_seq"] == 50
+    with SimhashIndex(path) as index:
+        assert index.stats()["base"] == 50 and index.stats()["delta"] == 0
+
+
+def test_a_full_delta_while_a_merge_runs_waits_only_past_the_hard_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    merges = Recorded(monkeypatch)
+    with SimhashIndex(tmp_path / "ix", pending_max=1, delta_min=10) as index:
+        for i, (h, key, meta) in enumerate(rows(60, seed=7)):
+            index.add(h, key, meta)
+            if i == 9:
+                assert len(merges.jobs) == 1
+        # the delta filled again (10 rows) and again: writes went on into memory up to 4x its limit,
+        # and the write that reached it ran the merge (here, in its thread) and started the next
+        stats = index.stats()
+        assert stats["merges"] == 1 and [job.done() for job in merges.jobs] == [True, False]
+        assert stats["merging"] == generations.HARD_CAP * 10 and stats["base"] == 10
+
+
+def test_the_merge_thread_never_maps_with_map_populate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python's mmap() holds the interpreter's lock while the kernel populates the mapping (seconds
+    for a large generation): the merge's thread maps without it and faults the pages in itself."""
+    import mmap
+
+    populate = getattr(mmap, "MAP_POPULATE", 0)
+    if not populate:
+        pytest.skip("no MAP_POPULATE on this platform")
+    real, calls = mmap.mmap, []
+
+    def recording(*args: Any, **kwargs: Any) -> mmap.mmap:
+        calls.append((threading.current_thread().name, bool(kwargs.get("flags", 0) & populate)))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mmap, "mmap", recording)
+    with open_index(tmp_path / "ix", pending_max=4, delta_min=16) as index:
+        index.add_many([(i + 1, f"k{i}", None, sketch_of(i)) for i in range(40)])
+    merged = [populated for thread, populated in calls if thread == "scrapy-simhash-merge"]
+    assert merged and not any(merged)
+    with open_index(tmp_path / "ix") as index:  # an open still maps with it
+        assert len(index) == 40
+    assert calls[-1][1]

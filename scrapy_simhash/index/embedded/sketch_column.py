@@ -17,7 +17,7 @@ are stored with the simhash store's, prefixed ``sketch_``, and fixed when the co
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -346,12 +346,12 @@ class SketchColumn:
 
 
 def _best_first(
-    old: list[tuple[str | None, float, int]], new: list[tuple[str | None, float, int]]
+    old: Sequence[tuple[str | None, float, int]], new: Sequence[tuple[str | None, float, int]]
 ) -> list[tuple[str | None, float, int]]:
     """Two levels' answers as one: best first, ties oldest (smallest seq) first."""
     if not new:
-        return old
-    return sorted(old + new, key=lambda answer: (-answer[1], answer[2]))
+        return list(old)
+    return sorted([*old, *new], key=lambda answer: (-answer[1], answer[2]))
 
 
 def _merged(base: LSHSegment, frozen: MinHashLSH) -> LSHSegment:

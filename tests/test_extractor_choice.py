@@ -261,7 +261,7 @@ def test_scrapy_simhash_tag_in_a_project_uses_the_projects_extractor(archive: Pa
 @needs_another
 def test_the_report_re_extracts_pair_texts_with_the_extractor_the_rows_name(corpus: Path) -> None:
     from scrapy_simhash.extract import extractor_for, get_extractor
-    from scrapy_simhash.report.warcs import fetch_texts
+    from scrapy_simhash.report.texts import fetch_texts
     from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord
 
     chosen = get_extractor(OTHER)

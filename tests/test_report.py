@@ -307,7 +307,7 @@ def test_odd_rows_one_original_per_cluster_and_unhashable_cluster_ids(tmp_path: 
 
 
 def test_records_that_are_not_pages_are_said(corpus: Path, tmp_path: Path) -> None:
-    from scrapy_simhash.report.warcs import fetch_texts
+    from scrapy_simhash.report.texts import fetch_texts
 
     warc = str(corpus / "warcs/aut/warc/example.warc.gz")
     texts = fetch_texts([(warc, 0), (warc, 1)])

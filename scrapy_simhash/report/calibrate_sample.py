@@ -17,7 +17,7 @@ import numpy as np
 
 from .model import Page
 from .textdiff import side_by_side
-from .warcs import Text, fetch_records, text_of
+from .texts import Text, fetch_records, text_of
 
 if TYPE_CHECKING:
     from ..extract import Extractor

@@ -8,12 +8,12 @@ A capture is a fingerprinted page: the URLs whose main text the report can follo
 from __future__ import annotations
 
 import os
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..warc.reader import ArchiveReader, ArchiveRecord
+from ..warc.reader import ArchiveRecord
 from ..warc.records import (
     PREVIOUS_CAPTURE,
     PREVIOUS_CAPTURE_DATE,
@@ -23,8 +23,8 @@ from ..warc.records import (
     TEXT_SIMILARITY,
 )
 from ..warc.revisits import REVISIT_METHOD, REVISIT_OF, REVISIT_OF_FILE, REVISIT_OF_OFFSET
-from ..warc.wacz import archive_exists
 from .model import Page
+from .texts import fetch_records
 from .timeline import Capture, Timelines, build_timelines, captured_again, group_by_uri
 
 CAPTURE_TYPES = ("response", "resource", "revisit")
@@ -186,33 +186,20 @@ def capture_of_page(page: Page) -> Capture:
 def fill_dates(captures: Iterable[Capture], *, backend: str = "auto") -> int:
     """Give the captures whose date is unknown (described by a sidecar) their record's date, id and
     type, read from the record itself; returns how many could not be found."""
-    wanted: dict[str, dict[int, list[Capture]]] = defaultdict(lambda: defaultdict(list))
+    undated = [c for c in captures if c.date is None]
+    records = fetch_records([(c.file, c.offset) for c in undated], backend=backend)
     missing = 0
-    for capture in captures:
-        if capture.date is not None:
-            continue
-        if capture.file is None or capture.offset is None or not archive_exists(capture.file):
+    for capture in undated:
+        item = records.get((capture.file, capture.offset))
+        if not isinstance(item, ArchiveRecord):  # no locator, file missing or unreadable, not found
             missing += 1
             continue
-        wanted[capture.file][capture.offset].append(capture)
-    reader = ArchiveReader(backend)
-    for file, offsets in wanted.items():
-        left = dict(offsets)
-        try:
-            for item in reader.read(file):
-                if isinstance(item, ArchiveRecord) and item.offset in left:
-                    for capture in left.pop(item.offset):
-                        capture.date = item.date
-                        capture.record_id = capture.record_id or item.record_id
-                        if item.record_type == "revisit":
-                            capture.record_type = "revisit"
-                            refers_to = item.links.refers_to if item.links else None
-                            capture.text_id = capture.text_id or refers_to
-                    if not left:
-                        break
-        except OSError:
-            pass
-        missing += sum(len(found) for found in left.values())
+        capture.date = item.date
+        capture.record_id = capture.record_id or item.record_id
+        if item.record_type == "revisit":
+            capture.record_type = "revisit"
+            refers_to = item.links.refers_to if item.links else None
+            capture.text_id = capture.text_id or refers_to
     return missing
 
 

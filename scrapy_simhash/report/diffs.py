@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from .model import Cluster, Page
 from .textdiff import ratio, side_by_side
-from .warcs import Text, fetch_texts, locate_records
+from .texts import Text, fetch_texts, locate_records
 
 if TYPE_CHECKING:
     from ..extract import Extractor

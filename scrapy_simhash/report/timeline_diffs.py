@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .textdiff import MAX_CHANGED, inline_diff, ratio
+from .texts import Locator, Text, fetch_texts, locate_records
 from .timeline import IDENTICAL_TEXT, Capture, Step, Timeline
-from .warcs import Locator, Text, fetch_texts, locate_records
 
 if TYPE_CHECKING:
     from ..extract import Extractor

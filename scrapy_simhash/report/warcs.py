@@ -4,8 +4,7 @@ main texts of chosen records, re-extracted from their files for the side-by-side
 from __future__ import annotations
 
 import os
-from collections import Counter, defaultdict
-from dataclasses import dataclass
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,39 +12,12 @@ from ..warc.payload import html_page
 from ..warc.reader import ArchiveReader, ArchiveRecord, ReadProblem
 from ..warc.records import WARC_FIELDS, SimhashFields, parse_fields
 from ..warc.revisits import NOT_IN_INPUT, REVISIT_RESOLVED_BY, RevisitBook
-from ..warc.wacz import archive_exists, expand_archive, is_wacz_name
+from .archive_files import archive_files
 from .captures import CAPTURE_TYPES, Head, archive_timelines, capture_of_metadata, head_of
 from .model import MAX_NOTES, Page, ReportData, build, group_clusters, named_extractor, rule_for
 
 if TYPE_CHECKING:
-    from ..extract import Extractor
     from .timeline import Capture
-
-MAX_TEXT = 20_000
-"""Characters of each main text kept for a diff: a report stays small, the start shows the change."""
-
-
-def _archives(inputs: list[str]) -> list[str]:
-    """The archives to read: files, WARCs inside WACZ packages, and both found in directories
-    (sidecars included: they hold the fingerprints). A WACZ that cannot be read stays in the list,
-    so that reading it gives its problem."""
-    files: list[str] = []
-    for location in inputs:
-        if os.path.isdir(location):
-            for root, _dirs, names in sorted(os.walk(location)):
-                for name in sorted(names):
-                    if ".warc" in name or ".arc" in name or is_wacz_name(name):
-                        files.extend(_expanded(os.path.join(root, name)))
-        else:
-            files.extend(_expanded(location))
-    return files
-
-
-def _expanded(path: str) -> list[str]:
-    try:
-        return expand_archive(path)
-    except OSError:
-        return [path]
 
 
 def read_pages(
@@ -68,7 +40,7 @@ def read_pages(
     book = RevisitBook()
     described: dict[str, bool] = {}
     """Revisits a sidecar describes (by the revisit's record id): whether their original is in the input."""
-    for path in _archives(inputs):
+    for path in archive_files(inputs):
         last_response: dict[str | None, int] = {}
         last_capture: dict[str | None, Head] = {}
         for item in reader.read(path):
@@ -183,98 +155,3 @@ def _page_of_metadata(record: ArchiveRecord, last_response: dict[str | None, int
         sketch=fields.minhash,
         extractor=fields.extractor or None,
     )
-
-
-# -- texts ------------------------------------------------------------------------------------------
-
-
-def locate_records(
-    record_ids: set[str], archives: list[str], *, backend: str = "auto"
-) -> dict[str, tuple[str, int]]:
-    """(file, offset) of the response records with these ``WARC-Record-ID`` s in ``archives``
-    (files or directories, read until every one is found): a crawl's index keeps the id of each
-    page's record, its WARC writer the record."""
-    left = set(record_ids)
-    found: dict[str, tuple[str, int]] = {}
-    reader = ArchiveReader(backend)
-    for path in _archives(archives):
-        if not left:
-            break
-        try:
-            for item in reader.read(path):
-                if isinstance(item, ArchiveRecord) and item.record_id in left:
-                    left.discard(item.record_id)
-                    found[item.record_id] = (os.path.abspath(item.file), item.offset)
-                    if not left:
-                        break
-        except OSError:
-            continue  # the file's pages keep "the input does not say which WARC record holds this page"
-    return found
-
-
-@dataclass(frozen=True)
-class Text:
-    """A record's main text, or why the report cannot show it."""
-
-    text: str | None
-    reason: str | None = None
-
-
-Locator = tuple[str | None, int | None]
-
-
-def fetch_records(locators: list[Locator], *, backend: str = "auto") -> dict[Locator, ArchiveRecord | Text]:
-    """The records at (file, offset), or a :class:`Text` saying why not; each file is read once, up
-    to the last record wanted from it."""
-    out: dict[Locator, ArchiveRecord | Text] = {}
-    by_file: dict[str, set[int]] = defaultdict(set)
-    for file, offset in locators:
-        if not file or offset is None:
-            out[(file, offset)] = Text(None, "the input does not say which WARC record holds this page")
-        elif not archive_exists(file):
-            out[(file, offset)] = Text(None, f"file missing: {file}")
-        else:
-            by_file[file].add(offset)
-    reader = ArchiveReader(backend)
-    for file, offsets in by_file.items():
-        left = set(offsets)
-        try:
-            for item in reader.read(file):
-                if isinstance(item, ArchiveRecord) and item.offset in left:
-                    left.discard(item.offset)
-                    out[(file, item.offset)] = item
-                    if not left:
-                        break
-        except OSError as exc:
-            for offset in left:
-                out[(file, offset)] = Text(None, f"cannot read {file}: {exc}")
-            left = set()
-        for offset in left:
-            out[(file, offset)] = Text(None, f"no record starts at offset {offset} of {file}")
-    return out
-
-
-def fetch_texts(
-    locators: list[Locator], *, backend: str = "auto", extractor: Extractor | None = None
-) -> dict[Locator, Text]:
-    """Main texts of the records at (file, offset), extracted as the fingerprint was: by ``extractor``
-    (default: the default extractor)."""
-    from ..extract import DEFAULT_EXTRACTOR
-
-    chosen = extractor or DEFAULT_EXTRACTOR
-    return {
-        where: found if isinstance(found, Text) else text_of(found, chosen)
-        for where, found in fetch_records(locators, backend=backend).items()
-    }
-
-
-def text_of(record: ArchiveRecord, extractor: object) -> Text:
-    page = html_page(record)
-    if page is None:
-        return Text(None, f"the record is not an HTML page ({record.record_type})")
-    if page.too_large:
-        return Text(None, "the page is over the size limit")
-    extraction = extractor(page.body, page.url, page.encoding)  # type: ignore[operator]
-    if extraction.text is None:
-        return Text(None, f"no main text ({extraction.reason})")
-    return Text(extraction.text[:MAX_TEXT])

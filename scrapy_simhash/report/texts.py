@@ -1,0 +1,114 @@
+"""The records and main texts of chosen pages, read again from their WARC files for the report's
+side-by-side and timeline diffs: each file read once, up to the last record wanted from it, and a
+reason in place of every text that cannot be shown.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..warc.payload import html_page
+from ..warc.reader import ArchiveReader, ArchiveRecord
+from ..warc.wacz import archive_exists
+from .archive_files import archive_files
+
+if TYPE_CHECKING:
+    from ..extract import Extractor
+
+MAX_TEXT = 20_000
+"""Characters of each main text kept for a diff: a report stays small, the start shows the change."""
+
+
+def locate_records(
+    record_ids: set[str], archives: list[str], *, backend: str = "auto"
+) -> dict[str, tuple[str, int]]:
+    """(file, offset) of the response records with these ``WARC-Record-ID`` s in ``archives``
+    (files or directories, read until every one is found): a crawl's index keeps the id of each
+    page's record, its WARC writer the record."""
+    left = set(record_ids)
+    found: dict[str, tuple[str, int]] = {}
+    reader = ArchiveReader(backend)
+    for path in archive_files(archives):
+        if not left:
+            break
+        try:
+            for item in reader.read(path):
+                if isinstance(item, ArchiveRecord) and item.record_id in left:
+                    left.discard(item.record_id)
+                    found[item.record_id] = (os.path.abspath(item.file), item.offset)
+                    if not left:
+                        break
+        except OSError:
+            continue  # the file's pages keep "the input does not say which WARC record holds this page"
+    return found
+
+
+@dataclass(frozen=True)
+class Text:
+    """A record's main text, or why the report cannot show it."""
+
+    text: str | None
+    reason: str | None = None
+
+
+Locator = tuple[str | None, int | None]
+
+
+def fetch_records(locators: list[Locator], *, backend: str = "auto") -> dict[Locator, ArchiveRecord | Text]:
+    """The records at (file, offset), or a :class:`Text` saying why not; each file is read once, up
+    to the last record wanted from it."""
+    out: dict[Locator, ArchiveRecord | Text] = {}
+    by_file: dict[str, set[int]] = defaultdict(set)
+    for file, offset in locators:
+        if not file or offset is None:
+            out[(file, offset)] = Text(None, "the input does not say which WARC record holds this page")
+        elif not archive_exists(file):
+            out[(file, offset)] = Text(None, f"file missing: {file}")
+        else:
+            by_file[file].add(offset)
+    reader = ArchiveReader(backend)
+    for file, offsets in by_file.items():
+        left = set(offsets)
+        try:
+            for item in reader.read(file):
+                if isinstance(item, ArchiveRecord) and item.offset in left:
+                    left.discard(item.offset)
+                    out[(file, item.offset)] = item
+                    if not left:
+                        break
+        except OSError as exc:
+            for offset in left:
+                out[(file, offset)] = Text(None, f"cannot read {file}: {exc}")
+            left = set()
+        for offset in left:
+            out[(file, offset)] = Text(None, f"no record starts at offset {offset} of {file}")
+    return out
+
+
+def fetch_texts(
+    locators: list[Locator], *, backend: str = "auto", extractor: Extractor | None = None
+) -> dict[Locator, Text]:
+    """Main texts of the records at (file, offset), extracted as the fingerprint was: by ``extractor``
+    (default: the default extractor)."""
+    from ..extract import DEFAULT_EXTRACTOR
+
+    chosen = extractor or DEFAULT_EXTRACTOR
+    return {
+        where: found if isinstance(found, Text) else text_of(found, chosen)
+        for where, found in fetch_records(locators, backend=backend).items()
+    }
+
+
+def text_of(record: ArchiveRecord, extractor: object) -> Text:
+    page = html_page(record)
+    if page is None:
+        return Text(None, f"the record is not an HTML page ({record.record_type})")
+    if page.too_large:
+        return Text(None, "the page is over the size limit")
+    extraction = extractor(page.body, page.url, page.encoding)  # type: ignore[operator]
+    if extraction.text is None:
+        return Text(None, f"no main text ({extraction.reason})")
+    return Text(extraction.text[:MAX_TEXT])

@@ -14,12 +14,10 @@ damaged file then costs one feature, not both. In Redis, one key per URL under t
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
 
-from .sqlite_file import open_store_file
+from .sqlite_file import SQLiteSideStore
 
 DATABASE = "captures.sqlite"
 """The embedded store's file, inside the near-duplicate index's directory."""
@@ -72,30 +70,21 @@ _COLUMNS = "url, record_id, date, payload_digest, text_digest, simhash, sketch"
 _PLACES = ", ".join("?" * len(_COLUMNS.split(", ")))
 
 
-class EmbeddedCaptures:
+class EmbeddedCaptures(SQLiteSideStore):
     """Captures in ``<index directory>/captures.sqlite`` (WAL, a commit per capture).
 
     Used from the middleware's one index thread; one crawl writes an embedded index at a time."""
 
-    def __init__(self, directory: str | Path) -> None:
-        self.path = Path(directory) / DATABASE
-        self._db = open_store_file(
-            self.path,
-            _SCHEMA,
-            "SELECT count(*) FROM captures WHERE url = ''",
-            CaptureStoreError,
-            "the captures",
-            "the next capture of each URL then has no previous capture to compare with",
-        )
-
-    def _failed(self, action: str, exc: sqlite3.Error) -> CaptureStoreError:
-        return CaptureStoreError(f"captures at {self.path}: {action} failed: {exc}")
+    DATABASE = DATABASE
+    TABLE = "captures"
+    SCHEMA = _SCHEMA
+    KEY = "url"
+    ERROR = CaptureStoreError
+    WHAT = "the captures"
+    START_ANEW = "the next capture of each URL then has no previous capture to compare with"
 
     def last(self, url: str) -> Capture | None:
-        try:
-            row = self._db.execute(f"SELECT {_COLUMNS} FROM captures WHERE url = ?", (url,)).fetchone()
-        except sqlite3.Error as exc:
-            raise self._failed("a look-up", exc) from exc
+        row = self._one("a look-up", f"SELECT {_COLUMNS} FROM captures WHERE url = ?", (url,))
         if row is None:
             return None
         url, record_id, date, payload, text, simhash, sketch = row
@@ -111,22 +100,8 @@ class EmbeddedCaptures:
             f"{capture.simhash:016x}",
             capture.sketch,
         )
-        try:
-            self._db.execute(f"INSERT OR REPLACE INTO captures ({_COLUMNS}) VALUES ({_PLACES})", values)
-        except sqlite3.Error as exc:
-            raise self._failed("recording a capture", exc) from exc
-
-    def clear(self) -> None:
-        try:
-            self._db.execute("DELETE FROM captures")
-        except sqlite3.Error as exc:
-            raise self._failed("emptying", exc) from exc
-
-    def __len__(self) -> int:
-        return int(self._db.execute("SELECT count(*) FROM captures").fetchone()[0])
-
-    def close(self) -> None:
-        self._db.close()
+        sql = f"INSERT OR REPLACE INTO captures ({_COLUMNS}) VALUES ({_PLACES})"
+        self._execute("recording a capture", sql, values)
 
 
 def open_captures(location: str) -> CaptureStore:

@@ -14,12 +14,10 @@ registered nothing, so no later revisit can point to a record that is not in a W
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
 
-from .sqlite_file import open_store_file
+from .sqlite_file import SQLiteSideStore
 
 DATABASE = "payload-digests.sqlite"
 """The embedded store's file, inside the near-duplicate index's directory."""
@@ -77,7 +75,7 @@ CREATE TABLE IF NOT EXISTS payload_digests (
 """
 
 
-class EmbeddedPayloadDigests:
+class EmbeddedPayloadDigests(SQLiteSideStore):
     """Digests in ``<index directory>/payload-digests.sqlite`` (WAL; a commit per confirmed payload,
     which survives a crash of the crawling process).
 
@@ -85,54 +83,30 @@ class EmbeddedPayloadDigests:
     the crawl's one reactor thread, so a claim is a plain look-up: nobody else can claim meanwhile.
     """
 
-    def __init__(self, directory: str | Path) -> None:
-        self.path = Path(directory) / DATABASE
-        self._db = open_store_file(
-            self.path,
-            _SCHEMA,
-            "SELECT count(*) FROM payload_digests WHERE digest = ''",
-            PayloadDigestError,
-            "the payload digests",
-            "the crawl then stores every payload in full once more",
-        )
-
-    def _failed(self, action: str, exc: sqlite3.Error) -> PayloadDigestError:
-        return PayloadDigestError(f"payload digests at {self.path}: {action} failed: {exc}")
+    DATABASE = DATABASE
+    TABLE = "payload_digests"
+    SCHEMA = _SCHEMA
+    KEY = "digest"
+    ERROR = PayloadDigestError
+    WHAT = "the payload digests"
+    START_ANEW = "the crawl then stores every payload in full once more"
 
     def claim(self, digest: str, candidate: Original) -> Claim:
-        try:
-            row = self._db.execute(
-                "SELECT record_id, uri, date FROM payload_digests WHERE digest = ?", (digest,)
-            ).fetchone()
-        except sqlite3.Error as exc:
-            raise self._failed("a look-up", exc) from exc
+        sql = "SELECT record_id, uri, date FROM payload_digests WHERE digest = ?"
+        row = self._one("a look-up", sql, (digest,))
         if row is None:
             return Claim(claimed=True)
         return Claim(original=Original(*row))
 
     def confirm(self, digest: str, candidate: Original) -> None:
-        try:
-            self._db.execute(
-                "INSERT OR IGNORE INTO payload_digests (digest, record_id, uri, date) VALUES (?, ?, ?, ?)",
-                (digest, candidate.record_id, candidate.uri, candidate.date),
-            )
-        except sqlite3.Error as exc:
-            raise self._failed("registering a payload", exc) from exc
+        self._execute(
+            "registering a payload",
+            "INSERT OR IGNORE INTO payload_digests (digest, record_id, uri, date) VALUES (?, ?, ?, ?)",
+            (digest, candidate.record_id, candidate.uri, candidate.date),
+        )
 
     def release(self, digest: str, candidate: Original) -> None:
         """Nothing to undo: a claim here writes nothing."""
-
-    def clear(self) -> None:
-        try:
-            self._db.execute("DELETE FROM payload_digests")
-        except sqlite3.Error as exc:
-            raise self._failed("emptying", exc) from exc
-
-    def __len__(self) -> int:
-        return int(self._db.execute("SELECT count(*) FROM payload_digests").fetchone()[0])
-
-    def close(self) -> None:
-        self._db.close()
 
 
 def open_payload_digests(location: str) -> PayloadDigests:

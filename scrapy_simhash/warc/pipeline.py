@@ -78,6 +78,22 @@ class PageResult:
 FingerprintFunction = Callable[..., PageFingerprint]
 
 
+def unfingerprinted(file: str, task: PageTask, reason: str) -> PageResult:
+    """The result of a page that has no fingerprint, for ``reason``; its record's digest is kept."""
+    simhash, tokens = None, 0
+    return PageResult(
+        file,
+        task.offset,
+        task.record_id,
+        task.uri,
+        task.date,
+        simhash,
+        tokens,
+        reason,
+        payload_digest=task.payload_digest,
+    )
+
+
 def fingerprint_tasks(
     file: str,
     tasks: list[PageTask],
@@ -96,19 +112,7 @@ def fingerprint_tasks(
     extra = {"minhash": minhash} if function is fingerprint_page else {}
     for task in tasks:
         if task.reason is not None:
-            results.append(
-                PageResult(
-                    file,
-                    task.offset,
-                    task.record_id,
-                    task.uri,
-                    task.date,
-                    None,
-                    0,
-                    task.reason,
-                    payload_digest=task.payload_digest,
-                )
-            )
+            results.append(unfingerprinted(file, task, task.reason))
             continue
         fp = function(task.body, task.uri, task.encoding, extractor=extractor, min_tokens=min_tokens, **extra)
         results.append(
@@ -172,11 +176,7 @@ class _CrashTolerantPool:
                 results.extend(self._fingerprint(batch.file, [task]).result())
             except BrokenProcessPool:
                 self._restart(generation)
-                results.append(
-                    PageResult(
-                        batch.file, task.offset, task.record_id, task.uri, task.date, None, 0, "worker_crash"
-                    )
-                )
+                results.append(unfingerprinted(batch.file, task, "worker_crash"))
         return results
 
     def _restart(self, broken_generation: int) -> None:

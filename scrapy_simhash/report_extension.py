@@ -72,7 +72,7 @@ class SimhashReportExtension:
 
     def _write(self, location: str, stats: dict[str, Any]) -> Written | Exception:
         from .report import write_report
-        from .report.data import load_index
+        from .report.indexes import load_index
 
         try:
             rule = self.rule

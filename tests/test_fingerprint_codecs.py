@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scrapy_simhash import fingerprint as fp
-from scrapy_simhash.report.data import parse_simhash
+from scrapy_simhash.report.values import parse_simhash
 
 HEX_DIGITS = frozenset(string.hexdigits)  # ASCII only: 0-9 a-f A-F
 BASE32_CHARS = frozenset(string.ascii_letters + "234567")

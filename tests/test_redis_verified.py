@@ -201,7 +201,7 @@ def test_export_and_report_read_sketches_in_batches(
     server: RedisServer, index: VerifiedIndex, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from scrapy_simhash.cli import main
-    from scrapy_simhash.report.data import load_index
+    from scrapy_simhash.report.indexes import load_index
 
     index.add_many(
         [(i + 1, f"e{i}", {"url": f"http://e/{i}"}, sketch_of(i) if i % 4 else None) for i in range(60)]

@@ -241,7 +241,7 @@ def test_tag_sidecars_give_the_clusters_dedupe_found(
 @given(st.integers(0, 2**64 - 1))
 def test_the_fast_simhash_parse_agrees_with_from_base32(value: int) -> None:
     from scrapy_simhash.fingerprint import from_base32
-    from scrapy_simhash.report.data import parse_simhash
+    from scrapy_simhash.report.values import parse_simhash
 
     text = to_base32(value)
     assert parse_simhash(text) == from_base32(text) == value
@@ -249,7 +249,7 @@ def test_the_fast_simhash_parse_agrees_with_from_base32(value: int) -> None:
 
 
 def test_a_bad_simhash_is_refused_as_from_base32_does() -> None:
-    from scrapy_simhash.report.data import parse_simhash
+    from scrapy_simhash.report.values import parse_simhash
 
     last_bit_set = to_base32(0)[:-1] + "b"
     for bad in (last_bit_set, "short", "a" * 12 + "1"):

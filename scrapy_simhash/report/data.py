@@ -7,19 +7,18 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-from ..fingerprint import from_base32
-from ..index import is_server_uri, open_index
+from ..index import is_server_uri
 from ..index.extractor_record import recorded_extractors
 from ..warc.revisits import REVISIT_METHOD
 from ..warc.wacz import open_archive
 from .captures import RowCaptures, capture_of_row
+from .indexes import load_index, open_for_reading, pages_of_index
 from .model import (
     DEFAULT_K,
     MAX_NOTES,
@@ -27,11 +26,11 @@ from .model import (
     Page,
     ReportData,
     build,
-    group_clusters,
     named_extractor,
     rule_for,
 )
 from .timeline import Capture, build_timelines
+from .values import fraction, parse_simhash, text_field, whole_number
 from .warcs import load_warcs, read_pages
 
 
@@ -129,79 +128,22 @@ def _rows(path: str, notes: list[str], bad: Counter[str]) -> Iterator[tuple[int,
             yield number, row
 
 
-def _int(value: Any, name: str = "value", low: int = 0, high: int | None = None) -> int | None:
-    """A whole number in ``low..high`` (JSON: an integer; CSV: its digits), or None when absent;
-    anything else is a ValueError naming the field."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, str):
-        try:
-            number = int(value.strip())
-        except ValueError:
-            raise ValueError(f"{name} {value!r} is not a whole number") from None
-    elif isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        number = int(value)
-    else:
-        raise ValueError(f"{name} {value!r} is not a whole number")
-    if number < low or (high is not None and number > high):
-        bound = f"{low}..{high}" if high is not None else f"at least {low}"
-        raise ValueError(f"{name} {number} is not in {bound}")
-    return number
-
-
-def _float(value: Any, name: str = "value") -> float | None:
-    """A number in 0..1 (a similarity), or None when absent; anything else is a ValueError."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ValueError(f"{name} {value!r} is not a number")
-    try:
-        number = float(value)
-    except ValueError:
-        raise ValueError(f"{name} {value!r} is not a number") from None
-    if not 0.0 <= number <= 1.0:  # NaN fails this too
-        raise ValueError(f"{name} {value!r} is not in 0..1")
-    return number
-
-
-def _text(value: Any, name: str) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    raise ValueError(f"{name} {value!r} is not a text")
-
-
-_TO_INT_DIGITS = str.maketrans("abcdefghijklmnopqrstuvwxyz234567", "0123456789abcdefghijklmnopqrstuv")
-_BASE32_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz234567")
-
-
-def parse_simhash(text: str) -> int:
-    """:func:`~scrapy_simhash.fingerprint.from_base32`, five times faster on the canonical form (13
-    lowercase characters): a million rows are read in well under a second."""
-    if len(text) == 13 and _BASE32_CHARS.issuperset(text):
-        value = int(text.translate(_TO_INT_DIGITS), 32)
-        if not value & 1:
-            return value >> 1
-    return from_base32(text)  # anything else: its checks and its error message
-
-
 def page_from_row(row: dict[str, Any]) -> Page:
     """One ``dedupe --report`` row (JSON or CSV) as a page; ValueError names a bad field."""
-    simhash = _text(row.get("simhash"), "simhash")
-    file, offset = _text(row.get("file"), "file"), _int(row.get("offset"), "offset")
-    uri, record_id = _text(row.get("uri"), "uri"), _text(row.get("record_id"), "record_id")
+    simhash = text_field(row.get("simhash"), "simhash")
+    file, offset = text_field(row.get("file"), "file"), whole_number(row.get("offset"), "offset")
+    uri, record_id = text_field(row.get("uri"), "uri"), text_field(row.get("record_id"), "record_id")
     key = f"{file}#{offset}" if file is not None else str(record_id or uri)
     return Page(
         key=key,
         uri=uri,
-        date=_text(row.get("date"), "date"),
+        date=text_field(row.get("date"), "date"),
         file=file,
         offset=offset,
         record_id=record_id,
         simhash=parse_simhash(simhash) if simhash else None,
-        distance=_int(row.get("distance"), "distance", 0, 64),
-        similarity=_float(row.get("similarity"), "similarity"),
+        distance=whole_number(row.get("distance"), "distance", 0, 64),
+        similarity=fraction(row.get("similarity"), "similarity"),
         original=row.get("role") == "original",
         extractor=str(row["extractor"]) if row.get("extractor") else None,
     )
@@ -288,7 +230,7 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
             try:
                 page = page_from_row(row)
                 cluster = clusters.setdefault((index, row["cluster"]), Cluster(len(clusters), []))
-                label = _text(row.get("rule"), "rule")
+                label = text_field(row.get("rule"), "rule")
             except (KeyError, ValueError, TypeError, OverflowError) as exc:
                 bad[path] += 1
                 if len(notes) < MAX_NOTES:
@@ -366,137 +308,3 @@ def load_rows(paths: list[str], *, k: int | None = None, threshold: float | None
             "the rows carry no text_change column (an older dedupe): the kinds are not recorded"
         )
     return data
-
-
-# -- an index ---------------------------------------------------------------------------------------
-
-
-def open_for_reading(location: str, k: int | None = None, similarity: float | None = None) -> Any:
-    """The index at ``location`` without taking its write lock (a crawl may still hold it).
-
-    ``similarity``: the threshold it was created with, when known (a crawl's). An index created with
-    another is opened with the shipped one's: the report applies its own rule to the stored
-    sketches, it does not ask the index."""
-    from ..index.base import IndexSettingsError
-
-    def opened(threshold: float | None) -> Any:
-        if is_server_uri(location):
-            return open_index(location, k=k or DEFAULT_K, similarity=threshold)
-        return open_index(location, k=k, read_only=True, similarity=threshold)  # type: ignore[arg-type]
-
-    try:
-        return opened(similarity)
-    except IndexSettingsError:
-        if similarity is None:
-            raise
-    return opened(None)
-
-
-def pages_of_index(index: Iterable[Any], sketch_of: Any = None) -> list[Page]:
-    """Every stored fingerprint, oldest first (the index iterates in age order), with its sketch
-    when ``sketch_of(key)`` gives one (a verified index)."""
-    pages = []
-    for match in index:
-        meta = match.meta or {}
-        pages.append(
-            Page(
-                key=match.key,
-                uri=meta.get("url") or match.key,
-                date=meta.get("date"),
-                file=meta.get("file"),
-                offset=_int(meta.get("offset")),
-                record_id=meta.get("record_id"),
-                simhash=match.simhash,
-                sketch=None if sketch_of is None else sketch_of(match.key),
-                replaces=meta.get("replaces"),
-            )
-        )
-    return pages
-
-
-def load_index(
-    location: str,
-    *,
-    k: int | None = None,
-    threshold: float | None = None,
-    mode: str | None = None,
-    stats: dict[str, Any] | None = None,
-    archives: list[str] | None = None,
-) -> ReportData:
-    """Clusters of the decision rule's graph over everything stored (verified where the index keeps
-    sketches; ``k``, ``threshold``: the index's own by default; ``mode``: verified by default).
-
-    ``stats`` (a crawl's Scrapy stats) adds the pages seen and skipped by reason; ``archives`` (the
-    crawl's WARCs) are where the pair texts are looked up by record id.
-    """
-    index = open_for_reading(location, k, threshold)
-    try:
-        k = k if k is not None else int(index.k)
-        own = getattr(index, "rule", None)  # a VerifiedIndex's: the threshold it answers by
-        if threshold is None and own is not None:
-            threshold = own.similarity
-        recorded, mixed = recorded_extractors(index.notes())
-        sketch_many = getattr(index, "sketch_many", None)  # a VerifiedIndex's: 1,000 a round trip
-        if sketch_many is None:
-            pages = pages_of_index(index)
-        else:
-            matches = list(index)
-            pages = pages_of_index(matches, sketch_many([m.key for m in matches]).get)
-    finally:
-        close = getattr(index, "close", None)
-        if close:
-            close()
-    rule = rule_for(k, threshold, mode)
-    notes = []
-    skipped: dict[str, int] | None = None
-    seen = None
-    if stats:
-        skipped = {
-            name.rsplit("/", 1)[1]: int(value)
-            for name, value in stats.items()
-            if name.startswith("simhash/skipped/")
-        }
-        computed = int(stats.get("simhash/computed", len(pages)))
-        seen = computed + sum(skipped.values())
-        again = int(stats.get("simhash/revisit", 0))  # fingerprinted again, stored by an earlier run
-        earlier = len(pages) - (computed - again)
-        if earlier > 0:
-            notes.append(
-                f"pages seen and skipped are this run's; the index, and so the fingerprinted pages and "
-                f"clusters, also hold {earlier:,} page(s) stored by earlier runs ({again:,} seen again)"
-            )
-    else:
-        notes.append("an index holds only the fingerprinted pages: pages skipped are not in it")
-    if recorded is None:
-        notes.append(
-            "the index does not record its extractor (written before indexes recorded it, with "
-            "trafilatura): the pair texts are re-extracted with the default"
-        )
-    elif mixed:
-        notes.append(
-            f"the index also holds pages of other extractors ({', '.join(mixed)}), stored when mixing was "
-            f"allowed: they are not comparable with its own ({recorded})"
-        )
-    replacements = sum(1 for page in pages if page.replaces)
-    if replacements:
-        notes.append(
-            f"{replacements:,} page(s) replaced the stored original of their cluster as a more preferred "
-            'copy (SIMHASH_KEEP = "preferred": the canonical URL, or one without tracking parameters): '
-            "each cluster's original is its newest such copy"
-        )
-    return build(
-        "index",
-        [location],
-        pages,
-        group_clusters(pages, rule),
-        k=rule.distance,
-        threshold=rule.similarity if rule.verified else threshold,
-        seen=seen,
-        skipped=skipped,
-        fingerprinted=len(pages),
-        notes=notes,
-        mode=rule.mode,
-        archives=archives,
-        extractor=recorded,
-        extractors=tuple(e for e in (recorded, *mixed) if e),
-    )

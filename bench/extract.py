@@ -50,30 +50,12 @@ from scrapy_simhash.extract import (
     extractor_names,
     get_extractor,
 )
+from scrapy_simhash.extract.cascade import ResiliparseTrafilaturaExtractor, has_words
 from scrapy_simhash.fingerprint import tokens
 from scrapy_simhash.page import fingerprint_page
 
 REFERENCE = "trafilatura"
 """The extractor the ratios are taken against: trafilatura in fast mode, the default before this bench."""
-
-
-@dataclass(frozen=True)
-class Cascade(Extractor):
-    """``fast`` first; ``slow`` only where ``fast`` is unsure: no text, or fewer than ``min_tokens``."""
-
-    fast: Extractor = field(default_factory=ResiliparseExtractor)
-    slow: Extractor = field(default_factory=TrafilaturaExtractor)
-    min_tokens: int = 100
-
-    @property
-    def description(self) -> str:
-        return f"cascade({self.fast.description}|{self.slow.description});min_tokens={self.min_tokens}"
-
-    def main_text(self, html: str, url: str | None) -> str | None:
-        text = self.fast.main_text(html, url)
-        if text and len(tokens(text)) >= self.min_tokens:
-            return text
-        return self.slow.main_text(html, url)
 
 
 @dataclass(frozen=True)
@@ -88,8 +70,7 @@ BENCH_ONLY: dict[str, Extractor] = {
     "trafilatura-full": TrafilaturaExtractor(fast=False),
     "trafilatura-precision": TrafilaturaExtractor(fast=False, favor_precision=True),
     "resiliparse-comments": ResiliparseExtractor(comments=True, post_meta=True),  # the library's defaults
-    "resiliparse+trafilatura": Cascade(min_tokens=100),
-    "resiliparse+trafilatura-300": Cascade(min_tokens=300),
+    "resiliparse+trafilatura-300": ResiliparseTrafilaturaExtractor(min_words=300),
     # without the template step (scrapy_simhash/extract/boilerplate.py): what the step costs
     "trafilatura-raw": TrafilaturaExtractor(drop_boilerplate=False),
     "trafilatura-two-parses": TrafilaturaTwoParses(),  # what sharing trafilatura's parse saves
@@ -176,6 +157,8 @@ def score(text: str | None, truth: Truth) -> Score | None:
 class Measured:
     cpu: list[float] = field(default_factory=list)
     no_text: int = 0
+    slow_path: int = 0
+    """Pages a cascade handed to its slow extractor."""
     scores: dict[str, list[Score]] = field(default_factory=lambda: defaultdict(list))
 
 
@@ -205,12 +188,21 @@ def measure(pages: list[Page], extractors: dict[str, Extractor]) -> dict[str, Me
             results[name].cpu.append(clock() - started)
             text = extractor(body, page.url).text  # the same text again, untimed, to score it
             results[name].no_text += text is None
+            results[name].slow_path += takes_slow_path(extractor, body, page.url)
             result = score(text, page.truth) if page.truth else None
             if result is not None:
                 results[name].scores[source_of(page)].append(result)
         if done % 100 == 0:
             print(f"  {done}/{len(pages)} pages", file=sys.stderr)
     return results
+
+
+def takes_slow_path(extractor: Extractor, body: bytes, url: str | None) -> bool:
+    """Whether the cascade ``extractor`` hands this page to trafilatura (False for any other extractor)."""
+    if not isinstance(extractor, ResiliparseTrafilaturaExtractor):
+        return False
+    text = extractor.fast(body, url).text
+    return not text or not has_words(text, extractor.min_words)
 
 
 def _mean(values: list[float | None]) -> float | None:
@@ -246,6 +238,10 @@ def report(results: dict[str, Measured], extractors: dict[str, Extractor], pages
             + " | ".join(cells)
             + f" | {_fmt(overall)} |"
         )
+    for name, m in results.items():
+        if isinstance(extractors[name], ResiliparseTrafilaturaExtractor):
+            share = m.slow_path / len(m.cpu)
+            lines += ["", f"{name}: {m.slow_path} of {len(m.cpu)} pages ({share:.1%}) took trafilatura"]
     lines += ["", "Pages per source: " + ", ".join(f"{s} {len(reference.scores[s])}" for s in sources)]
     lines += ["", "Descriptions:", ""]
     lines += [f"- {name}: `{extractor.description}`" for name, extractor in extractors.items()]

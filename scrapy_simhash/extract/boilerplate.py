@@ -70,15 +70,23 @@ TEMPLATE_WORDS = (
 
 _NAMED = re.compile("|".join(re.escape(word) for word in TEMPLATE_WORDS))
 _ROLES = frozenset({"navigation", "banner", "contentinfo", "search"})
-_NAMED_XPATH = etree.XPath(".//*[@id or @class]")
-_ROLE_XPATH = etree.XPath(".//*[@role]")
+# The searches below walk the tree in libxml2. They say ``descendant::x`` rather than ``.//x`` (which
+# libxml2 reads as ``descendant-or-self::node()/child::x``, a step more for every node) and
+# ``descendant::a[2]`` rather than ``count(.//a) >= 2`` (it stops at the second link instead of counting
+# them all): the same elements, found in about half the time.
+_NAMED_XPATH = etree.XPath("descendant::*[@id or @class]")
+_ROLE_XPATH = etree.XPath("descendant::*[@role]")
 _LINK_BLOCKS_XPATH = etree.XPath(
-    ".//ul[not(ancestor::ul | ancestor::ol)] | .//ol[not(ancestor::ul | ancestor::ol)] | .//dl"
-    " | .//p[count(.//a) >= 2] | .//div[count(.//a) >= 2][not(.//div | .//p)]"
+    "descendant::ul[not(ancestor::ul or ancestor::ol)] | descendant::ol[not(ancestor::ul or ancestor::ol)]"
+    " | descendant::dl | descendant::p[descendant::a[2]]"
+    " | descendant::div[descendant::a[2]][not(descendant::div or descendant::p)]"
 )
 _IN_CONTENT = etree.XPath("boolean(ancestor::article | ancestor::main | ancestor::section)")
-_ANCHORS_XPATH = etree.XPath(".//article | .//main | .//h1 | .//*[@role='main' or @itemprop='articleBody']")
-_LONG_PARAGRAPHS_XPATH = etree.XPath(f".//p[string-length(normalize-space()) >= {LONG_PARAGRAPH}]")
+_ANCHORS_XPATH = etree.XPath(
+    "descendant::article | descendant::main | descendant::h1"
+    " | descendant::*[@role='main' or @itemprop='articleBody']"
+)
+_LONG_PARAGRAPHS_XPATH = etree.XPath(f"descendant::p[string-length(normalize-space()) >= {LONG_PARAGRAPH}]")
 _STRING = etree.XPath("string()", smart_strings=False)
 _INVISIBLE = ("script", "style", "noscript", "template", "head")
 _BULLETS = "•·-*–—"

@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Extractor
+from .cascade import ResiliparseTrafilaturaExtractor
 from .resiliparse import ResiliparseExtractor
 from .trafilatura import TrafilaturaExtractor
 
 _EXTRACTORS: dict[str, type[Extractor]] = {
     TrafilaturaExtractor.name: TrafilaturaExtractor,
     ResiliparseExtractor.name: ResiliparseExtractor,
+    ResiliparseTrafilaturaExtractor.name: ResiliparseTrafilaturaExtractor,
 }
 
 # Chosen by measurement (docs/quality.md, "Choosing the extractor"): Resiliparse costs a seventh of the CPU

@@ -147,7 +147,7 @@ class SimhashIndex(NearDuplicateIndex):
         )
         self._layers, self._count = layers, self._store.live
         info = {"db_id": self._db_id, "k": self.k}
-        self._generations = Generations(self.path, layers, self._store, info, self._verify)
+        self._generations = Generations(self.path, layers, self._store, info, bool(self._verify))
         if not self.read_only:
             remove_stale(self.path, keep=layers.generation or None)
             if self._rebuilds or layers.delta_full():

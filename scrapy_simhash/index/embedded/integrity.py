@@ -10,8 +10,8 @@ an error. Three cheap checks turn such damage into :class:`IndexCorruptError`:
 - **The commit mark** (:class:`CommitMark`, file ``COMMITTED``): after every acknowledged write
   the writer records the database's high-water mark (the largest seq handed out; removals
   advance it too) and its row count. A database behind its mark has lost acknowledged writes.
-  The mark is not fsynced: it survives a killed process, and after a power cut it can only lag
-  behind a ``synchronous=full`` database; with ``"normal"`` a power cut may legitimately lose the
+  The mark is not fsynced after a write: it survives a killed process, and after a power cut it can
+  only lag behind a ``synchronous=full`` database; with ``"normal"`` a power cut may legitimately lose the
   last commits, so a database behind a mark written before the last boot is only a warning.
 - **SQLite's own checks** (:func:`check_sqlite`): ``PRAGMA integrity_check`` for a writer,
   ``PRAGMA quick_check`` for a reader. Only the former compares the key index with the table: a

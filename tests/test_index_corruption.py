@@ -45,11 +45,11 @@ def _table_file(path: Path, part: str) -> Path:
     return path / manifest["files"][part]["name"]
 
 
-def _reopen_rebuilds(path: Path, rows: dict[str, int]) -> None:
-    with SimhashIndex(path) as index:
+def _reopen_rebuilds(path: Path, rows: dict[str, int], verify: bool | str = True) -> None:
+    with SimhashIndex(path, verify=verify) as index:
         assert index.stats()["rebuilds"] == 1
         _assert_exact(index, rows)
-    with SimhashIndex(path) as index:  # the rebuilt files are sound again
+    with SimhashIndex(path, verify=verify) as index:  # the rebuilt files are sound again
         assert index.stats()["rebuilds"] == 0
         _assert_exact(index, rows)
 
@@ -71,7 +71,9 @@ def test_damaged_table_file_is_rebuilt(tmp_path: Path, part: str, damage: str) -
         target.write_bytes(data)
     else:
         target.unlink()
-    _reopen_rebuilds(path, rows)
+    # a flipped bit keeps the file's size and header: a clean open does not read every byte of the
+    # files (`index check` and verify="full" do, tests/test_index_open.py), so it is asked for here
+    _reopen_rebuilds(path, rows, verify="full" if damage == "flip" else True)
 
 
 @pytest.mark.parametrize(

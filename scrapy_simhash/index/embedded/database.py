@@ -87,11 +87,23 @@ class RowDatabase:
         except (sqlite3.DatabaseError, json.JSONDecodeError) as exc:
             raise self.damaged(f"{type(exc).__name__}: {exc}") from exc
 
-    def close(self) -> None:
-        self.conn.close()
-        if self.mark is not None:
-            self.mark.close()
-            self.mark = None
+    high: int
+    live: int
+
+    def close(self, clean: bool = False) -> None:
+        """Close the database; ``clean``: a writer's orderly close, which then sets the commit mark's
+        clean-close flag (only once the database closed without an error)."""
+        try:
+            self.conn.close()
+        except BaseException:
+            clean = False
+            raise
+        finally:
+            if self.mark is not None:
+                if clean:
+                    self.mark.closed_cleanly(self.high, self.live)
+                self.mark.close()
+                self.mark = None
 
     def _transaction(self) -> Transaction:
         return Transaction(self)

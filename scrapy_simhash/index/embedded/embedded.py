@@ -32,8 +32,10 @@ from .generations import Generations, mapped_lsh
 from .integrity import (
     CommitMark,
     check_mark,
+    check_verify,
     open_directory,
     read_mark,
+    sqlite_check_at_open,
 )
 from .loading import load_layers
 from .storage import Store
@@ -52,8 +54,11 @@ class SimhashIndex(NearDuplicateIndex):
     ``k``: default query distance (default: the one the index was created with, else 3).
     ``layout``: table layout spec (see :mod:`.layouts`); fixed when the index is created.
     ``read_only``: no lock, no writes; a snapshot as of opening.
-    ``verify``: check the table files' CRC-32s on open (a damaged file is rebuilt) and the
-    database with SQLite's integrity_check (quick_check when read-only).
+    ``verify``: True (default): check at open what an unclean shutdown can damage: after one (the
+    last writer did not close cleanly), the database with SQLite's integrity_check (quick_check when
+    read-only); a cleanly closed index opens in constant time (manifest, file sizes and headers,
+    commit mark, row count). ``"full"``: also after a clean close, and the table files' CRC-32s (a
+    damaged file is rebuilt), as ``scrapy-simhash index check`` does. False: neither.
     ``reset``: empty the index first, under the write lock (IndexLockedError if another
     process writes it, and then nothing is deleted).
     ``synchronous``: ``"full"`` (default) fsyncs every commit, so an acknowledged insert
@@ -68,7 +73,7 @@ class SimhashIndex(NearDuplicateIndex):
         layout: str | Layout | None = None,
         *,
         read_only: bool = False,
-        verify: bool = True,
+        verify: bool | str = True,
         pending_max: int = 4096,
         delta_min: int = 1 << 18,
         synchronous: str = "full",
@@ -81,7 +86,10 @@ class SimhashIndex(NearDuplicateIndex):
         self._lock = threading.RLock()
         self._lock_fd: int | None = None
         self._closed = True
+        check_verify(verify)
         self._verify = verify
+        self._crc = verify == "full"
+        """Whether opening reads the table files whole for their CRC-32s (:mod:`.integrity`: when)."""
         self._rebuilds = 0
         self._column: Any = None
         """The verified index's sketch column (:mod:`.sketch_column`), told of every write: :meth:`attach`."""
@@ -90,17 +98,22 @@ class SimhashIndex(NearDuplicateIndex):
         self._lock_fd = open_directory(self.path, DATABASE, read_only=read_only, reset=reset, what="index")
         try:
             mark = read_mark(self.path)  # before the database: a concurrent writer can only be ahead
-            check = None if not verify else "quick" if read_only else "thorough"
+            self._sqlite_check = sqlite_check_at_open(self.path, mark, verify, read_only)
             self._store = Store(
-                self.path / DATABASE, read_only=read_only, synchronous=synchronous, check=check
+                self.path / DATABASE,
+                read_only=read_only,
+                synchronous=synchronous,
+                check=self._sqlite_check,
+                counted=mark if self._sqlite_check is None else None,
             )
             try:
                 self.layout, self.k = self._settle_layout(k, layout)
                 check_mark(self._store.path, mark, self._db_id, self._store.high, self._store.live)
-                self._load()
-                if not read_only:
+                if not read_only:  # durably not clean before any write
                     self._store.mark = CommitMark(self.path, self._db_id, synchronous == "full")
-                    self._store.mark.write(self._store.high, self._store.live)
+                    self._store.mark.opened(self._store.high, self._store.live)
+                    self._store.index_rows_without_sketch()
+                self._load()
             except BaseException:
                 self._store.close()
                 raise
@@ -129,10 +142,12 @@ class SimhashIndex(NearDuplicateIndex):
     def _load(self) -> None:
         """Base tables from disk (rebuilt if damaged), the rest from one snapshot of the database."""
         layers = Layers(self.path, self.layout, self._pending_max, self._delta_min)
-        self._rebuilds += load_layers(layers, self._store, self._db_id, self._verify, self.read_only)
+        self._rebuilds += load_layers(
+            layers, self._store, self._db_id, self._verify, self.read_only, crc=self._crc
+        )
         self._layers, self._count = layers, self._store.live
         info = {"db_id": self._db_id, "k": self.k}
-        self._generations = Generations(self.path, layers, self._store, info, self._verify)
+        self._generations = Generations(self.path, layers, self._store, info, bool(self._verify))
         if not self.read_only:
             remove_stale(self.path, keep=layers.generation or None)
             if self._rebuilds or layers.delta_full():
@@ -227,7 +242,7 @@ class SimhashIndex(NearDuplicateIndex):
             self._check_open()
             self._generations.wait()  # the base is what the files hold
             column.attach_rows(self)
-            base = mapped_lsh(self.path, self._layers.manifest, column, self._verify)
+            base = mapped_lsh(self.path, self._layers.manifest, column, self._crc)
             after = 0
             if base is not None:
                 column.set_base(base, self._layers.dead)
@@ -442,12 +457,14 @@ class SimhashIndex(NearDuplicateIndex):
         with self._lock:
             if self._closed:
                 return
+            orderly = False
             try:
                 if not self.read_only and self._generations.wait() is not None:  # no merge left behind
                     logger.warning("index %s: closed with its last generation unwritten", self.path)
+                orderly = True
             finally:
                 self._closed = True
-                self._store.close()
+                self._store.close(clean=orderly)
                 self._layers.close()
                 self._release_lock()
 

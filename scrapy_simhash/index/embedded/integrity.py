@@ -10,17 +10,30 @@ an error. Three cheap checks turn such damage into :class:`IndexCorruptError`:
 - **The commit mark** (:class:`CommitMark`, file ``COMMITTED``): after every acknowledged write
   the writer records the database's high-water mark (the largest seq handed out; removals
   advance it too) and its row count. A database behind its mark has lost acknowledged writes.
-  The mark is not fsynced: it survives a killed process, and after a power cut it can only lag
-  behind a ``synchronous=full`` database; with ``"normal"`` a power cut may legitimately lose the
+  The mark is not fsynced after a write: it survives a killed process, and after a power cut it can
+  only lag behind a ``synchronous=full`` database; with ``"normal"`` a power cut may legitimately lose the
   last commits, so a database behind a mark written before the last boot is only a warning.
-- **SQLite's own checks** at open (:func:`check_sqlite`): ``PRAGMA integrity_check`` for a
-  writer, ``PRAGMA quick_check`` for a reader. Only the former compares the key index with the
-  table: a flipped bit in the key index otherwise makes ``get`` miss a stored key silently
-  (about one flip in ten in a small index's file did).
+- **SQLite's own checks** (:func:`check_sqlite`): ``PRAGMA integrity_check`` for a writer,
+  ``PRAGMA quick_check`` for a reader. Only the former compares the key index with the table: a
+  flipped bit in the key index otherwise makes ``get`` miss a stored key silently (about one flip in
+  ten in a small index's file did).
+
+When they run (:func:`sqlite_check_at_open`). SQLite's checks and the CRC-32s of the table files read
+every page of the index: minutes at 10M pages. What they guard against differs. A process killed or a
+power cut while writing can leave a damaged WAL or database, so after an *unclean shutdown* the next
+opener runs them. A cleanly closed index can only be damaged at rest (a disk, a copy, a hand): that
+is found by ``scrapy-simhash index check`` (or ``verify="full"``), which a cron job can run, and by the
+checks every read makes (each row's checksum, the sizes and headers of the table files). The mark
+carries the clean-close flag: a writer writes the mark *unclean* and fsyncs it before its first write,
+and writes it *clean* and fsyncs it only after its database closed whole; so the flag is set exactly
+when the last writer closed cleanly, and a crash at any point leaves it unset. A cleanly closed index
+thus opens in constant time: the manifest, the files' sizes and headers, the commit mark, and the row
+count (taken from the mark when the database's high-water seq is the mark's: every write moves it).
 """
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import shutil
@@ -43,8 +56,10 @@ MARK = "COMMITTED"
 _MASK64 = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15
 _MIXER = 0xD6E8FEB86659FD93
-_MARK_FORMAT = struct.Struct("<8s32sQQB16s")
-_MARK_MAGIC = b"SSHMARK1"
+_MARK_FORMAT = struct.Struct("<8s32sQQBB16s")
+_MARK_MAGIC = b"SSHMARK2"
+_MARK_FORMAT_1 = struct.Struct("<8s32sQQB16s")
+"""The mark before the clean-close flag (magic ``SSHMARK1``): read as written by an unclean shutdown."""
 _RESTORE = (
     "It is the source of truth and cannot be rebuilt: restore it from a backup (then delete {mark} "
     "and manifest.json beside it) or export what `sqlite3 .recover` finds"
@@ -129,13 +144,15 @@ def _boot_id() -> bytes:
 
 @dataclass(frozen=True)
 class Mark:
-    """What the last writer acknowledged: database id, high-water seq, row count."""
+    """What the last writer acknowledged: database id, high-water seq, row count; ``clean``: it closed
+    the database cleanly (no writer since)."""
 
     db_id: str
     high: int
     count: int
     full_sync: bool
     boot: bytes
+    clean: bool = False
 
 
 def read_mark(directory: Path) -> Mark | None:
@@ -146,32 +163,55 @@ def read_mark(directory: Path) -> Mark | None:
             data = path.read_bytes()
         except FileNotFoundError:
             return None
-        body = data[: _MARK_FORMAT.size]
-        if len(data) == _MARK_FORMAT.size + 4 and zlib.crc32(body) == int.from_bytes(data[-4:], "little"):
+        layout = _MARK_FORMAT if len(data) == _MARK_FORMAT.size + 4 else _MARK_FORMAT_1
+        body = data[: layout.size]
+        if len(data) == layout.size + 4 and zlib.crc32(body) == int.from_bytes(data[-4:], "little"):
             break
     else:
         logger.warning("index %s: %s is damaged; acknowledged writes cannot be checked", directory, MARK)
         return None
-    magic, db_id, high, count, full, boot = _MARK_FORMAT.unpack(body)
-    if magic != _MARK_MAGIC:
-        return None
-    return Mark(db_id.decode("ascii", "replace"), high, count, bool(full), boot)
+    if layout is _MARK_FORMAT_1:
+        magic, db_id, high, count, full, boot = layout.unpack(body)
+        clean = 0
+        if magic != b"SSHMARK1":
+            return None
+    else:
+        magic, db_id, high, count, full, clean, boot = layout.unpack(body)
+        if magic != _MARK_MAGIC:
+            return None
+    return Mark(db_id.decode("ascii", "replace"), high, count, bool(full), boot, clean == 1)
 
 
 class CommitMark:
-    """The writer's side of the mark: rewritten in place (one small pwrite) after every commit."""
+    """The writer's side of the mark: rewritten in place (one small pwrite) after every commit, and
+    fsynced twice a session: *unclean* before the first write (:meth:`opened`), *clean* after the
+    database closed (:meth:`closed_cleanly`)."""
 
     def __init__(self, directory: Path, db_id: str, full_sync: bool) -> None:
         self.path = directory / MARK
         self._head = (_MARK_MAGIC, db_id.encode("ascii"))
-        self._tail = (int(full_sync), _boot_id())
+        self._full_sync = int(full_sync)
+        self._boot = _boot_id()
         self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
 
-    def write(self, high: int, count: int) -> None:
+    def write(self, high: int, count: int, clean: bool = False) -> None:
         if self._fd is None:
             return
-        body = _MARK_FORMAT.pack(*self._head, high, count, *self._tail)
+        body = _MARK_FORMAT.pack(*self._head, high, count, self._full_sync, int(clean), self._boot)
         os.pwrite(self._fd, body + zlib.crc32(body).to_bytes(4, "little"), 0)
+
+    def opened(self, high: int, count: int) -> None:
+        """Before the writer's first write: the index is open for writing (not clean), durably."""
+        self.write(high, count)
+        if self._fd is not None:
+            os.fsync(self._fd)
+
+    def closed_cleanly(self, high: int, count: int) -> None:
+        """After the database closed whole: the clean-close flag, durably; then the mark is closed."""
+        self.write(high, count, clean=True)
+        if self._fd is not None:
+            os.fsync(self._fd)
+        self.close()
 
     def close(self) -> None:
         if self._fd is not None:
@@ -271,6 +311,50 @@ def check_sqlite(conn: sqlite3.Connection, db_file: Path, thorough: bool) -> Non
             f"the index database {db_file} is damaged ({pragma}: {'; '.join(problems)}). "
             + _RESTORE.format(mark=db_file.parent / MARK)
         )
+
+
+def check_verify(verify: bool | str) -> None:
+    """``verify`` is True (checks after an unclean shutdown), ``"full"`` (always) or False (never)."""
+    if verify not in (True, False, "full"):
+        raise ValueError(f"verify must be True, False or 'full', not {verify!r}")
+
+
+def writer_running(directory: Path) -> bool:
+    """Whether a process holds the index's write lock now (probed without waiting, and released)."""
+    try:
+        fd = os.open(directory / LOCK, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # drops the probe's lock
+    return False
+
+
+def sqlite_check_at_open(
+    directory: Path, mark: Mark | None, verify: bool | str, read_only: bool
+) -> str | None:
+    """Which SQLite check an opener runs (``"thorough"``, ``"quick"``, or None): see the module's
+    docstring. ``mark``: read before the database was opened.
+
+    A cleanly closed index needs none; a reader also needs none while a writer holds the index (that
+    writer checked it when it opened, if the writer before it had not closed cleanly). Otherwise the
+    last writer's shutdown was unclean, or is unknown (no mark): a writer runs integrity_check, a
+    reader quick_check."""
+    if verify is False:
+        return None
+    if verify == "full":
+        return "thorough"
+    if mark is not None and mark.clean:
+        return None
+    if read_only:
+        return None if writer_running(directory) else "quick"
+    return "thorough"
 
 
 def remove_index(directory: Path, database: str) -> None:

@@ -25,9 +25,12 @@ def _invalid(layers: Layers, exc: TablesInvalid) -> int:
     return 1
 
 
-def load_layers(layers: Layers, store: Any, db_id: str, verify: bool, read_only: bool) -> int:
+def load_layers(
+    layers: Layers, store: Any, db_id: str, verify: bool | str, read_only: bool, crc: bool = True
+) -> int:
     """Fill empty ``layers`` from the table files and ``store`` (a :class:`~.storage.Store`); the
-    number of rebuilds this took (0: the files were used)."""
+    number of rebuilds this took (0: the files were used). ``crc``: read the files whole for their
+    CRC-32s (else their sizes, headers and shapes are checked: :mod:`.integrity` says when)."""
     rebuilds = 0
     try:
         manifest = read_manifest(layers.path)
@@ -38,7 +41,7 @@ def load_layers(layers: Layers, store: Any, db_id: str, verify: bool, read_only:
         try:
             if manifest is not None and not check_manifest(store.path, manifest, db_id, store.high):
                 raise TablesInvalid("the table files belong to another database")
-            layers.set_base(manifest, verify=verify)
+            layers.set_base(manifest, verify=crc)
         except TablesInvalid as exc:
             layers.drop_base()
             rebuilds += _invalid(layers, exc)
@@ -46,6 +49,8 @@ def load_layers(layers: Layers, store: Any, db_id: str, verify: bool, read_only:
         seqs, hashes = store.rows(after=layers.base_max_seq)
         layers.set_rest(dead, hashes, seqs)
         count, expected = store.live, len(layers)
+        if expected != count and store.recount():  # the count was the mark's: count the rows after all
+            count = store.live
         if expected > count and verify and not rebuilds and not read_only:
             # verified table files and newer rows account for rows the database no longer has
             raise store.damaged(f"it holds {count} rows, its table files account for {expected}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -53,7 +54,10 @@ class RowScans(RowDatabase):
     def tombstones(self) -> np.ndarray:
         """Seqs removed since the table files were written; none of them may still be a row."""
         with self._reading():
-            live = self.conn.execute("SELECT seq FROM tombstones JOIN entries USING (seq) LIMIT 1").fetchone()
+            # CROSS JOIN keeps tombstones the outer loop: one lookup each (a plain JOIN reads every row)
+            live = self.conn.execute(
+                "SELECT t.seq FROM tombstones AS t CROSS JOIN entries AS e ON e.seq = t.seq LIMIT 1"
+            ).fetchone()
             if live is not None:
                 raise self.damaged(f"row {live[0]} is both stored and marked removed")
             return np.array([r[0] for r in self.conn.execute("SELECT seq FROM tombstones")], dtype=np.int64)
@@ -121,10 +125,8 @@ class RowScans(RowDatabase):
         Every row read is verified whole, those without a sketch too: a sketch set to NULL is damage
         found here, at open, as a changed one is (not at the row's first read). Meta is not decoded.
         """
-        where = "seq > ? OR seq IN (SELECT seq FROM resketched)"
-        with self._reading():
-            cursor = self.conn.execute(f"SELECT {SELECTED} FROM entries WHERE {where} ORDER BY seq", (after,))
-            while chunk := cursor.fetchmany(batch):
+        with self._reading(), self._read_transaction():
+            for chunk in self._newer_or_resketched(after, batch):
                 for row in chunk:
                     if (
                         not isinstance(row[5], bytes | None)
@@ -140,6 +142,30 @@ class RowScans(RowDatabase):
                     raise self.damaged(f"row {seq} ({key!r}) {what}")
                 if out := [(row[0], row[1], row[5]) for row in chunk if row[5] is not None]:
                     yield out
+
+    def _newer_or_resketched(self, after: int, batch: int) -> Iterator[list[tuple[Any, ...]]]:
+        """Rows resketched at or below ``after``, then rows above it, in seq order: two range reads
+        (one ``seq > ? OR seq IN (...)`` would read every row of the table)."""
+        queries = (
+            (f"SELECT {SELECTED} FROM entries WHERE seq IN (SELECT seq FROM resketched) AND seq <= ?", after),
+            (f"SELECT {SELECTED} FROM entries WHERE seq > ?", after),
+        )
+        for query, bound in queries:
+            cursor = self.conn.execute(query + " ORDER BY seq", (bound,))
+            while chunk := cursor.fetchmany(batch):
+                yield chunk
+
+    @contextmanager
+    def _read_transaction(self) -> Iterator[None]:
+        """One state of the database for several statements (unless already in a transaction)."""
+        if self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self.conn.execute("COMMIT")
 
 
 def _meta(text: str | None) -> dict[str, Any]:

@@ -16,6 +16,8 @@ Tables:
 - ``tombstones(seq)``: rows removed since the table files were last written; they tell
   the reopened index which rows of the files to ignore.
 - ``resketched(seq)``: rows whose sketch changed since the table files were written.
+- the index ``entries_without_sketch``: the seqs of the rows without a sketch (usually none), so that
+  listing them does not read the whole table (a writer adds it to a database written without it).
 - ``settings(name, value)``: layout, k, the database's identity, ``format`` (:data:`FORMAT`), the
   sketch column's settings (``sketch_*``), the index's notes (``note:extractor``, ...:
   :meth:`Store.note`), and ``check``: their CRC-32.
@@ -38,7 +40,7 @@ from typing import Any
 
 from ..base import IndexCorruptError, IndexSettingsError
 from .database import check_synchronous, connect, settings_check
-from .integrity import CommitMark, check_sqlite, row_check, row_checks
+from .integrity import CommitMark, Mark, check_mark, check_sqlite, row_check, row_checks
 from .row_scans import SELECTED, RowScans, to_signed, to_unsigned
 from .store_format import FORMAT, refuse_format
 
@@ -60,6 +62,9 @@ CREATE TABLE IF NOT EXISTS entries (
 CREATE TABLE IF NOT EXISTS tombstones (seq INTEGER PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS resketched (seq INTEGER PRIMARY KEY);
 """
+_WITHOUT_SKETCH = "CREATE INDEX IF NOT EXISTS entries_without_sketch ON entries (seq) WHERE sketch IS NULL"
+"""The rows without a sketch, found without reading every row (the verified index lists them at open):
+a partial index, empty while every page has its sketch."""
 
 
 def _chunks(values: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
@@ -72,20 +77,33 @@ class Store(RowScans):
 
     ``check``: run SQLite's ``"quick"`` or ``"thorough"`` check at open (see :func:`check_sqlite`).
     After opening, ``high`` (the high-water seq) and ``live`` (rows) are read in one snapshot.
+    ``counted``: the commit mark, whose row count is taken as ``live`` while the database's high-water
+    seq is the mark's (every acknowledged write moves it): no ``count(*)``, which reads the whole key
+    index. Give it only when the open checks found no reason to doubt the mark (a clean shutdown).
     """
 
     def __init__(
-        self, path: Path, read_only: bool = False, synchronous: str = "full", check: str | None = None
+        self,
+        path: Path,
+        read_only: bool = False,
+        synchronous: str = "full",
+        check: str | None = None,
+        counted: Mark | None = None,
     ) -> None:
         check_synchronous(synchronous)
         self.path = path
         self.read_only = read_only
         self.mark: CommitMark | None = None
+        self._counted: Mark | None = None
+        self.counts = 0
+        """How many times the rows were counted with ``count(*)`` (at open: 0 when the mark told)."""
         try:
             self.conn = connect(path, read_only, synchronous)
             if check:
                 check_sqlite(self.conn, path, thorough=check == "thorough")
             self._prepare_schema()
+            if counted is not None and counted.db_id == self.stored_settings().get("db_id"):
+                self._counted = counted
             with self.snapshot():  # reads high and live
                 pass
         except (IndexCorruptError, IndexSettingsError):
@@ -131,6 +149,12 @@ class Store(RowScans):
         if stored.get("format") != str(FORMAT):
             raise refuse_format(self.path.parent, stored.get("format"))
 
+    def index_rows_without_sketch(self) -> None:
+        """A writer, after its mark says the index is open for writing: add ``entries_without_sketch``
+        to a database written without it (once: it reads every row then)."""
+        with self._reading():
+            self.conn.execute(_WITHOUT_SKETCH)
+
     @contextmanager
     def snapshot(self) -> Iterator[None]:
         """Several reads from one state of the database, starting with ``high`` and ``live``."""
@@ -139,10 +163,30 @@ class Store(RowScans):
         try:
             with self._reading():
                 self.high = self._max_seq()
-                self.live = int(self.conn.execute("SELECT count(*) FROM entries").fetchone()[0])
+                self.live = self._live()
             yield
         finally:
             self.conn.execute("COMMIT")
+
+    def _live(self) -> int:
+        """The row count: the commit mark's while the database is where the mark says, else counted."""
+        known = self._counted
+        if known is not None and known.high == self.high:
+            return known.count
+        self._counted = None  # the database moved on (another writer, or this one): count from now on
+        self.counts += 1
+        return int(self.conn.execute("SELECT count(*) FROM entries").fetchone()[0])
+
+    def recount(self) -> bool:
+        """When ``live`` was the commit mark's count: count the rows (in the caller's snapshot), and
+        IndexCorruptError when they are fewer than the mark says; whether they were counted."""
+        known = self._counted
+        if known is None or known.high != self.high:
+            return False
+        self._counted = None
+        self.live = self._live()
+        check_mark(self.path, known, known.db_id, self.high, self.live)
+        return True
 
     def _max_seq(self) -> int:
         row = self.conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'entries'").fetchone()

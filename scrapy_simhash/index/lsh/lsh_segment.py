@@ -87,8 +87,7 @@ class LSHSegment:
         if flat.size != seqs.size * num_values:
             raise ValueError(f"{flat.size} sketch values for {seqs.size} pages of {num_values}")
         sketches = flat.reshape(seqs.size, num_values)
-        if seqs.dtype == np.uint32:
-            seqs = seqs.astype(np.int64)
+        # seqs stay as mapped (uint32 while they fit: 4 bytes a page, no copy at open)
         if seqs.size > 1 and not bool((seqs[1:] > seqs[:-1]).all()):
             raise ValueError("the segment's seqs are not ascending")
         entries = arrays["lsh_entries"]
@@ -136,6 +135,10 @@ class LSHSegment:
         wanted = np.asarray(seqs if isinstance(seqs, np.ndarray) else list(seqs), dtype=np.int64)
         if not wanted.size or not self.seqs.size:
             return
+        if self.seqs.dtype != wanted.dtype:  # narrow seqs: compare in their type, never widen the segment's
+            wanted = wanted[(wanted >= 0) & (wanted <= np.iinfo(self.seqs.dtype).max)].astype(self.seqs.dtype)
+            if not wanted.size:
+                return
         at = np.searchsorted(self.seqs, wanted)
         inside = at < self.seqs.size
         at, wanted = at[inside], wanted[inside]

@@ -1,0 +1,57 @@
+"""The full check of an embedded index, for ``scrapy-simhash index check`` (a user or a cron job).
+
+A cleanly closed index opens without reading every page (:mod:`.integrity` says why): damage at
+rest (a disk, a copy, a hand) is found here, by reading everything once: SQLite's
+``integrity_check``, every row against its checksum, and every file the manifest names against its
+CRC-32 (the LSH files too). Read-only: safe beside a running writer, which it does not disturb.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..base import IndexCorruptError
+from ..tables.manifest import TablesInvalid, crc_problems, read_manifest
+
+
+@dataclass
+class CheckReport:
+    """What :func:`check_index` found: ``problems`` (empty: sound) and what it read."""
+
+    rows: int = 0
+    files: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+def check_index(path: str | Path, progress: Callable[[str], None] | None = None) -> CheckReport:
+    """Read the whole embedded index at ``path`` and report every kind of damage found.
+
+    The database is the source of truth: its damage is reported as is (restore it). Damaged table
+    files are derived: a writer opened with ``verify="full"`` writes them again from the database."""
+    from .embedded import SimhashIndex
+
+    report = CheckReport()
+    say = progress or (lambda line: None)
+    directory = Path(path)
+    try:
+        with SimhashIndex(directory, read_only=True, verify="full") as index:
+            say("database: SQLite's integrity_check passed; reading every row")
+            for _ in index:
+                report.rows += 1
+            if index.stats()["rebuilds"]:
+                report.problems.append("the table files do not describe the database (see the log)")
+    except IndexCorruptError as exc:
+        report.problems.append(str(exc))
+    try:
+        manifest = read_manifest(directory)
+    except TablesInvalid as exc:
+        report.problems.append(f"table files: {exc}")
+        return report
+    if manifest is not None:
+        say("table files: checking their CRC-32s")
+        checked, problems = crc_problems(directory, manifest)
+        report.files = checked
+        report.problems += [f"table files: {problem}" for problem in problems]
+    return report

@@ -184,8 +184,6 @@ def test_index_check_finds_damage_at_rest_that_a_clean_open_does_not_read(tmp_pa
     data = bytearray(target.read_bytes())
     data[len(data) // 2] ^= 0x04
     target.write_bytes(data)
-    with open_index(path):  # a clean open checks sizes and headers, not every byte
-        pass
     done = _cli_check(path)
     assert done.returncode == 1, done.stderr
     assert f"{target.name} fails its CRC-32 check" in done.stdout and "DAMAGED" in done.stdout
@@ -261,3 +259,58 @@ def test_an_open_maps_the_files_without_populating_them_and_a_thread_faults_them
             time.sleep(0.1)
         assert prefault.faulted_in() >= before + mapped
         assert len(index) == 500
+
+
+def _wait_for_the_prefault_thread() -> None:
+    import time
+
+    from scrapy_simhash.index.tables import prefault
+
+    for _ in range(600):  # waits for the thread's work (an event), asserts no duration
+        if prefault.idle():
+            return
+        time.sleep(0.1)
+    raise AssertionError("the prefault thread did not finish its files")
+
+
+@pytest.mark.parametrize("part", ["hashes", "lsh_sketches"])
+def test_damage_at_rest_is_found_after_a_clean_open_and_refused(tmp_path: Path, part: str) -> None:
+    """A clean open reads no file whole; the prefault thread then checks each file's CRC-32, and a
+    file that fails makes the index refuse its next call, rather than answer from it. Opened with
+    verify="full", the table files are rebuilt from the database and the index answers again."""
+    path = tmp_path / "ix"
+    _verified(path, 300)
+    with open_index(path, read_only=True) as index:
+        stored = list(index)
+    manifest = json.loads((path / "manifest.json").read_text())
+    target = path / manifest["files"][part]["name"]
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2 + 3] ^= 0x10
+    target.write_bytes(data)
+
+    for read_only in (True, False):
+        # refused at the open (the thread was quick) or at the next call
+        with pytest.raises(IndexCorruptError) as raised, open_index(path, read_only=read_only) as index:
+            _wait_for_the_prefault_thread()
+            index.query(stored[0].simhash)
+        assert f"{target.name} fails its CRC-32 check" in str(raised.value)
+        assert 'verify="full"' in str(raised.value)
+
+    with open_index(path, verify="full") as index:  # its own CRC checks: the files rebuilt from the rows
+        _wait_for_the_prefault_thread()
+        assert {m.key for m in index.query(stored[0].simhash)} >= {stored[0].key}
+        assert len(index) == 300
+    with open_index(path) as index:  # and clean from then on
+        _wait_for_the_prefault_thread()
+        assert [m.key for m in index.query(stored[0].simhash, k=0)] == [stored[0].key]
+
+
+def test_a_sound_index_is_not_refused_after_the_files_are_checked(tmp_path: Path) -> None:
+    from scrapy_simhash.index.tables import prefault
+
+    path = tmp_path / "ix"
+    _verified(path, 300)
+    with open_index(path) as index:
+        _wait_for_the_prefault_thread()
+        assert prefault.damage_in(path) == []
+        assert len(list(index)) == 300

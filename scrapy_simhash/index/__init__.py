@@ -150,14 +150,14 @@ def _open_verified(location: str | Path, k: int, similarity: float | None, optio
     shared = {name: options[name] for name in names if name in options}
     try:
         sketches = open_sketch_store(text, rule, simhashes, **shared)
-    except BaseException:
+        if sketches is not None and sketches.value_bits != rule.value_bits:  # a Redis store of 32-bit values
+            rule = dataclasses.replace(rule, value_bits=sketches.value_bits)
+        if isinstance(sketches, SketchColumn):
+            return EmbeddedVerifiedIndex(simhashes, sketches, rule)
+        return VerifiedIndex(simhashes, sketches, rule)
+    except BaseException:  # the write lock is not kept by an index that failed to open
         simhashes.close()
         raise
-    if sketches is not None and sketches.value_bits != rule.value_bits:  # a Redis store of 32-bit values
-        rule = dataclasses.replace(rule, value_bits=sketches.value_bits)
-    if isinstance(sketches, SketchColumn):
-        return EmbeddedVerifiedIndex(simhashes, sketches, rule)
-    return VerifiedIndex(simhashes, sketches, rule)
 
 
 def _keeping_sketches_true(simhashes: Any, location: str | Path, options: dict[str, Any]) -> Any:

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ..base import LayoutError, Match, Meta, NearDuplicateIndex, SimhashIndexError
+from ..base import IndexCorruptError, LayoutError, Match, Meta, NearDuplicateIndex, SimhashIndexError
+from ..tables import prefault
 from ..tables.batch import as_hash_array
 from ..tables.layers import Layers
 from ..tables.layouts import DEFAULT_K, Layout, resolve, settle
@@ -58,7 +59,9 @@ class SimhashIndex(NearDuplicateIndex):
     last writer did not close cleanly), the database with SQLite's integrity_check (quick_check when
     read-only); a cleanly closed index opens in constant time (manifest, file sizes and headers,
     commit mark, row count). ``"full"``: also after a clean close, and the table files' CRC-32s (a
-    damaged file is rebuilt), as ``scrapy-simhash index check`` does. False: neither.
+    damaged file is rebuilt), as ``scrapy-simhash index check`` does. False: neither. Without
+    ``"full"``, a thread checks the table files' CRC-32s after the open (:mod:`..tables.prefault`)
+    and a file that fails makes every later call raise :class:`IndexCorruptError`.
     ``reset``: empty the index first, under the write lock (IndexLockedError if another
     process writes it, and then nothing is deleted).
     ``synchronous``: ``"full"`` (default) fsyncs every commit, so an acknowledged insert
@@ -157,6 +160,12 @@ class SimhashIndex(NearDuplicateIndex):
     def _check_open(self, writing: bool = False) -> None:
         if self._closed:
             raise SimhashIndexError(f"the index at {self.path} is closed")
+        if prefault.damage_found and not self._crc and (problems := prefault.damage_in(self.path)):
+            raise IndexCorruptError(
+                f"the index at {self.path} is damaged: {'; '.join(problems)} (found after opening it). Its "
+                'table files are rebuilt from the database: open it once with verify="full" (or run '
+                "`scrapy-simhash index check` to see what else is damaged)"
+            )
         if writing and self.read_only:
             raise SimhashIndexError(f"the index at {self.path} is open read-only")
 

@@ -221,7 +221,8 @@ def _load_part(directory: Path, entry: dict[str, Any], verify: bool, background:
         if background:
             touch_pages(array)
         else:
-            prefault.in_background(array)  # not at open: MAP_POPULATE is linear in the index
+            # not at open: MAP_POPULATE and the CRC are linear in the index
+            prefault.in_background(array, None if verify else path, entry["crc32"])
         return array
     except (ValueError, OSError, SyntaxError, TokenError) as exc:  # numpy parses the header as Python
         raise TablesInvalid(f"{entry['name']} is not a valid array file ({exc})") from None

@@ -8,6 +8,13 @@ asks the kernel to populate them (``madvise(MADV_POPULATE_READ)``, Linux 5.14+; 
 ``MADV_WILLNEED``, a read-ahead) a few MiB at a time, through ctypes, which releases the
 interpreter's lock for each call: lookups run meanwhile, and are exact either way (a page not yet
 populated is faulted in by the lookup itself).
+
+The same thread checks each file's CRC-32 when the open hands it one (an open after a clean close,
+which no longer reads the files whole): reading the mapping for the CRC faults it in too, and
+``zlib.crc32`` releases the interpreter's lock as well. A file that fails is recorded under its
+directory (:func:`damage_in`); the index refuses its next call (``IndexCorruptError``). Damage at
+rest is so found within seconds of an open (about 1 GB/s of mapped files, one core), not only by
+``scrapy-simhash index check``.
 """
 
 from __future__ import annotations
@@ -16,8 +23,11 @@ import ctypes
 import ctypes.util
 import logging
 import mmap
+import os
 import queue
 import threading
+import zlib
+from pathlib import Path
 
 import numpy as np
 
@@ -25,13 +35,18 @@ logger = logging.getLogger(__name__)
 
 MADV_POPULATE_READ = 22
 _CHUNK = 1 << 23  # bytes a call: short enough to stop soon when the process exits
-_queue: queue.SimpleQueue[np.ndarray] = queue.SimpleQueue()
+_queue: queue.SimpleQueue[tuple[np.ndarray, Path | None, int]] = queue.SimpleQueue()
 _lock = threading.Lock()
 _worker: threading.Thread | None = None
 _populate = True
 """Whether the kernel takes MADV_POPULATE_READ (found out at the first call)."""
 _done = 0
 """Arrays faulted in so far (for tests)."""
+_pending = 0
+_damage: dict[Path, dict[str, tuple[int, int, str]]] = {}
+"""Per index directory: file name -> (inode, mtime) of the damaged file, and what is wrong."""
+damage_found = 0
+"""How many files failed their CRC-32 in this process: what an index's every call compares with 0."""
 
 
 def _madvise() -> object | None:
@@ -48,12 +63,16 @@ def _madvise() -> object | None:
 _MADVISE = _madvise()
 
 
-def in_background(array: np.ndarray) -> None:
-    """Fault ``array``'s pages in soon, in this process's prefault thread (started on first use)."""
+def in_background(array: np.ndarray, path: Path | None = None, crc32: int = 0) -> None:
+    """Fault ``array``'s pages in soon, in this process's prefault thread (started on first use);
+    with ``path``, the file ``array`` maps, check it against ``crc32`` too."""
     global _worker
-    if _MADVISE is None or not array.size:
+    if not array.size or (_MADVISE is None and path is None):
         return
-    _queue.put(array)
+    with _lock:
+        global _pending
+        _pending += 1
+    _queue.put((array, path, crc32))
     with _lock:
         if _worker is None:
             _worker = threading.Thread(target=_run, name="scrapy-simhash-prefault", daemon=True)
@@ -61,15 +80,55 @@ def in_background(array: np.ndarray) -> None:
 
 
 def _run() -> None:
-    global _done
+    global _done, _pending
     while True:
-        array = _queue.get()
+        array, path, crc32 = _queue.get()
         try:
-            _fault_in(array)
+            if path is None:
+                _fault_in(array)
+            else:
+                _check(array, path, crc32)
         except Exception:  # a hint to the kernel: a failure costs only page faults later
             logger.debug("prefault failed", exc_info=True)
         del array  # the mapping may be unmapped once nothing else holds it
         _done += 1
+        with _lock:
+            _pending -= 1
+
+
+def _check(array: np.ndarray, path: Path, expected: int) -> None:
+    """The CRC-32 of ``path`` (its small header read from the file, its data from the mapping)."""
+    global damage_found
+    data = array.reshape(-1).view(np.uint8)
+    with path.open("rb") as f:
+        crc = zlib.crc32(f.read(path.stat().st_size - data.size))
+    for start in range(0, data.size, _CHUNK):
+        crc = zlib.crc32(data[start : start + _CHUNK], crc)
+    if crc != expected:
+        logger.error("index %s: %s fails its CRC-32 check", path.parent, path.name)
+        stat = os.stat(path)
+        found = (stat.st_ino, stat.st_mtime_ns, f"{path.name} fails its CRC-32 check")
+        _damage.setdefault(path.parent.resolve(), {})[path.name] = found
+        damage_found += 1
+
+
+def damage_in(directory: Path) -> list[str]:
+    """What the prefault thread found wrong with the files of the index at ``directory`` that are
+    still there as they were (a file rebuilt since, under the same name, is a new file)."""
+    problems = []
+    for name, (inode, mtime, problem) in sorted(_damage.get(directory.resolve(), {}).items()):
+        try:
+            stat = os.stat(directory / name)
+        except FileNotFoundError:
+            continue
+        if (stat.st_ino, stat.st_mtime_ns) == (inode, mtime):
+            problems.append(problem)
+    return problems
+
+
+def idle() -> bool:
+    """Whether the thread has done every array handed to it so far (for tests)."""
+    return _pending == 0
 
 
 def _fault_in(array: np.ndarray) -> None:

@@ -103,7 +103,7 @@ def _check(array: np.ndarray, path: Path, expected: int) -> None:
     with path.open("rb") as f:
         crc = zlib.crc32(f.read(path.stat().st_size - data.size))
     for start in range(0, data.size, _CHUNK):
-        crc = zlib.crc32(data[start : start + _CHUNK], crc)
+        crc = zlib.crc32(data[start : start + _CHUNK].data, crc)
     if crc != expected:
         logger.error("index %s: %s fails its CRC-32 check", path.parent, path.name)
         stat = os.stat(path)

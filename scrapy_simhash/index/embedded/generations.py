@@ -39,6 +39,7 @@ import numpy as np
 from ..lsh.lsh_segment import PARTS as LSH_PARTS
 from ..lsh.lsh_segment import LSHSegment
 from ..tables import manifest as table_files
+from ..tables.delta_runs import DeltaRuns
 from ..tables.layers import Layers
 from ..tables.manifest import TablesInvalid
 from ..tables.tables import Segment
@@ -98,7 +99,7 @@ class _Plan:
     generation: int
     max_seq: int
     base: Segment
-    merging: Segment
+    merging: DeltaRuns
     dropped: np.ndarray
     info: dict[str, Any]
     column: Any
@@ -209,7 +210,7 @@ class Generations:
         """The merge's work (in its thread): the files of base + merging, then mapped back."""
         layout = self.layers.layout
         dropped = plan.dropped if plan.dropped.size else None
-        merged = plan.base.merged(layout, plan.merging, dropped)
+        merged = plan.base.merged(layout, plan.merging.whole(layout), dropped)
         info: dict[str, Any] = {"max_seq": plan.max_seq, **plan.info}
         arrays = None
         if plan.lsh is not None:

@@ -13,7 +13,8 @@ threshold.
 Band keys (:func:`band_keys`) are 64-bit, defined here so that a storage layer can keep the
 buckets (band key -> document ids) anywhere. In memory the buckets live in one sorted
 ``uint64`` array of ``band key's high 32 bits << 32 | document id`` (8 bytes per band and
-document), plus a small dict of recent inserts merged into it in batches; sketches live in
+document), plus sorted runs of the recent inserts (:mod:`..sorted_runs`) and a small dict of the
+last ones; sketches live in
 one growing array (``uint32``, or a byte a value when ``value_bits`` is 8); removals are tombstones,
 dropped by :meth:`MinHashLSH.compact`.
 """
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ...fingerprint.bbit import ValueBits
+from ..sorted_runs import merge_sorted, runs_to_merge
 from .lsh_bands import DEFAULT_WEIGHTS as DEFAULT_WEIGHTS
 from .lsh_bands import BandHasher as BandHasher
 from .lsh_bands import as_sketch as as_sketch
@@ -39,7 +41,7 @@ from .lsh_bands import resolve_params as resolve_params
 from .lsh_bands import splitmix64 as splitmix64
 from .lsh_buckets import HI as _HI
 from .lsh_buckets import LO as _LO
-from .lsh_buckets import SortedBuckets, merge_sorted
+from .lsh_buckets import SortedBuckets
 from .lsh_segment import band_entries
 
 try:
@@ -58,6 +60,10 @@ class MinHashLSH:
     with the query whose estimate is ``>= threshold``, best first, ties oldest first.
     Adding an existing key replaces its sketch (it becomes the newest). Not thread-safe.
     """
+
+    RUN_CAP = 1 << 22
+    """The most bucket entries a write merges at once (32 MiB): the longest a write takes does not
+    grow with the index; the recent buckets are then about ``size / RUN_CAP + 5`` runs."""
 
     def __init__(
         self,
@@ -90,12 +96,15 @@ class MinHashLSH:
         hint (:meth:`tags`); set by :meth:`set_tags`, reset when a key is re-added."""
         self._keys: list[str | None] = []  # by id; None once removed
         self._ids: dict[str, int] = {}
-        # buckets, three levels: a dict of the last inserts (full band key -> ids), merged
-        # every ``pending_limit`` inserts into a small sorted array (``_recent``), merged into
-        # the big one (``_table``) when it exceeds an eighth of it: each entry is copied
-        # O(log N) times; a query does two directory lookups (lsh_buckets) and dict lookups
+        # buckets, three levels: a dict of the last inserts (full band key -> ids), sorted
+        # every ``pending_limit`` inserts (or a batch at once) into a new run; runs are merged
+        # geometrically up to RUN_CAP entries (each entry copied about log2(RUN_CAP / batch)
+        # times); the bulk loaded at open (``_table``). A query does two directory lookups
+        # (lsh_buckets) a level and dict lookups
         self._table = SortedBuckets()
-        self._recent = SortedBuckets()
+        self._runs: list[SortedBuckets] = []
+        self.entries_sorted = 0
+        """Bucket entries sorted or copied by writes (a batch's own, and the runs they merged)."""
         self._pending: dict[int, list[int]] = {}
         self._pending_packed = np.zeros((max(1, pending_limit), self.bands), dtype=np.uint64)
         self._pending_count = 0
@@ -213,10 +222,24 @@ class MinHashLSH:
         entries = (band_keys & _HI) | np.arange(start, start + m, dtype=np.uint64)[:, None]
         entries = entries.ravel()
         entries.sort()
-        self._recent = SortedBuckets(merge_sorted(self._recent.entries, entries))
-        if self._recent.size > max(1 << 20, self._table.size // 8):
-            self._merge_recent()
+        self._add_run(entries)
         return True
+
+    def _add_run(self, entries: np.ndarray) -> None:
+        """Sorted new entries as the newest run, merged with the newer runs while they are of a
+        size (:func:`~..sorted_runs.runs_to_merge`): never more than ``RUN_CAP`` entries copied."""
+        arrays = [*(run.entries for run in self._runs), entries]
+        self.entries_sorted += entries.shape[0]
+        k = runs_to_merge([a.shape[0] for a in arrays], self.RUN_CAP)
+        merged = _merged_runs(arrays[-k:])
+        if k > 1:
+            self.entries_sorted += merged.shape[0]
+        self._runs = [*self._runs[: len(arrays) - k], SortedBuckets(merged)]
+
+    @property
+    def _levels(self) -> list[SortedBuckets]:
+        """The sorted bucket arrays a query looks up: the bulk, then the runs."""
+        return [level for level in (self._table, *self._runs) if level.size]
 
     def load(self, keys: list[str], sketches: np.ndarray, tags: list[int] | None = None) -> None:
         """Fill an empty index with unique ``keys`` (oldest first): ``add_many``'s result, built
@@ -288,16 +311,16 @@ class MinHashLSH:
         if not self._pending_count:
             return
         new = np.sort(self._pending_packed[: self._pending_count].ravel())
-        self._recent = SortedBuckets(merge_sorted(self._recent.entries, new))
         self._pending.clear()
         self._pending_count = 0
-        if self._recent.size > max(1 << 20, self._table.size // 8):
-            self._merge_recent()
+        self._add_run(new)
 
     def _merge_recent(self) -> None:
-        if self._recent.size:
-            self._table = SortedBuckets(merge_sorted(self._table.entries, self._recent.entries))
-            self._recent = SortedBuckets()
+        """Every run into the bulk (compaction's work, not a write's)."""
+        if self._runs:
+            merged = _merged_runs([run.entries for run in self._runs])
+            self._table = SortedBuckets(merge_sorted(self._table.entries, merged))
+            self._runs = []
 
     def remove(self, key: str) -> bool:
         """Forget ``key``; True if it was stored. Its buckets are dropped by the next compaction."""
@@ -367,7 +390,7 @@ class MinHashLSH:
         if self._pending:
             pending = self._pending
             extra = np.array([i for k in band_keys.tolist() for i in pending.get(k, ())], dtype=np.int64)
-        levels = [level.native_args() for level in (self._table, self._recent) if level.size]
+        levels = [level.native_args() for level in self._levels]
         return _native_query(
             band_keys,
             levels,
@@ -397,9 +420,8 @@ class MinHashLSH:
         """Ids in the query's buckets (removed ones included)."""
         found: set[int] = set()
         hi = band_keys & _HI
-        for level in (self._table, self._recent):
-            if level.size:
-                found.update(level.lookup_ids(hi).tolist())
+        for level in self._levels:
+            found.update(level.lookup_ids(hi).tolist())
         if self._pending:
             pending = self._pending
             for k in band_keys.tolist():
@@ -459,10 +481,12 @@ class MinHashLSH:
         hi = (self._hasher.keys_many(batch) & _HI).ravel()
         parts_q, parts_ids = [], []
         for start in range(0, hi.shape[0], 1 << 16):  # bounds the lookups' temporary arrays
-            for level in (self._table, self._recent):
+            for level in self._levels:
                 k, found = level.lookup(hi[start : start + (1 << 16)])
                 parts_q.append((k + start) // self.bands)
                 parts_ids.append(found)
+        if not parts_ids:
+            return results
         query_of, ids = np.concatenate(parts_q), np.concatenate(parts_ids)
         if not ids.size:
             return results
@@ -509,5 +533,15 @@ class MinHashLSH:
             "removed_not_compacted": self._dead,
             "pending": self._pending_count,
             "bytes_sketches": int(self._sketches.nbytes),
-            "bytes_buckets": self._table.nbytes + self._recent.nbytes,
+            "bytes_buckets": sum(level.nbytes for level in (self._table, *self._runs)),
+            "runs": len(self._runs),
         }
+
+
+def _merged_runs(arrays: list[np.ndarray]) -> np.ndarray:
+    """Sorted runs (oldest, largest first) as one, merged newest first: the small ones are copied
+    again, the large ones once."""
+    merged = arrays[-1]
+    for older in reversed(arrays[:-1]):
+        merged = merge_sorted(older, merged)
+    return merged

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..sorted_runs import merge_sorted as merge_sorted
+
 try:  # the optional C lookup (built by pip install where a compiler exists); numpy otherwise
     from .._probe import bucket_lookup as _native_lookup
 except ImportError:  # pragma: no cover - depends on the build
@@ -22,15 +24,6 @@ except ImportError:  # pragma: no cover - depends on the build
 HI = np.uint64(0xFFFFFFFF00000000)
 LO = np.uint64(0xFFFFFFFF)
 _EMPTY = np.zeros(0, dtype=np.int64)
-
-
-def merge_sorted(big: np.ndarray, new: np.ndarray) -> np.ndarray:
-    """Two sorted arrays into one sorted array (one pass, no full re-sort)."""
-    if not big.size:
-        return new.copy()
-    if not new.size:
-        return big
-    return np.insert(big, np.searchsorted(big, new), new)
 
 
 class SortedBuckets:

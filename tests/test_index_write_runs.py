@@ -1,0 +1,110 @@
+"""A write into the embedded index costs its batch, not the layer it lands in.
+
+The simhash tables' delta and the MinHash-LSH's recent buckets keep each batch as a sorted run and
+merge runs geometrically (index/sorted_runs.py). What is measured here is work, never time: the
+entries every merge writes, recorded by wrapping the merge functions, must stay bounded by the run
+cap while the layer grows far past it; and answers over many runs stay exact."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_simhash.index import sorted_runs
+from scrapy_simhash.index.lsh import lsh as lsh_module
+from scrapy_simhash.index.lsh.lsh import MinHashLSH
+from scrapy_simhash.index.tables.layers import Layers
+from scrapy_simhash.index.tables.layouts import resolve
+from scrapy_simhash.index.tables.tables import Segment, brute_force
+
+BANDS, ROWS, NV = 32, 4, 128
+
+
+def test_merge_sorted_equals_a_sort() -> None:
+    rng = np.random.default_rng(3)
+    for dtype, n, m in ((np.uint64, 1000, 300), (np.uint32, 50, 2000), (np.uint64, 0, 5), (np.uint32, 7, 0)):
+        big = np.sort(rng.integers(0, 64, size=n).astype(dtype))  # many equal keys
+        new = np.sort(rng.integers(0, 64, size=m).astype(dtype))
+        merged = sorted_runs.merge_sorted(big, new)
+        assert merged.dtype == dtype and np.array_equal(merged, np.sort(np.concatenate([big, new])))
+
+
+@given(st.lists(st.integers(1, 50), min_size=1, max_size=40), st.integers(1, 200))
+@settings(max_examples=200, deadline=None)
+def test_runs_stay_within_the_cap_and_few(batches: list[int], cap: int) -> None:
+    sizes: list[int] = []
+    for size in batches:
+        sizes.append(size)
+        k = sorted_runs.runs_to_merge(sizes, cap)
+        if k > 1:
+            assert sum(sizes[-k:]) <= cap
+            sizes[-k:] = [sum(sizes[-k:])]
+    assert sum(sizes) == sum(batches)
+    small = [s for s in sizes if s * 2 <= cap]  # runs that could still merge grow towards the oldest
+    assert len(small) <= 2 * max(1, max(batches)).bit_length() + 2 * (cap.bit_length() + 1)
+
+
+def recording(monkeypatch: pytest.MonkeyPatch, module: Any, name: str, size: Any) -> list[int]:
+    """The size of every result of ``module.name`` (a merge), in order."""
+    sizes: list[int] = []
+    real = getattr(module, name)
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        sizes.append(size(out))
+        return out
+
+    monkeypatch.setattr(module, name, wrapped)
+    return sizes
+
+
+def test_a_batch_into_the_recent_buckets_merges_at_most_the_run_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: each batch was merged into one sorted array of every recent entry (copied whole)."""
+    merged = recording(monkeypatch, lsh_module, "merge_sorted", lambda out: out.shape[0])
+    lsh = MinHashLSH(0.5, NV, BANDS, ROWS, value_bits=8)
+    batch, cap = 100, 8 * 100 * BANDS
+    lsh.RUN_CAP = cap
+    rng = np.random.default_rng(1)
+    sketches = rng.integers(0, 256, size=(60 * batch, NV), dtype=np.uint32)
+    for b in range(60):
+        part = sketches[b * batch : (b + 1) * batch]
+        lsh.add_many([(f"k{b * batch + i}", s) for i, s in enumerate(part)])
+    assert lsh.stats()["bytes_buckets"] >= 60 * batch * BANDS * 8  # the layer grew far past the cap
+    assert merged and max(merged) <= cap
+    assert lsh.stats()["runs"] <= 60 * batch * BANDS // cap + 5
+    for i in range(0, 60 * batch, 997):  # every page found by its own sketch, over all the runs
+        assert lsh.query(sketches[i])[0] == (f"k{i}", 1.0)
+    lsh.compact()
+    assert lsh.stats()["runs"] == 0 and lsh.query(sketches[5])[0] == ("k5", 1.0)
+
+
+def test_a_batch_into_the_tables_delta_merges_at_most_the_run_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: each pending buffer was merged into the whole delta (copied whole)."""
+    merged = recording(monkeypatch, Segment, "merged", len)
+    layout = resolve(None, 3)
+    layers = Layers(tmp_path, layout, pending_max=50, delta_min=1 << 30)
+    layers.delta.cap = 400  # fingerprints
+    rng = np.random.default_rng(2)
+    hashes = rng.integers(1, 2**64, size=6000, dtype=np.uint64)
+    for start in range(0, hashes.size, 50):
+        part = hashes[start : start + 50]
+        layers.inserted(part.tolist(), list(range(start + 1, start + 1 + part.size)), [])
+    assert len(layers.delta) == 6000 and layers.stats()["delta"] == 6000
+    assert merged and max(merged) <= 400
+    seqs = np.arange(1, 6001, dtype=np.int64)
+    queries = hashes[::37] ^ np.uint64(0b101)
+    got = layers.probe(queries, 3)
+    want = brute_force(hashes, seqs, queries, 3)
+    assert sorted(zip(got.query.tolist(), got.seq.tolist(), strict=True)) == sorted(
+        zip(want.query.tolist(), want.seq.tolist(), strict=True)
+    )
+    for q in range(0, queries.size, 5):
+        one = layers.probe_one(int(queries[q]), 3)
+        assert sorted(s for s, _, _ in one) == sorted(want.seq[want.query == q].tolist())

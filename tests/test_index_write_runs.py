@@ -108,3 +108,27 @@ def test_a_batch_into_the_tables_delta_merges_at_most_the_run_cap(
     for q in range(0, queries.size, 5):
         one = layers.probe_one(int(queries[q]), 3)
         assert sorted(s for s, _, _ in one) == sorted(want.seq[want.query == q].tolist())
+
+
+def test_a_batch_of_plain_sketches_is_stored_as_one_given_one_by_one(tmp_path: Path) -> None:
+    """add_many encodes a batch of uint32 arrays in one operation and fills the LSH from one matrix:
+    the same rows, sketches and answers as sketches given as lists (one at a time); one bad sketch
+    stores nothing."""
+    from scrapy_simhash.index import open_index
+
+    rng = np.random.default_rng(4)
+    sketches = rng.integers(0, 2**32, size=(150, NV), dtype=np.uint32)
+    items = [(i + 1, f"k{i}", {"i": i}) for i in range(150)]
+    with open_index(tmp_path / "fast") as fast, open_index(tmp_path / "slow") as slow:
+        fast.add_many([(*item, s) for item, s in zip(items, sketches, strict=True)])
+        slow.add_many([(*item, s.tolist()) for item, s in zip(items, sketches, strict=True)])
+        for i in range(0, 150, 7):
+            assert np.array_equal(fast.sketch(f"k{i}"), slow.sketch(f"k{i}"))
+            assert [m.key for m in fast.query(2**63, sketch=sketches[i])] == [f"k{i}"]
+            assert fast.query(2**63, sketch=sketches[i]) == slow.query(2**63, sketch=sketches[i])
+        bad = [(i + 500, f"b{i}", None, s) for i, s in enumerate(sketches[:99])] + [
+            (9, "short", None, sketches[0][:5])
+        ]
+        with pytest.raises(ValueError):
+            fast.add_many(bad)
+        assert len(fast) == 150 and fast.get("b0") is None

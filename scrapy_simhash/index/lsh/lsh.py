@@ -205,7 +205,28 @@ class MinHashLSH:
             self._insert(key, v, k)
         return len(items)
 
-    def _append(self, names: list[str], batch: np.ndarray, band_keys: np.ndarray) -> bool:
+    def add_matrix(self, keys: list[str], sketches: np.ndarray, tags: list[int] | None = None) -> int:
+        """:meth:`add_many` for a matrix of sketches ``(n, num_values)`` (a ``uint8`` one at 8 bits
+        taken as it is), each key tagged ``tags[i]`` (None: 0): no Python step per sketch when the
+        keys are new and distinct."""
+        if not all(isinstance(key, str) for key in keys):
+            raise TypeError("keys are str")
+        narrow = sketches.dtype == np.uint8 == self._dtype and sketches.ndim == 2
+        batch = sketches.astype(np.uint32) if narrow else self._batch(sketches)
+        if batch.shape != (len(keys), self.num_values):
+            raise ValueError(f"{len(keys)} keys for sketches of shape {sketches.shape}")
+        band_keys = self._hasher.keys_many(batch)
+        if len(keys) >= 64 and self._append(keys, batch, band_keys, tags):
+            return len(keys)
+        for i, (key, v, k) in enumerate(zip(keys, batch, band_keys, strict=True)):
+            self._insert(key, v, k)
+            if tags is not None:
+                self._tags[self._ids[key]] = tags[i]
+        return len(keys)
+
+    def _append(
+        self, names: list[str], batch: np.ndarray, band_keys: np.ndarray, tags: list[int] | None = None
+    ) -> bool:
         """A batch of new, distinct keys in a few array operations (False: not such a batch)."""
         start, m = len(self._keys), len(names)
         ids = self._ids
@@ -216,7 +237,7 @@ class MinHashLSH:
             self._grow(max(start + m, capacity + max(1024, capacity // 4)))
         self._sketches[start : start + m] = batch
         self._alive[start : start + m] = True
-        self._tags[start : start + m] = 0
+        self._tags[start : start + m] = 0 if tags is None else tags
         self._keys.extend(names)
         ids.update(zip(names, range(start, start + m), strict=True))
         entries = (band_keys & _HI) | np.arange(start, start + m, dtype=np.uint64)[:, None]

@@ -34,6 +34,34 @@ def test_merge_sorted_equals_a_sort() -> None:
         assert merged.dtype == dtype and np.array_equal(merged, np.sort(np.concatenate([big, new])))
 
 
+@given(
+    st.lists(st.integers(0, 40), max_size=60),
+    st.lists(st.integers(0, 40), max_size=60),
+    st.sampled_from([np.uint32, np.uint64]),
+    st.integers(0, 1000),
+)
+@settings(max_examples=200, deadline=None)
+def test_the_c_merge_equals_numpys(a: list[int], b: list[int], dtype: Any, offset: int) -> None:
+    """Keys and their values (``b``'s rows renumbered), ties ``a``'s first: alike in C and numpy."""
+    keys_a, keys_b = np.sort(np.array(a, dtype=dtype)), np.sort(np.array(b, dtype=dtype))
+    vals_a = np.arange(len(a), dtype=np.uint32)
+    vals_b = np.arange(len(b), dtype=np.uint32)
+    native = sorted_runs.merge_with_values(keys_a, keys_b, vals_a, vals_b, offset)
+    saved = sorted_runs._native_merge
+    sorted_runs._native_merge = None
+    try:
+        numpy = sorted_runs.merge_with_values(keys_a, keys_b, vals_a, vals_b, offset)
+    finally:
+        sorted_runs._native_merge = saved
+    assert saved is not None  # built by make install
+    want_keys = np.concatenate([keys_a, keys_b])
+    want_vals = np.concatenate([vals_a, vals_b + np.uint32(offset)])
+    order = np.argsort(want_keys, kind="stable")  # stable: ties keep a's first
+    for keys, vals in (native, numpy):
+        assert keys.dtype == dtype and np.array_equal(keys, want_keys[order])
+        assert vals is not None and np.array_equal(vals, want_vals[order])
+
+
 @given(st.lists(st.integers(1, 50), min_size=1, max_size=40), st.integers(1, 200))
 @settings(max_examples=200, deadline=None)
 def test_runs_stay_within_the_cap_and_few(batches: list[int], cap: int) -> None:

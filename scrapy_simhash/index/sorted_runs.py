@@ -12,31 +12,17 @@ from __future__ import annotations
 
 import numpy as np
 
-try:  # the optional C search (built by pip install where a compiler exists); numpy otherwise
-    from ._probe import lower_bound_sorted as _native_lower_bound
+try:  # the optional C merge (built by pip install where a compiler exists); numpy otherwise
+    from ._probe import merge_runs as _native_merge
 except ImportError:  # pragma: no cover - depends on the build
-    _native_lower_bound = None
+    _native_merge = None
 
 GROWTH = 2
 """A run is merged with the newer ones while it is at most this many times their size."""
 
 
-def merge_positions(big: np.ndarray, new: np.ndarray) -> np.ndarray:
-    """Where each entry of sorted ``new`` lands when merged into sorted ``big`` (ties: ``new``
-    first). A galloping search in C when built: the needles are ascending, so it walks ``big`` once
-    (a binary search per needle misses the cache at every level)."""
-    m = new.shape[0]
-    if _native_lower_bound is not None and m > 1 and big.dtype == new.dtype and big.dtype.itemsize in (4, 8):
-        out = np.empty(m, dtype=np.int64)
-        _native_lower_bound(np.ascontiguousarray(big), np.ascontiguousarray(new), big.dtype.itemsize, out)
-    else:
-        out = np.searchsorted(big, new, side="left").astype(np.int64)
-    out += np.arange(m, dtype=np.int64)
-    return out
-
-
 def scatter_merge(big: np.ndarray, new: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """``big`` and ``new`` as one array, ``new``'s entries at ``positions`` (:func:`merge_positions`)."""
+    """``big`` and ``new`` as one array, ``new``'s entries at ``positions`` (numpy's merge)."""
     out = np.empty(big.shape[0] + new.shape[0], dtype=big.dtype)
     rest = np.ones(out.shape[0], dtype=bool)
     rest[positions] = False
@@ -46,12 +32,44 @@ def scatter_merge(big: np.ndarray, new: np.ndarray, positions: np.ndarray) -> np
 
 
 def merge_sorted(big: np.ndarray, new: np.ndarray) -> np.ndarray:
-    """Two sorted arrays into one sorted array (one pass, no re-sort)."""
+    """Two sorted arrays into one sorted array (one pass, no re-sort; ties: ``big``'s first)."""
     if not big.size:
         return new.copy()
     if not new.size:
         return big
-    return scatter_merge(big, new, merge_positions(big, new))
+    return merge_with_values(big, new)[0]
+
+
+def merge_with_values(
+    a: np.ndarray,
+    b: np.ndarray,
+    a_values: np.ndarray | None = None,
+    b_values: np.ndarray | None = None,
+    b_offset: int = 0,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Sorted keys ``a`` and ``b`` merged (ties: ``a``'s first), and the uint32 values beside them
+    (``b``'s raised by ``b_offset``) in the same order: one pass in C when built."""
+    values = a_values is not None and b_values is not None
+    if _native_merge is not None and a.dtype == b.dtype and a.dtype.itemsize in (4, 8):
+        out = np.empty(a.shape[0] + b.shape[0], dtype=a.dtype)
+        out_values = np.empty(out.shape[0], dtype=np.uint32) if values else None
+        _native_merge(
+            np.ascontiguousarray(a),
+            np.ascontiguousarray(b),
+            a.dtype.itemsize,
+            out,
+            np.ascontiguousarray(a_values, dtype=np.uint32) if values else b"",
+            np.ascontiguousarray(b_values, dtype=np.uint32) if values else b"",
+            b_offset,
+            out_values if out_values is not None else bytearray(),
+        )
+        return out, out_values
+    where = np.searchsorted(a, b, side="right").astype(np.int64) + np.arange(b.shape[0], dtype=np.int64)
+    merged = scatter_merge(a, b.astype(a.dtype), where)
+    if not values:
+        return merged, None
+    shifted = b_values.astype(np.uint32) + np.uint32(b_offset)  # type: ignore[union-attr]
+    return merged, scatter_merge(a_values.astype(np.uint32), shifted, where)  # type: ignore[union-attr]
 
 
 def runs_to_merge(sizes: list[int], cap: int) -> int:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..sorted_runs import merge_positions, scatter_merge
+from ..sorted_runs import merge_with_values
 from .batch import popcount64
 from .layouts import Layout
 
@@ -163,9 +163,8 @@ class Segment:
         n = len(base)
         if n + len(extra) > MAX_ROWS:
             raise ValueError(f"a segment holds at most {MAX_ROWS} fingerprints")
-        where = merge_positions(base.keys, extra.keys)
-        keys = scatter_merge(base.keys, extra.keys, where)
-        rows = scatter_merge(base.rows, extra.rows + ROW_DTYPE.type(n), where)
+        keys, rows = merge_with_values(base.keys, extra.keys, base.rows, extra.rows, n)
+        assert rows is not None
         return Segment(
             keys, rows, np.concatenate([base.hashes, extra.hashes]), np.concatenate([base.seqs, extra.seqs])
         )

@@ -91,7 +91,7 @@ class EmbeddedVerifiedIndex(VerifiedIndex):
             return []
         column = self._writable_sketches()
         if all(type(s) is np.ndarray and s.dtype == np.uint32 for s in sketches):
-            return column.encode_many(sketches)  # type: ignore[no-any-return]
+            return column.encode_many(sketches)
         return [column.encode(self._sketch_values(sketch)) for sketch in sketches]
 
     def check_and_add(

@@ -160,3 +160,43 @@ def test_a_batch_of_plain_sketches_is_stored_as_one_given_one_by_one(tmp_path: P
         with pytest.raises(ValueError):
             fast.add_many(bad)
         assert len(fast) == 150 and fast.get("b0") is None
+
+
+def test_wal_checkpoints_run_in_their_own_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer's commits do not copy the log back (its own automatic checkpoint only far past the
+    default 1000 pages); a thread checkpoints every so many rows, and the log then restarts."""
+    import sqlite3
+    import threading
+
+    from scrapy_simhash.index import open_index
+    from scrapy_simhash.index.embedded import checkpoints
+
+    monkeypatch.setattr(checkpoints, "ROWS_PER_CHECKPOINT", 500)
+    ran_in: list[str] = []
+    done = threading.Event()
+    real = sqlite3.Connection.execute
+
+    class Recording(sqlite3.Connection):
+        def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:  # type: ignore[override]
+            if "wal_checkpoint" in sql:
+                ran_in.append(threading.current_thread().name)
+                try:
+                    return real(self, sql, *args)
+                finally:
+                    done.set()
+            return real(self, sql, *args)
+
+    real_connect = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: real_connect(*a, factory=Recording, **k))
+    path = tmp_path / "ix"
+    with open_index(path) as index:
+        conn = index.simhashes._store.conn  # type: ignore[attr-defined]
+        assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] >= 1 << 14
+        rng = np.random.default_rng(5)
+        sketches = rng.integers(0, 2**32, size=(1200, NV), dtype=np.uint32)
+        for start in range(0, 1200, 100):
+            index.add_many([(start + i + 1, f"k{start + i}", None, sketches[start + i]) for i in range(100)])
+        assert done.wait(20.0), "no checkpoint ran"
+    assert ran_in and set(ran_in) == {"scrapy-simhash-checkpoint"}
+    with open_index(path, read_only=True) as index:
+        assert len(index) == 1200 and [m.key for m in index.query(2**63, sketch=sketches[7])] == ["k7"]

@@ -200,3 +200,25 @@ def test_wal_checkpoints_run_in_their_own_thread(tmp_path: Path, monkeypatch: py
     assert ran_in and set(ran_in) == {"scrapy-simhash-checkpoint"}
     with open_index(path, read_only=True) as index:
         assert len(index) == 1200 and [m.key for m in index.query(2**63, sketch=sketches[7])] == ["k7"]
+
+
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=300), st.booleans())
+@settings(max_examples=150, deadline=None)
+def test_the_c_bucket_directory_equals_numpys(values: list[int], skewed: bool) -> None:
+    from scrapy_simhash.index.lsh import lsh_buckets
+
+    entries = np.sort(np.array(values, dtype=np.uint64))
+    if skewed:  # long cells: many entries with the same top bits
+        entries = np.sort(entries >> np.uint64(20))
+    native = lsh_buckets.SortedBuckets(entries)
+    saved = lsh_buckets._native_directory
+    lsh_buckets._native_directory = None
+    try:
+        numpy = lsh_buckets.SortedBuckets(entries)
+    finally:
+        lsh_buckets._native_directory = saved
+    assert saved is not None  # built by make install
+    assert native.directory.dtype == numpy.directory.dtype and np.array_equal(
+        native.directory, numpy.directory
+    )
+    assert native.width == numpy.width

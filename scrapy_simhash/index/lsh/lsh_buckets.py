@@ -17,13 +17,26 @@ import numpy as np
 from ..sorted_runs import merge_sorted as merge_sorted
 
 try:  # the optional C lookup (built by pip install where a compiler exists); numpy otherwise
+    from .._probe import bucket_directory as _native_directory
     from .._probe import bucket_lookup as _native_lookup
 except ImportError:  # pragma: no cover - depends on the build
-    _native_lookup = None
+    _native_lookup = _native_directory = None
 
 HI = np.uint64(0xFFFFFFFF00000000)
 LO = np.uint64(0xFFFFFFFF)
 _EMPTY = np.zeros(0, dtype=np.int64)
+
+
+def _directory(entries: np.ndarray, bits: int) -> np.ndarray:
+    """The start of each of the ``2**bits`` cells (top bits of the sorted entries), and the end: in
+    one pass in C when built (a write builds one for each new sorted run), else by counting."""
+    directory = np.zeros((1 << bits) + 1, dtype=np.int64)
+    if _native_directory is not None and entries.dtype == np.uint64 and entries.flags.c_contiguous:
+        _native_directory(entries, 64 - bits, directory)
+        return directory
+    counts = np.bincount((entries >> np.uint64(64 - bits)).astype(np.intp), minlength=1 << bits)
+    np.cumsum(counts, out=directory[1:])
+    return directory
 
 
 class SortedBuckets:
@@ -42,9 +55,8 @@ class SortedBuckets:
         bits = min(32, max(1, (max(n, 16) // 8).bit_length() - 1))
         self.shift = np.uint64(64 - bits)
         if directory is None:
-            counts = np.bincount((self.entries >> self.shift).astype(np.intp), minlength=1 << bits)
-            directory = np.zeros((1 << bits) + 1, dtype=np.int64)
-            np.cumsum(counts, out=directory[1:])
+            directory = _directory(self.entries, bits)
+            counts = np.diff(directory)
             self.directory = directory.astype(np.uint32) if n < 2**32 else directory
         else:
             if directory.shape != ((1 << bits) + 1,) or int(directory[0]) != 0 or int(directory[-1]) != n:

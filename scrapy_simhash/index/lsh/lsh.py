@@ -319,13 +319,12 @@ class MinHashLSH:
             self.flush()
 
     def _grow(self, capacity: int) -> None:
-        sketches = np.zeros((capacity, self.num_values), dtype=self._dtype)
-        sketches[: len(self._keys)] = self._sketches[: len(self._keys)]
-        alive = np.zeros(capacity, dtype=bool)
-        alive[: len(self._keys)] = self._alive[: len(self._keys)]
-        tags = np.zeros(capacity, dtype=np.int64)
-        tags[: len(self._keys)] = self._tags[: len(self._keys)]
-        self._sketches, self._alive, self._tags = sketches, alive, tags
+        """Room for ``capacity`` sketches. The arrays are resized where they are (``realloc``: a
+        large block moves by remapping its pages, not by a copy of every sketch inside a write); no
+        view of them outlives a call (answers and :meth:`live` are copies)."""
+        self._sketches = _resized(self._sketches, (capacity, self.num_values), len(self._keys))
+        self._alive = _resized(self._alive, (capacity,), len(self._keys))
+        self._tags = _resized(self._tags, (capacity,), len(self._keys))
 
     def flush(self) -> None:
         """Merge recent inserts (a dict) into the sorted bucket array."""
@@ -566,3 +565,14 @@ def _merged_runs(arrays: list[np.ndarray]) -> np.ndarray:
     for older in reversed(arrays[:-1]):
         merged = merge_sorted(older, merged)
     return merged
+
+
+def _resized(array: np.ndarray, shape: tuple[int, ...], used: int) -> np.ndarray:
+    """``array`` with room for ``shape`` (its first ``used`` rows kept, the new ones zero): in place
+    when it owns its memory, else a copy."""
+    if array.flags.owndata and array.flags.c_contiguous and array.base is None:
+        array.resize(shape, refcheck=False)
+        return array
+    out = np.zeros(shape, dtype=array.dtype)
+    out[:used] = array[:used]
+    return out

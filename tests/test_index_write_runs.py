@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_simhash.index import sorted_runs
-from scrapy_simhash.index.lsh import lsh as lsh_module
+from scrapy_simhash.index.lsh import bucket_runs
 from scrapy_simhash.index.lsh.lsh import MinHashLSH
 from scrapy_simhash.index.tables.layers import Layers
 from scrapy_simhash.index.tables.layouts import resolve
@@ -93,7 +93,7 @@ def recording(monkeypatch: pytest.MonkeyPatch, module: Any, name: str, size: Any
 
 def test_a_batch_into_the_recent_buckets_merges_at_most_the_run_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     """Before: each batch was merged into one sorted array of every recent entry (copied whole)."""
-    merged = recording(monkeypatch, lsh_module, "merge_sorted", lambda out: out.shape[0])
+    merged = recording(monkeypatch, bucket_runs, "merge_sorted", lambda out: out.shape[0])
     lsh = MinHashLSH(0.5, NV, BANDS, ROWS, value_bits=8)
     batch, cap = 100, 8 * 100 * BANDS
     lsh.RUN_CAP = cap

@@ -13,7 +13,7 @@ threshold.
 Band keys (:func:`band_keys`) are 64-bit, defined here so that a storage layer can keep the
 buckets (band key -> document ids) anywhere. In memory the buckets live in one sorted
 ``uint64`` array of ``band key's high 32 bits << 32 | document id`` (8 bytes per band and
-document), plus sorted runs of the recent inserts (:mod:`..sorted_runs`) and a small dict of the
+document), plus sorted runs of the recent inserts (:mod:`.bucket_runs`) and a small dict of the
 last ones; sketches live in
 one growing array (``uint32``, or a byte a value when ``value_bits`` is 8); removals are tombstones,
 dropped by :meth:`MinHashLSH.compact`.
@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from ...fingerprint.bbit import ValueBits
-from ..sorted_runs import merge_sorted, runs_to_merge
+from ..sorted_runs import merge_sorted
+from .bucket_runs import BucketRuns
 from .lsh_bands import DEFAULT_WEIGHTS as DEFAULT_WEIGHTS
 from .lsh_bands import BandHasher as BandHasher
 from .lsh_bands import as_sketch as as_sketch
@@ -102,9 +103,7 @@ class MinHashLSH:
         # times); the bulk loaded at open (``_table``). A query does two directory lookups
         # (lsh_buckets) a level and dict lookups
         self._table = SortedBuckets()
-        self._runs: list[SortedBuckets] = []
-        self.entries_sorted = 0
-        """Bucket entries sorted or copied by writes (a batch's own, and the runs they merged)."""
+        self._runs = BucketRuns()
         self._pending: dict[int, list[int]] = {}
         self._pending_packed = np.zeros((max(1, pending_limit), self.bands), dtype=np.uint64)
         self._pending_count = 0
@@ -243,24 +242,13 @@ class MinHashLSH:
         entries = (band_keys & _HI) | np.arange(start, start + m, dtype=np.uint64)[:, None]
         entries = entries.ravel()
         entries.sort()
-        self._add_run(entries)
+        self._runs.add(entries, self.RUN_CAP)
         return True
-
-    def _add_run(self, entries: np.ndarray) -> None:
-        """Sorted new entries as the newest run, merged with the newer runs while they are of a
-        size (:func:`~..sorted_runs.runs_to_merge`): never more than ``RUN_CAP`` entries copied."""
-        arrays = [*(run.entries for run in self._runs), entries]
-        self.entries_sorted += entries.shape[0]
-        k = runs_to_merge([a.shape[0] for a in arrays], self.RUN_CAP)
-        merged = _merged_runs(arrays[-k:])
-        if k > 1:
-            self.entries_sorted += merged.shape[0]
-        self._runs = [*self._runs[: len(arrays) - k], SortedBuckets(merged)]
 
     @property
     def _levels(self) -> list[SortedBuckets]:
         """The sorted bucket arrays a query looks up: the bulk, then the runs."""
-        return [level for level in (self._table, *self._runs) if level.size]
+        return [level for level in (self._table, *self._runs.runs) if level.size]
 
     def load(self, keys: list[str], sketches: np.ndarray, tags: list[int] | None = None) -> None:
         """Fill an empty index with unique ``keys`` (oldest first): ``add_many``'s result, built
@@ -333,14 +321,13 @@ class MinHashLSH:
         new = np.sort(self._pending_packed[: self._pending_count].ravel())
         self._pending.clear()
         self._pending_count = 0
-        self._add_run(new)
+        self._runs.add(new, self.RUN_CAP)
 
     def _merge_recent(self) -> None:
         """Every run into the bulk (compaction's work, not a write's)."""
-        if self._runs:
-            merged = _merged_runs([run.entries for run in self._runs])
+        merged = self._runs.take()
+        if merged is not None:
             self._table = SortedBuckets(merge_sorted(self._table.entries, merged))
-            self._runs = []
 
     def remove(self, key: str) -> bool:
         """Forget ``key``; True if it was stored. Its buckets are dropped by the next compaction."""
@@ -553,18 +540,9 @@ class MinHashLSH:
             "removed_not_compacted": self._dead,
             "pending": self._pending_count,
             "bytes_sketches": int(self._sketches.nbytes),
-            "bytes_buckets": sum(level.nbytes for level in (self._table, *self._runs)),
+            "bytes_buckets": self._table.nbytes + self._runs.nbytes,
             "runs": len(self._runs),
         }
-
-
-def _merged_runs(arrays: list[np.ndarray]) -> np.ndarray:
-    """Sorted runs (oldest, largest first) as one, merged newest first: the small ones are copied
-    again, the large ones once."""
-    merged = arrays[-1]
-    for older in reversed(arrays[:-1]):
-        merged = merge_sorted(older, merged)
-    return merged
 
 
 def _resized(array: np.ndarray, shape: tuple[int, ...], used: int) -> np.ndarray:

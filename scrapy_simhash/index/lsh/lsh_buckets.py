@@ -65,7 +65,7 @@ class SortedBuckets:
             if width is not None:
                 self._set_width(width)
                 return
-            counts = np.diff(directory.astype(np.int64))  # type: ignore[assignment]
+            counts = np.diff(directory.astype(np.int64))
         # the window covers all but the longest 0.1% of cells: a few long ones (clusters of
         # near-duplicates share their bands) would otherwise widen every lookup's gather
         typical = int(np.partition(counts, int(counts.size * 0.999))[int(counts.size * 0.999)]) if n else 0

@@ -188,6 +188,7 @@ def run(kind: str, n: int, mode: str, args: argparse.Namespace, workdir: Path) -
     out["longest_add_many_s"] = max(calls)
     out["add_many_ms"] = f"{np.percentile(calls, 50) * 1e3:.0f} / {np.percentile(calls, 99) * 1e3:.0f}"
     out["add_many_cpu_ms"] = f"{np.percentile(cpu, 50) * 1e3:.0f} / {max(cpu) * 1e3:.0f}"
+    out["merge_waits"] = index.stats().get("merge_waits", "-")  # writes that waited for a generation
     picks = rng.integers(0, n, size=args.single)
     probes = hashes[picks].tolist()
     probe_sketches = perturb(sk[picks], rng) if sk is not None else [None] * len(probes)
@@ -274,6 +275,7 @@ ROWS = [
     ("longest add_many call s (stall)", "longest_add_many_s", "{:.2f}", "<= 0.1"),
     ("  add_many call p50 / p99 ms", "add_many_ms", "{}", ""),
     ("  add_many call CPU time p50 / max ms", "add_many_cpu_ms", "{}", "(the calling thread)"),
+    ("  add_many calls that waited for a merge", "merge_waits", "{}", ""),
     ("check_and_add/s (one at a time)", "check_and_add_per_s", "{:,.0f}", ""),
     ("compact() s", "compact_s", "{:.2f}", ""),
     ("open s (writer), cold: fresh process", "open_cold_s", "{:.2f}", "<= 0.5 (1M) / 1 (10M) / 2 (30M)"),

@@ -152,6 +152,8 @@ class Generations:
         self._resketched: set[int] = set()
         """Rows of the merged range removed (or replaced) / given another sketch since it froze."""
         self.failures = 0
+        self.waits = 0
+        """Writes that waited for a running merge (the delta at :data:`HARD_CAP` times its limit)."""
         self._in_a_row = 0
         self._retry_in = 0
 
@@ -170,6 +172,7 @@ class Generations:
         layers = self.layers
         if self._plan is not None:
             if len(layers.delta) >= HARD_CAP * layers.delta_limit():
+                self.waits += 1
                 self.wait()  # the disk is slower than the writers: bounded memory
                 self.after_write()
             return
@@ -288,4 +291,8 @@ class Generations:
         table_files.remove_stale(self.path, keep=plan.generation)
 
     def stats(self) -> dict[str, int]:
-        return {"merge_running": int(self._plan is not None), "merge_failures": self.failures}
+        return {
+            "merge_running": int(self._plan is not None),
+            "merge_failures": self.failures,
+            "merge_waits": self.waits,
+        }

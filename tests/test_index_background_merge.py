@@ -227,6 +227,7 @@ def test_a_full_delta_while_a_merge_runs_waits_only_past_the_hard_cap(
         stats = index.stats()
         assert stats["merges"] == 1 and [job.done() for job in merges.jobs] == [True, False]
         assert stats["merging"] == generations.HARD_CAP * 10 and stats["base"] == 10
+        assert stats["merge_waits"] == 1  # the one write that waited
 
 
 def test_the_merge_thread_never_maps_with_map_populate(

@@ -83,8 +83,13 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.
     made.merges = []
     if request.param == "embedded-background":
         from scrapy_simhash.index.embedded import generations
+        from scrapy_simhash.index.lsh.lsh import MinHashLSH
+        from scrapy_simhash.index.tables import delta_runs
 
         monkeypatch.setattr(generations, "start_thread", made.merges.append)
+        # runs of a few pages at most: writes and answers over many sorted runs, merged or not
+        monkeypatch.setattr(delta_runs, "RUN_CAP", 4)
+        monkeypatch.setattr(MinHashLSH, "RUN_CAP", 4 * DEFAULT_RULE.bands)
     yield made
     made.cleanup()
 

@@ -240,6 +240,100 @@ done:
     return result;
 }
 
+/* merge_runs(a, b, itemsize, out, a_vals, b_vals, b_offset, out_vals): sorted keys ``a`` and ``b``
+ * (``itemsize`` 4 or 8 bytes each) merged into ``out`` in one pass, ties ``a`` first; with 4-byte
+ * values beside the keys (empty buffers: none), ``b``'s raised by ``b_offset`` (rows renumbered).
+ * A write merges its sorted runs with this: two reads and one write of each entry, the GIL released. */
+#define MERGE_LOOP(T)                                                                              \
+    do {                                                                                           \
+        const T *ka = a.buf, *kb = b.buf;                                                          \
+        T *ko = out.buf;                                                                           \
+        while (i < na && j < nb) {                                                                 \
+            if (kb[j] < ka[i]) {                                                                   \
+                if (vals) vo[i + j] = vb[j] + off;                                                 \
+                ko[i + j] = kb[j];                                                                 \
+                j++;                                                                               \
+            } else {                                                                               \
+                if (vals) vo[i + j] = va[i];                                                       \
+                ko[i + j] = ka[i];                                                                 \
+                i++;                                                                               \
+            }                                                                                      \
+        }                                                                                          \
+        for (; i < na; i++) { if (vals) vo[i + j] = va[i]; ko[i + j] = ka[i]; }                   \
+        for (; j < nb; j++) { if (vals) vo[i + j] = vb[j] + off; ko[i + j] = kb[j]; }             \
+    } while (0)
+
+static PyObject *merge_runs(PyObject *self, PyObject *args) {
+    Py_buffer a, b, out, a_vals, b_vals, out_vals;
+    int itemsize;
+    unsigned long long b_offset;
+    if (!PyArg_ParseTuple(args, "y*y*iw*y*y*Kw*", &a, &b, &itemsize, &out, &a_vals, &b_vals, &b_offset, &out_vals))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t na = (itemsize == 4 || itemsize == 8) ? a.len / itemsize : -1;
+    Py_ssize_t nb = na >= 0 ? b.len / itemsize : -1;
+    int vals = out_vals.len > 0;
+    if (na < 0 || a.len != na * itemsize || b.len != nb * itemsize || out.len != (na + nb) * itemsize ||
+        (vals && (a_vals.len != na * 4 || b_vals.len != nb * 4 || out_vals.len != (na + nb) * 4)) ||
+        (!vals && (a_vals.len || b_vals.len))) {
+        PyErr_SetString(PyExc_ValueError, "merge_runs: inconsistent array sizes");
+        goto done;
+    }
+    {
+        const uint32_t *va = a_vals.buf, *vb = b_vals.buf;
+        uint32_t *vo = out_vals.buf;
+        uint32_t off = (uint32_t)b_offset;
+        Py_ssize_t i = 0, j = 0;
+        Py_BEGIN_ALLOW_THREADS
+        if (itemsize == 4) MERGE_LOOP(uint32_t); else MERGE_LOOP(uint64_t);
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&b);
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&a_vals);
+    PyBuffer_Release(&b_vals);
+    PyBuffer_Release(&out_vals);
+    return result;
+}
+#undef MERGE_LOOP
+
+/* bucket_directory(entries, shift, out): for sorted uint64 ``entries``, ``out[c]`` (int64, one more
+ * than the cells) = the first position whose ``entry >> shift`` is >= c: the LSH buckets' directory
+ * in one read of the entries (numpy needs a shifted copy, an intp copy and a count). */
+static PyObject *bucket_directory(PyObject *self, PyObject *args) {
+    Py_buffer entries, out;
+    int shift;
+    if (!PyArg_ParseTuple(args, "y*iw*", &entries, &shift, &out)) return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = entries.len / 8, cells = out.len / 8 - 1;
+    if (entries.len != n * 8 || out.len != (cells + 1) * 8 || cells < 0 || shift < 0 || shift > 63) {
+        PyErr_SetString(PyExc_ValueError, "bucket_directory: inconsistent array sizes");
+        goto done;
+    }
+    {
+        const uint64_t *e = entries.buf;
+        int64_t *d = out.buf;
+        Py_ssize_t c = 0;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            uint64_t cell = e[i] >> shift;
+            while (c <= cells && (uint64_t)c <= cell) d[c++] = i;
+        }
+        while (c <= cells) d[c++] = n;
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&entries);
+    PyBuffer_Release(&out);
+    return result;
+}
+
 typedef struct {
     int64_t *items;
     Py_ssize_t len, cap;
@@ -573,6 +667,8 @@ done:
 
 static PyMethodDef methods[] = {
     {"lower_bound_sorted", lower_bound_sorted, METH_VARARGS, "searchsorted for ascending needles, galloping."},
+    {"merge_runs", merge_runs, METH_VARARGS, "Merge two sorted key arrays (and their values) in one pass."},
+    {"bucket_directory", bucket_directory, METH_VARARGS, "The LSH buckets' directory of sorted entries."},
     {"probe", probe, METH_VARARGS, "Probe one query against a segment's sorted tables."},
     {"brute", brute, METH_VARARGS, "Compare one query with every fingerprint of a buffer."},
     {"bucket_lookup", bucket_lookup, METH_VARARGS, "Look up LSH band key prefixes in sorted buckets."},

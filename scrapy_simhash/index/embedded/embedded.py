@@ -29,6 +29,7 @@ from ..tables.layers import Layers
 from ..tables.layouts import DEFAULT_K, Layout, resolve, settle
 from ..tables.manifest import remove_stale
 from ..values import check_key, check_simhash, encode_meta
+from .checkpoints import Checkpoints
 from .generations import Generations, mapped_lsh
 from .integrity import (
     CommitMark,
@@ -94,6 +95,8 @@ class SimhashIndex(NearDuplicateIndex):
         self._crc = verify == "full"
         """Whether opening reads the table files whole for their CRC-32s (:mod:`.integrity`: when)."""
         self._rebuilds = 0
+        self._checkpoints: Checkpoints | None = None
+        """A writer's WAL checkpoints, in a thread (:mod:`.checkpoints`)."""
         self._column: Any = None
         """The verified index's sketch column (:mod:`.sketch_column`), told of every write: :meth:`attach`."""
         if self.path.exists() and not self.path.is_dir():
@@ -117,6 +120,8 @@ class SimhashIndex(NearDuplicateIndex):
                     self._store.mark.opened(self._store.high, self._store.live)
                     self._store.index_rows_without_sketch()
                 self._load()
+                if not read_only:
+                    self._checkpoints = Checkpoints(self._store.path, self._store.conn, synchronous)
             except BaseException:
                 self._store.close()
                 raise
@@ -206,6 +211,8 @@ class SimhashIndex(NearDuplicateIndex):
 
     def _insert(self, rows: list[tuple[int, str, str | None, bytes | None]]) -> None:
         seqs, replaced = self._store.put_many(rows, tombstone_upto=self._layers.frozen_max_seq)
+        if self._checkpoints is not None:
+            self._checkpoints.written(len(rows))
         if self._column is not None:
             self._column.stored([row[1] for row in rows], seqs, [row[3] for row in rows], replaced)
         self._count += len(rows) - len(replaced)
@@ -473,6 +480,8 @@ class SimhashIndex(NearDuplicateIndex):
                 orderly = True
             finally:
                 self._closed = True
+                if self._checkpoints is not None:
+                    self._checkpoints.close()
                 self._store.close(clean=orderly)
                 self._layers.close()
                 self._release_lock()

@@ -39,6 +39,7 @@ import numpy as np
 from ..lsh.lsh_segment import PARTS as LSH_PARTS
 from ..lsh.lsh_segment import LSHSegment
 from ..tables import manifest as table_files
+from ..tables.delta_runs import DeltaRuns
 from ..tables.layers import Layers
 from ..tables.manifest import TablesInvalid
 from ..tables.tables import Segment
@@ -98,7 +99,7 @@ class _Plan:
     generation: int
     max_seq: int
     base: Segment
-    merging: Segment
+    merging: DeltaRuns
     dropped: np.ndarray
     info: dict[str, Any]
     column: Any
@@ -151,6 +152,8 @@ class Generations:
         self._resketched: set[int] = set()
         """Rows of the merged range removed (or replaced) / given another sketch since it froze."""
         self.failures = 0
+        self.waits = 0
+        """Writes that waited for a running merge (the delta at :data:`HARD_CAP` times its limit)."""
         self._in_a_row = 0
         self._retry_in = 0
 
@@ -169,6 +172,7 @@ class Generations:
         layers = self.layers
         if self._plan is not None:
             if len(layers.delta) >= HARD_CAP * layers.delta_limit():
+                self.waits += 1
                 self.wait()  # the disk is slower than the writers: bounded memory
                 self.after_write()
             return
@@ -209,7 +213,7 @@ class Generations:
         """The merge's work (in its thread): the files of base + merging, then mapped back."""
         layout = self.layers.layout
         dropped = plan.dropped if plan.dropped.size else None
-        merged = plan.base.merged(layout, plan.merging, dropped)
+        merged = plan.base.merged(layout, plan.merging.whole(layout), dropped)
         info: dict[str, Any] = {"max_seq": plan.max_seq, **plan.info}
         arrays = None
         if plan.lsh is not None:
@@ -287,4 +291,8 @@ class Generations:
         table_files.remove_stale(self.path, keep=plan.generation)
 
     def stats(self) -> dict[str, int]:
-        return {"merge_running": int(self._plan is not None), "merge_failures": self.failures}
+        return {
+            "merge_running": int(self._plan is not None),
+            "merge_failures": self.failures,
+            "merge_waits": self.waits,
+        }

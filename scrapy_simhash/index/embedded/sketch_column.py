@@ -97,6 +97,21 @@ class SketchColumn:
             raise ValueError(f"this index holds {SCHEME} sketches, not {scheme}")
         return self._bits.encode(self._bits.reduce(as_sketch(sketch, self.num_values)))
 
+    def encode_many(self, sketches: list[Any]) -> list[bytes]:
+        """:meth:`encode` for a batch: in one array operation when every sketch is ``num_values``
+        uint32 values of this column's scheme (a batch of plain sketches), else one at a time."""
+        values = [getattr(sketch, "values", sketch) for sketch in sketches]
+        plain = all(
+            type(v) is np.ndarray and v.dtype == np.uint32 and v.shape == (self.num_values,) for v in values
+        )
+        if not plain or any(getattr(sketch, "scheme", SCHEME) != SCHEME for sketch in sketches):
+            return [self.encode(sketch) for sketch in sketches]
+        if not values:
+            return []
+        blob = self._bits.encode(self._bits.reduce(np.stack(values)))
+        size = len(blob) // len(values)
+        return [blob[i : i + size] for i in range(0, len(blob), size)]
+
     def _decode(self, data: bytes) -> np.ndarray:
         """A row's sketch as the LSH keeps it (a byte a value at 8 bits: no uint32 copy)."""
         width = self._bits.width
@@ -169,13 +184,24 @@ class SketchColumn:
             if len(keys) == 1 and sketches[0]:  # one page (a crawl's every write): no batch machinery
                 lsh.add(keys[0], self._decode(sketches[0]), tag=seqs[0])
                 return
-            fresh = [(key, self._decode(data)) for key, data in zip(keys, sketches, strict=True) if data]
-            for key, data in zip(keys, sketches, strict=True):
-                if not data and key in lsh:
-                    lsh.remove(key)  # replaced by a page without sketch: its old sketch goes
-            if fresh:
-                lsh.add_many(fresh)
-                lsh.set_tags((key, seq) for key, seq, data in zip(keys, seqs, sketches, strict=True) if data)
+            with_sketch = [i for i, data in enumerate(sketches) if data]
+            if len(with_sketch) < len(keys):
+                for key, data in zip(keys, sketches, strict=True):
+                    if not data and key in lsh:
+                        lsh.remove(key)  # replaced by a page without sketch: its old sketch goes
+            if with_sketch:
+                lsh.add_matrix(
+                    [keys[i] for i in with_sketch],
+                    self._decode_many([sketches[i] for i in with_sketch]),  # type: ignore[misc]
+                    [seqs[i] for i in with_sketch],
+                )
+
+    def _decode_many(self, rows: list[bytes]) -> np.ndarray:
+        """Rows' sketches as one matrix, as the LSH keeps them (:meth:`_decode`, in one operation)."""
+        blob = b"".join(rows)
+        if len(blob) != self._bits.width * self.num_values * len(rows):
+            return np.stack([self._decode(data) for data in rows])  # raises, naming the length
+        return np.frombuffer(blob, dtype=f"<u{self._bits.width}").reshape(len(rows), self.num_values)
 
     def removed(self, key: str, seq: int | None = None) -> None:
         with self._lock:

@@ -13,7 +13,8 @@ threshold.
 Band keys (:func:`band_keys`) are 64-bit, defined here so that a storage layer can keep the
 buckets (band key -> document ids) anywhere. In memory the buckets live in one sorted
 ``uint64`` array of ``band key's high 32 bits << 32 | document id`` (8 bytes per band and
-document), plus a small dict of recent inserts merged into it in batches; sketches live in
+document), plus sorted runs of the recent inserts (:mod:`.bucket_runs`) and a small dict of the
+last ones; sketches live in
 one growing array (``uint32``, or a byte a value when ``value_bits`` is 8); removals are tombstones,
 dropped by :meth:`MinHashLSH.compact`.
 """
@@ -26,6 +27,8 @@ from typing import Any
 import numpy as np
 
 from ...fingerprint.bbit import ValueBits
+from ..sorted_runs import merge_sorted
+from .bucket_runs import BucketRuns
 from .lsh_bands import DEFAULT_WEIGHTS as DEFAULT_WEIGHTS
 from .lsh_bands import BandHasher as BandHasher
 from .lsh_bands import as_sketch as as_sketch
@@ -39,7 +42,7 @@ from .lsh_bands import resolve_params as resolve_params
 from .lsh_bands import splitmix64 as splitmix64
 from .lsh_buckets import HI as _HI
 from .lsh_buckets import LO as _LO
-from .lsh_buckets import SortedBuckets, merge_sorted
+from .lsh_buckets import SortedBuckets
 from .lsh_segment import band_entries
 
 try:
@@ -58,6 +61,10 @@ class MinHashLSH:
     with the query whose estimate is ``>= threshold``, best first, ties oldest first.
     Adding an existing key replaces its sketch (it becomes the newest). Not thread-safe.
     """
+
+    RUN_CAP = 1 << 22
+    """The most bucket entries a write merges at once (32 MiB): the longest a write takes does not
+    grow with the index; the recent buckets are then about ``size / RUN_CAP + 5`` runs."""
 
     def __init__(
         self,
@@ -90,12 +97,13 @@ class MinHashLSH:
         hint (:meth:`tags`); set by :meth:`set_tags`, reset when a key is re-added."""
         self._keys: list[str | None] = []  # by id; None once removed
         self._ids: dict[str, int] = {}
-        # buckets, three levels: a dict of the last inserts (full band key -> ids), merged
-        # every ``pending_limit`` inserts into a small sorted array (``_recent``), merged into
-        # the big one (``_table``) when it exceeds an eighth of it: each entry is copied
-        # O(log N) times; a query does two directory lookups (lsh_buckets) and dict lookups
+        # buckets, three levels: a dict of the last inserts (full band key -> ids), sorted
+        # every ``pending_limit`` inserts (or a batch at once) into a new run; runs are merged
+        # geometrically up to RUN_CAP entries (each entry copied about log2(RUN_CAP / batch)
+        # times); the bulk loaded at open (``_table``). A query does two directory lookups
+        # (lsh_buckets) a level and dict lookups
         self._table = SortedBuckets()
-        self._recent = SortedBuckets()
+        self._runs = BucketRuns()
         self._pending: dict[int, list[int]] = {}
         self._pending_packed = np.zeros((max(1, pending_limit), self.bands), dtype=np.uint64)
         self._pending_count = 0
@@ -196,7 +204,28 @@ class MinHashLSH:
             self._insert(key, v, k)
         return len(items)
 
-    def _append(self, names: list[str], batch: np.ndarray, band_keys: np.ndarray) -> bool:
+    def add_matrix(self, keys: list[str], sketches: np.ndarray, tags: list[int] | None = None) -> int:
+        """:meth:`add_many` for a matrix of sketches ``(n, num_values)`` (a ``uint8`` one at 8 bits
+        taken as it is), each key tagged ``tags[i]`` (None: 0): no Python step per sketch when the
+        keys are new and distinct."""
+        if not all(isinstance(key, str) for key in keys):
+            raise TypeError("keys are str")
+        narrow = sketches.dtype == np.uint8 == self._dtype and sketches.ndim == 2
+        batch = sketches.astype(np.uint32) if narrow else self._batch(sketches)
+        if batch.shape != (len(keys), self.num_values):
+            raise ValueError(f"{len(keys)} keys for sketches of shape {sketches.shape}")
+        band_keys = self._hasher.keys_many(batch)
+        if len(keys) >= 64 and self._append(keys, batch, band_keys, tags):
+            return len(keys)
+        for i, (key, v, k) in enumerate(zip(keys, batch, band_keys, strict=True)):
+            self._insert(key, v, k)
+            if tags is not None:
+                self._tags[self._ids[key]] = tags[i]
+        return len(keys)
+
+    def _append(
+        self, names: list[str], batch: np.ndarray, band_keys: np.ndarray, tags: list[int] | None = None
+    ) -> bool:
         """A batch of new, distinct keys in a few array operations (False: not such a batch)."""
         start, m = len(self._keys), len(names)
         ids = self._ids
@@ -207,16 +236,19 @@ class MinHashLSH:
             self._grow(max(start + m, capacity + max(1024, capacity // 4)))
         self._sketches[start : start + m] = batch
         self._alive[start : start + m] = True
-        self._tags[start : start + m] = 0
+        self._tags[start : start + m] = 0 if tags is None else tags
         self._keys.extend(names)
         ids.update(zip(names, range(start, start + m), strict=True))
         entries = (band_keys & _HI) | np.arange(start, start + m, dtype=np.uint64)[:, None]
         entries = entries.ravel()
         entries.sort()
-        self._recent = SortedBuckets(merge_sorted(self._recent.entries, entries))
-        if self._recent.size > max(1 << 20, self._table.size // 8):
-            self._merge_recent()
+        self._runs.add(entries, self.RUN_CAP)
         return True
+
+    @property
+    def _levels(self) -> list[SortedBuckets]:
+        """The sorted bucket arrays a query looks up: the bulk, then the runs."""
+        return [level for level in (self._table, *self._runs.runs) if level.size]
 
     def load(self, keys: list[str], sketches: np.ndarray, tags: list[int] | None = None) -> None:
         """Fill an empty index with unique ``keys`` (oldest first): ``add_many``'s result, built
@@ -275,29 +307,27 @@ class MinHashLSH:
             self.flush()
 
     def _grow(self, capacity: int) -> None:
-        sketches = np.zeros((capacity, self.num_values), dtype=self._dtype)
-        sketches[: len(self._keys)] = self._sketches[: len(self._keys)]
-        alive = np.zeros(capacity, dtype=bool)
-        alive[: len(self._keys)] = self._alive[: len(self._keys)]
-        tags = np.zeros(capacity, dtype=np.int64)
-        tags[: len(self._keys)] = self._tags[: len(self._keys)]
-        self._sketches, self._alive, self._tags = sketches, alive, tags
+        """Room for ``capacity`` sketches. The arrays are resized where they are (``realloc``: a
+        large block moves by remapping its pages, not by a copy of every sketch inside a write); no
+        view of them outlives a call (answers and :meth:`live` are copies)."""
+        self._sketches = _resized(self._sketches, (capacity, self.num_values), len(self._keys))
+        self._alive = _resized(self._alive, (capacity,), len(self._keys))
+        self._tags = _resized(self._tags, (capacity,), len(self._keys))
 
     def flush(self) -> None:
         """Merge recent inserts (a dict) into the sorted bucket array."""
         if not self._pending_count:
             return
         new = np.sort(self._pending_packed[: self._pending_count].ravel())
-        self._recent = SortedBuckets(merge_sorted(self._recent.entries, new))
         self._pending.clear()
         self._pending_count = 0
-        if self._recent.size > max(1 << 20, self._table.size // 8):
-            self._merge_recent()
+        self._runs.add(new, self.RUN_CAP)
 
     def _merge_recent(self) -> None:
-        if self._recent.size:
-            self._table = SortedBuckets(merge_sorted(self._table.entries, self._recent.entries))
-            self._recent = SortedBuckets()
+        """Every run into the bulk (compaction's work, not a write's)."""
+        merged = self._runs.take()
+        if merged is not None:
+            self._table = SortedBuckets(merge_sorted(self._table.entries, merged))
 
     def remove(self, key: str) -> bool:
         """Forget ``key``; True if it was stored. Its buckets are dropped by the next compaction."""
@@ -367,7 +397,7 @@ class MinHashLSH:
         if self._pending:
             pending = self._pending
             extra = np.array([i for k in band_keys.tolist() for i in pending.get(k, ())], dtype=np.int64)
-        levels = [level.native_args() for level in (self._table, self._recent) if level.size]
+        levels = [level.native_args() for level in self._levels]
         return _native_query(
             band_keys,
             levels,
@@ -397,9 +427,8 @@ class MinHashLSH:
         """Ids in the query's buckets (removed ones included)."""
         found: set[int] = set()
         hi = band_keys & _HI
-        for level in (self._table, self._recent):
-            if level.size:
-                found.update(level.lookup_ids(hi).tolist())
+        for level in self._levels:
+            found.update(level.lookup_ids(hi).tolist())
         if self._pending:
             pending = self._pending
             for k in band_keys.tolist():
@@ -459,10 +488,12 @@ class MinHashLSH:
         hi = (self._hasher.keys_many(batch) & _HI).ravel()
         parts_q, parts_ids = [], []
         for start in range(0, hi.shape[0], 1 << 16):  # bounds the lookups' temporary arrays
-            for level in (self._table, self._recent):
+            for level in self._levels:
                 k, found = level.lookup(hi[start : start + (1 << 16)])
                 parts_q.append((k + start) // self.bands)
                 parts_ids.append(found)
+        if not parts_ids:
+            return results
         query_of, ids = np.concatenate(parts_q), np.concatenate(parts_ids)
         if not ids.size:
             return results
@@ -509,5 +540,17 @@ class MinHashLSH:
             "removed_not_compacted": self._dead,
             "pending": self._pending_count,
             "bytes_sketches": int(self._sketches.nbytes),
-            "bytes_buckets": self._table.nbytes + self._recent.nbytes,
+            "bytes_buckets": self._table.nbytes + self._runs.nbytes,
+            "runs": len(self._runs),
         }
+
+
+def _resized(array: np.ndarray, shape: tuple[int, ...], used: int) -> np.ndarray:
+    """``array`` with room for ``shape`` (its first ``used`` rows kept, the new ones zero): in place
+    when it owns its memory, else a copy."""
+    if array.flags.owndata and array.flags.c_contiguous and array.base is None:
+        array.resize(shape, refcheck=False)
+        return array
+    out = np.zeros(shape, dtype=array.dtype)
+    out[:used] = array[:used]
+    return out

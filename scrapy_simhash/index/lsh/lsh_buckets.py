@@ -14,23 +14,29 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..sorted_runs import merge_sorted as merge_sorted
+
 try:  # the optional C lookup (built by pip install where a compiler exists); numpy otherwise
+    from .._probe import bucket_directory as _native_directory
     from .._probe import bucket_lookup as _native_lookup
 except ImportError:  # pragma: no cover - depends on the build
-    _native_lookup = None
+    _native_lookup = _native_directory = None
 
 HI = np.uint64(0xFFFFFFFF00000000)
 LO = np.uint64(0xFFFFFFFF)
 _EMPTY = np.zeros(0, dtype=np.int64)
 
 
-def merge_sorted(big: np.ndarray, new: np.ndarray) -> np.ndarray:
-    """Two sorted arrays into one sorted array (one pass, no full re-sort)."""
-    if not big.size:
-        return new.copy()
-    if not new.size:
-        return big
-    return np.insert(big, np.searchsorted(big, new), new)
+def _directory(entries: np.ndarray, bits: int) -> np.ndarray:
+    """The start of each of the ``2**bits`` cells (top bits of the sorted entries), and the end: in
+    one pass in C when built (a write builds one for each new sorted run), else by counting."""
+    directory = np.zeros((1 << bits) + 1, dtype=np.int64)
+    if _native_directory is not None and entries.dtype == np.uint64 and entries.flags.c_contiguous:
+        _native_directory(entries, 64 - bits, directory)
+        return directory
+    counts = np.bincount((entries >> np.uint64(64 - bits)).astype(np.intp), minlength=1 << bits)
+    np.cumsum(counts, out=directory[1:])
+    return directory
 
 
 class SortedBuckets:
@@ -49,9 +55,8 @@ class SortedBuckets:
         bits = min(32, max(1, (max(n, 16) // 8).bit_length() - 1))
         self.shift = np.uint64(64 - bits)
         if directory is None:
-            counts = np.bincount((self.entries >> self.shift).astype(np.intp), minlength=1 << bits)
-            directory = np.zeros((1 << bits) + 1, dtype=np.int64)
-            np.cumsum(counts, out=directory[1:])
+            directory = _directory(self.entries, bits)
+            counts = np.diff(directory)
             self.directory = directory.astype(np.uint32) if n < 2**32 else directory
         else:
             if directory.shape != ((1 << bits) + 1,) or int(directory[0]) != 0 or int(directory[-1]) != n:
@@ -60,7 +65,7 @@ class SortedBuckets:
             if width is not None:
                 self._set_width(width)
                 return
-            counts = np.diff(directory.astype(np.int64))  # type: ignore[assignment]
+            counts = np.diff(directory.astype(np.int64))
         # the window covers all but the longest 0.1% of cells: a few long ones (clusters of
         # near-duplicates share their bands) would otherwise widen every lookup's gather
         typical = int(np.partition(counts, int(counts.size * 0.999))[int(counts.size * 0.999)]) if n else 0

@@ -3,8 +3,8 @@
 1. *pending*: the last few thousand inserts in a small unsorted buffer, compared by brute
    force (a popcount over at most ``pending_max`` fingerprints is cheaper than keeping
    16 sorted structures up to date one insert at a time);
-2. *delta*: an in-memory segment of sorted tables, into which the pending buffer is merged
-   by sorted insertion;
+2. *delta*: in-memory sorted runs of tables (:mod:`.delta_runs`): each merge of the pending buffer
+   adds a run, and runs are merged geometrically, so a write costs its batch, not the delta;
 3. *merging*: while a new generation is written in the background (:mod:`..embedded.generations`),
    the delta it was frozen from, read-only; writes go on into a fresh delta;
 4. *base*: the bulk, immutable sorted tables memory-mapped from disk, replaced by a new
@@ -13,7 +13,7 @@
 
 The layers only mirror the database (:mod:`.storage`), which is the truth: the index
 (:mod:`.embedded`) fills them from its rows at open and tells them of every committed write.
-Removed rows stay in the segments until the next merge, listed in ``dead``; probes skip them.
+Removed rows stay in the segments until the next generation, listed in ``dead``; probes skip them.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .delta_runs import DeltaRuns
 from .layouts import Layout
 from .manifest import load_generation
 from .tables import Hits, Pending, Segment, brute_force, brute_force_one
@@ -41,8 +42,8 @@ class Layers:
         """The on-disk tables, the largest seq they hold, their generation (0: none yet)."""
         self.manifest: dict[str, Any] | None = None
         """The manifest of the base generation (its other files: the sketches' LSH)."""
-        self.delta = Segment.empty(layout)
-        self.merging: Segment | None = None
+        self.delta = DeltaRuns()
+        self.merging: DeltaRuns | None = None
         """The delta frozen for the generation being written (None: no merge under way)."""
         self.merging_max_seq = 0
         """The largest seq the merging layer (and the generation being written) holds."""
@@ -75,7 +76,7 @@ class Layers:
     def set_rest(self, dead: set[int], hashes: np.ndarray, seqs: np.ndarray) -> None:
         """Above the base: the rows newer than it (the delta) and the seqs of it removed since."""
         self.dead = dead
-        self.delta = Segment.build(self.layout, hashes, seqs)
+        self.delta = DeltaRuns([Segment.build(self.layout, hashes, seqs)])
         self.pending = Pending(min(self._pending_max, 1024))
 
     def drop_base(self) -> None:
@@ -91,12 +92,10 @@ class Layers:
             self.merge_pending()
 
     def merge_pending(self) -> None:
-        """The pending buffer into the delta (removed rows newer than the base leave memory for good)."""
+        """The pending buffer into the delta, as a run (removed rows stay listed in ``dead`` until
+        the generation that holds them drops them)."""
         if self.pending:
-            fresh = Segment.build(self.layout, *self.pending.take())
-            self.delta = self.delta.merged(self.layout, fresh, self._dead_array() if self.dead else None)
-            frozen = self.frozen_max_seq
-            self.dead = {s for s in self.dead if s <= frozen}
+            self.delta.add(self.layout, Segment.build(self.layout, *self.pending.take()))
 
     def delta_full(self) -> bool:
         """The delta has outgrown its limit, which grows with the base so that each fingerprint is
@@ -116,13 +115,13 @@ class Layers:
             or not (self.path / "manifest.json").exists()
         )
 
-    def freeze(self, max_seq: int) -> Segment:
+    def freeze(self, max_seq: int) -> DeltaRuns:
         """Start a merge: the delta (with the pending buffer) becomes the read-only merging layer,
         holding every row up to ``max_seq``; writes go on into an empty delta."""
         assert self.merging is None, "one merge at a time"
         self.merge_pending()
         self.merging, self.merging_max_seq = self.delta, max_seq
-        self.delta = Segment.empty(self.layout)
+        self.delta = DeltaRuns()
         return self.merging
 
     def frozen_dead(self) -> np.ndarray:
@@ -172,7 +171,7 @@ class Layers:
         return hits
 
     def stats(self) -> dict[str, int]:
-        merging = self.merging if self.merging is not None else Segment.empty(self.layout)
+        merging = self.merging if self.merging is not None else DeltaRuns()
         return {
             "base": len(self.base),
             "merging": len(merging),
@@ -185,5 +184,5 @@ class Layers:
         }
 
     def close(self) -> None:
-        self.base = self.delta = Segment.empty(self.layout)
+        self.base, self.delta = Segment.empty(self.layout), DeltaRuns()
         self.merging = None

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..sorted_runs import merge_with_values
 from .batch import popcount64
 from .layouts import Layout
 
@@ -151,7 +152,7 @@ class Segment:
     def merged(self, layout: Layout, other: Segment, dead: np.ndarray | None = None) -> Segment:
         """This segment plus ``other`` (both sorted), dropping rows whose seq is in ``dead``.
 
-        Linear in the sizes: sorted insertion, no re-sort.
+        Linear in the sizes: one merge (:mod:`..sorted_runs`), no re-sort.
         """
         base = self.without(dead) if dead is not None and dead.size else self
         extra = other.without(dead) if dead is not None and dead.size else other
@@ -162,9 +163,8 @@ class Segment:
         n = len(base)
         if n + len(extra) > MAX_ROWS:
             raise ValueError(f"a segment holds at most {MAX_ROWS} fingerprints")
-        where = np.searchsorted(base.keys, extra.keys, side="right")
-        keys = np.insert(base.keys, where, extra.keys)
-        rows = np.insert(base.rows, where, extra.rows + ROW_DTYPE.type(n))
+        keys, rows = merge_with_values(base.keys, extra.keys, base.rows, extra.rows, n)
+        assert rows is not None
         return Segment(
             keys, rows, np.concatenate([base.hashes, extra.hashes]), np.concatenate([base.seqs, extra.seqs])
         )

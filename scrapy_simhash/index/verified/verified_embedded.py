@@ -70,18 +70,29 @@ class EmbeddedVerifiedIndex(VerifiedIndex):
     def add_many(self, items: Iterable[Any]) -> int:
         """Store many ``(simhash, key, meta[, sketch])`` in one durable transaction; one bad item
         stores nothing; a key given twice ends as its last item says, sketch or none."""
-        rows = []
-        for item in items:
-            simhash, key, meta, sketch = (*item, None, None)[:4]
-            values = self._sketch_values(sketch)
-            data = None if values is None else self._writable_sketches().encode(values)
-            rows.append((check_simhash(simhash), check_key(key), meta, data))
+        given = [(*item, None, None)[:4] for item in items]
+        sketched = [i for i, item in enumerate(given) if item[3] is not None]
+        encoded = dict(zip(sketched, self._encode_many([given[i][3] for i in sketched]), strict=True))
+        rows = [
+            (check_simhash(simhash), check_key(key), meta, encoded.get(i))
+            for i, (simhash, key, meta, _) in enumerate(given)
+        ]
         last = {row[1]: row[3] is not None for row in rows}
         with (
             self._writing,
             self._tracking([k for k, has in last.items() if has], [k for k, has in last.items() if not has]),
         ):
             return self.simhashes.add_many(rows)
+
+    def _encode_many(self, sketches: list[Any]) -> list[bytes]:
+        """The rows' bytes of a batch's sketches (in one array operation when they are plain uint32
+        arrays; else each as :meth:`_sketch_values` reads it)."""
+        if not sketches:
+            return []
+        column = self._writable_sketches()
+        if all(type(s) is np.ndarray and s.dtype == np.uint32 for s in sketches):
+            return column.encode_many(sketches)
+        return [column.encode(self._sketch_values(sketch)) for sketch in sketches]
 
     def check_and_add(
         self, simhash: int, key: str, meta: Meta | None = None, *, sketch: Any = None

@@ -165,7 +165,7 @@ class SimhashIndex(NearDuplicateIndex):
     def _check_open(self, writing: bool = False) -> None:
         if self._closed:
             raise SimhashIndexError(f"the index at {self.path} is closed")
-        if prefault.damage_found and not self._crc and (problems := prefault.damage_in(self.path)):
+        if prefault.damage_found and not self._crc and (problems := self._damaged_files()):
             raise IndexCorruptError(
                 f"the index at {self.path} is damaged: {'; '.join(problems)} (found after opening it). Its "
                 'table files are rebuilt from the database: open it once with verify="full" (or run '
@@ -173,6 +173,13 @@ class SimhashIndex(NearDuplicateIndex):
             )
         if writing and self.read_only:
             raise SimhashIndexError(f"the index at {self.path} is open read-only")
+
+    def _damaged_files(self) -> list[str]:
+        """What the prefault thread found wrong with the files this index answers from (a file of a
+        generation it no longer uses, or rebuilt at open, does not count)."""
+        files = (self._layers.manifest or {}).get("files", {})
+        names = {entry.get("name") for entry in files.values() if isinstance(entry, dict)}
+        return [problem for name, problem in prefault.damage_in(self.path) if name in names]
 
     def _query_k(self, k: int | None) -> int:
         if k is None:

@@ -112,9 +112,9 @@ def _check(array: np.ndarray, path: Path, expected: int) -> None:
         damage_found += 1
 
 
-def damage_in(directory: Path) -> list[str]:
-    """What the prefault thread found wrong with the files of the index at ``directory`` that are
-    still there as they were (a file rebuilt since, under the same name, is a new file)."""
+def damage_in(directory: Path) -> list[tuple[str, str]]:
+    """(file name, what is wrong) for each file of the index at ``directory`` that the thread found
+    damaged and that is still there as it was (a file rebuilt since under its name is a new file)."""
     problems = []
     for name, (inode, mtime, problem) in sorted(_damage.get(directory.resolve(), {}).items()):
         try:
@@ -122,7 +122,7 @@ def damage_in(directory: Path) -> list[str]:
         except FileNotFoundError:
             continue
         if (stat.st_ino, stat.st_mtime_ns) == (inode, mtime):
-            problems.append(problem)
+            problems.append((name, problem))
     return problems
 
 

@@ -163,10 +163,10 @@ def test_verify_full_checks_a_cleanly_closed_index_whole(
         SimhashIndex(path, verify="sometimes")
 
 
-def _cli_check(path: Path) -> subprocess.CompletedProcess[str]:
+def _cli_check(path: Path, *options: str) -> subprocess.CompletedProcess[str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("SCRAPY_SIMHASH")}
     return subprocess.run(
-        [sys.executable, "-c", ENTRY, "index", "check", str(path)],
+        [sys.executable, "-c", ENTRY, "index", "check", *options, str(path)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -313,4 +313,24 @@ def test_a_sound_index_is_not_refused_after_the_files_are_checked(tmp_path: Path
     with open_index(path) as index:
         _wait_for_the_prefault_thread()
         assert prefault.damage_in(path) == []
+        assert len(list(index)) == 300
+
+
+def test_index_check_repair_rebuilds_damaged_table_files(tmp_path: Path) -> None:
+    """What the refusal tells a user to run: the writer's full open writes the files again."""
+    path = tmp_path / "ix"
+    _verified(path, 300)
+    manifest = json.loads((path / "manifest.json").read_text())
+    for part in ("hashes", "lsh_sketches"):
+        target = path / manifest["files"][part]["name"]
+        data = bytearray(target.read_bytes())
+        data[len(data) // 2] ^= 0x04
+        target.write_bytes(data)
+    assert _cli_check(path).returncode == 1
+    done = _cli_check(path, "--repair")
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert "repair: table files rebuilt" in done.stdout and "ok (300 rows" in done.stdout
+    assert _cli_check(path).returncode == 0
+    with open_index(path) as index:
+        _wait_for_the_prefault_thread()
         assert len(list(index)) == 300

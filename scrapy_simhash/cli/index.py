@@ -25,7 +25,14 @@ from ..fingerprint import to_base32, to_hex
 from ..fingerprint.codecs import parse
 from ..fingerprint.minhash import SCHEME as MINHASH_SCHEME
 from ..fingerprint.minhash import MinHash
-from ..index import NearDuplicateIndex, SimhashIndexError, is_server_uri, open_index, stored_kind
+from ..index import (
+    IndexCorruptError,
+    NearDuplicateIndex,
+    SimhashIndexError,
+    is_server_uri,
+    open_index,
+    stored_kind,
+)
 from ..index.extractor_record import NotedIndex, recorded_extractors
 from ..shown import shown_location
 from ..warc.progress import RowProgress, elapsed_spinner
@@ -122,6 +129,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "1 when damage was found, 2 on other errors.",
     )
     check.add_argument("path", help="index directory")
+    check.add_argument(
+        "--repair",
+        action="store_true",
+        help='first open the index as its writer with every check (verify="full"): damaged table files are '
+        "written again from the database (the database itself cannot be rebuilt: restore it from a backup)",
+    )
     check.set_defaults(func=run_check)
 
     upgrade = commands.add_parser(
@@ -352,7 +365,14 @@ def run_check(args: argparse.Namespace) -> int:
     if is_server_uri(args.path) or stored_kind(args.path) != "simhash":
         return _fail(args, SimhashIndexError(f"no embedded simhash or verified index at {args.path}"))
     try:
+        if args.repair:
+            with open_index(args.path, verify="full") as index:  # the writer rebuilds damaged table files
+                rebuilt = index.stats().get("rebuilds", 0)
+            print(f"repair: table files rebuilt from the database {rebuilt} time(s)")
         report = check_index(args.path, lambda line: print(line, file=sys.stderr, flush=True))
+    except IndexCorruptError as exc:  # the database itself
+        print(f"damaged: {exc}")
+        return 1
     except (SimhashIndexError, OSError) as exc:
         return _fail(args, exc)
     for problem in report.problems:

@@ -166,10 +166,10 @@ class SimhashIndex(NearDuplicateIndex):
         if self._closed:
             raise SimhashIndexError(f"the index at {self.path} is closed")
         if prefault.damage_found and not self._crc and (problems := self._damaged_files()):
+            repair = f'`scrapy-simhash index check --repair {self.path}` (or an open with verify="full")'
             raise IndexCorruptError(
                 f"the index at {self.path} is damaged: {'; '.join(problems)} (found after opening it). Its "
-                'table files are rebuilt from the database: open it once with verify="full" (or run '
-                "`scrapy-simhash index check` to see what else is damaged)"
+                f"table files are rebuilt from the database by {repair}"
             )
         if writing and self.read_only:
             raise SimhashIndexError(f"the index at {self.path} is open read-only")

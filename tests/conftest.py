@@ -1,4 +1,5 @@
-"""Shared fixtures: the read-only test corpus beside the project, and one Spark session for the whole run."""
+"""Shared fixtures: the read-only test corpus beside the project, one Spark session for the whole run,
+and the runs over the corpus that several test files only read (made once a session)."""
 
 from __future__ import annotations
 
@@ -85,3 +86,39 @@ def dedupe_report(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Cal
         return made[key]
 
     return report
+
+
+EXAMPLE_CRAWL = "aut/warc/example.warc.gz"
+"""aut's example crawl (822 records, 94 HTML pages, a few clusters of real near-duplicates): the real
+crawl the report, browser and calibration tests read. Extracting its pages takes seconds each run."""
+
+
+@pytest.fixture(scope="session")
+def example_crawl_rows(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """``dedupe --report ROWS --index INDEX`` of :data:`EXAMPLE_CRAWL` with the default extractor, run
+    once a session for every test that only reads its report (``rows``) or its index (``index``);
+    ``warc`` is the crawl itself. Two worker processes: the result does not depend on how many."""
+    from scrapy_simhash.cli import main
+
+    out = tmp_path_factory.mktemp("example-dedupe")
+    warc = corpus / "warcs" / EXAMPLE_CRAWL
+    rows, index = out / "rows.jsonl", out / "index"
+    command = ["dedupe", "--workers", "2", "--no-progress", "--report", str(rows), "--index", str(index)]
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        status = main([*command, str(warc)])
+    assert status == 0, f"dedupe of {warc} exited {status}"
+    return {"warc": warc, "rows": rows, "index": index}
+
+
+@pytest.fixture(scope="session")
+def example_crawl_sidecar(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``tag``'s sidecar of :data:`EXAMPLE_CRAWL` (default extractor, two worker processes), made once a
+    session for every test that only reads it."""
+    from scrapy_simhash.cli import main
+
+    out = tmp_path_factory.mktemp("example-tag")
+    warc = corpus / "warcs" / EXAMPLE_CRAWL
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        status = main(["tag", "--workers", "2", "--no-progress", "--out", str(out), str(warc)])
+    assert status == 0, f"tag of {warc} exited {status}"
+    return out / (warc.name + ".simhash.warc.gz")

@@ -15,8 +15,8 @@ SMALL_DEDUPE_INPUTS = [f"{SMALL}.warc.gz", f"{SMALL}.arc.gz", "resiliparse/warcf
 cluster, Hadoop URIs): the example crawl's first records as a WARC and as an ARC (one page twice, a
 cluster of two) and a third WARC, three tasks. Their report must be ``dedupe``'s, made once for both by
 the conftest's ``dedupe_report``. The whole example crawl (tens of seconds of extraction per run)
-would add nothing there: ``spark dedupe``'s report on it is compared with ``dedupe``'s in
-test_spark.py, and the rows read through Hadoop with the streamed ones in test_spark_sources.py."""
+would add nothing there: its rows from Spark are compared with the pipeline's in test_spark.py, and
+the rows read through Hadoop with the streamed ones in test_spark_sources.py."""
 
 
 @contextmanager

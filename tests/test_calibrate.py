@@ -97,12 +97,10 @@ def _pair_similarity(pair: dict, **options: Any) -> float:
 
 
 def test_sample_from_real_records_has_their_texts_and_minhash_similarity(
-    corpus: Path, tmp_path: Path
+    example_crawl_sidecar: Path, tmp_path: Path
 ) -> None:
-    warc = corpus / "warcs/aut/warc/example.warc.gz"
-    assert main(["tag", "--workers", "1", "--no-progress", "--out", str(tmp_path), str(warc)]) == 0
     out = tmp_path / "judge.html"
-    sidecar = tmp_path / "example.warc.gz.simhash.warc.gz"
+    sidecar = example_crawl_sidecar  # tag's sidecar of aut's example crawl, made once a session
     assert main(["calibrate", "sample", str(sidecar), "-o", str(out), "--pairs", "14", "--seed", "1"]) == 0
     payload = json.loads(re.search(r'id="judge-data">(.*?)</script>', out.read_text(), re.S).group(1))
     assert payload["pairs"] and all(p["left"] and p["reason"] is None for p in payload["pairs"])
@@ -192,11 +190,9 @@ def test_by_similarity_equal_counts_per_band_and_weights_scaled() -> None:
     assert similarity_band(1.0) == len(SIMILARITY_BANDS) - 1 and similarity_band(0.2) == 1
 
 
-def test_sample_by_similarity_from_real_records(corpus: Path, tmp_path: Path) -> None:
-    warc = corpus / "warcs/aut/warc/example.warc.gz"
-    rows, index = tmp_path / "rows.jsonl", tmp_path / "index"
-    command = ["dedupe", "--workers", "1", "--no-progress", "--report", str(rows), "--index", str(index)]
-    assert main([*command, str(warc)]) == 0
+def test_sample_by_similarity_from_real_records(example_crawl_rows: dict[str, Path], tmp_path: Path) -> None:
+    # ``dedupe --report ROWS --index INDEX`` of aut's example crawl, made once a session
+    rows, index = example_crawl_rows["rows"], example_crawl_rows["index"]
     out = tmp_path / "judge.html"
     assert main(["calibrate", "sample", str(rows), "-o", str(out), "--pairs", "7", "--by", "similarity"]) == 0
     payload = json.loads(re.search(r'id="judge-data">(.*?)</script>', out.read_text(), re.S).group(1))

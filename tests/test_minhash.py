@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
 import gzip
 import json
 import math
@@ -91,16 +92,28 @@ def densification_trace(hashes: list[int], k: int) -> tuple[dict[int, int], list
         i, c = ((h >> 32) * k) >> 32, h & 0xFFFFFFFF
         filled[i] = min(c, filled.get(i, c))
     trace = []
+    is_filled = np.zeros(k, dtype=bool)
+    is_filled[list(filled)] = True
+    tries = np.arange(1, 1025, dtype=np.uint64)
     for i in range(k):
         if i in filled or not filled:
             continue
-        hit = next(
-            ((t, p) for t in range(1, 1025) if (p := ref.mix64(ref.SEED ^ (i << 32) ^ t) % k) in filled), None
-        )
+        # the probes t = 1 .. 1024 of bin i at once (splitmix64's output function in wrapping uint64
+        # arithmetic, as ref.mix64 computes it one t at a time)
+        bins = _mix64_array(np.uint64(ref.SEED ^ (i << 32)) ^ tries) % np.uint64(k)
+        hits = np.flatnonzero(is_filled[bins])
         trace.append(
-            (i, *hit) if hit else (i, 0, next((i + s) % k for s in range(1, k) if (i + s) % k in filled))
+            (i, int(hits[0]) + 1, int(bins[hits[0]]))
+            if hits.size
+            else (i, 0, next((i + s) % k for s in range(1, k) if (i + s) % k in filled))
         )
     return filled, trace
+
+
+def _mix64_array(z: np.ndarray) -> np.ndarray:
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
 
 
 def _sparse_vector(name: str, text: str, k: int) -> dict:
@@ -833,11 +846,16 @@ def variant(text: str, other: str, rng: random.Random) -> str:
     return " ".join(s for s in sentences if rng.random() < keep) or sentences[0]
 
 
-def exact_jaccard(a: str, b: str) -> float:
-    sa, sb = set(shingles(tokens(a), 3)), set(shingles(tokens(b), 3))
+def shingle_set(text: str) -> set[str]:
+    return set(shingles(tokens(text), 3))
+
+
+def exact_jaccard(sa: set[str], sb: set[str]) -> float:
+    """The Jaccard similarity of two texts' shingle sets (:func:`shingle_set`)."""
     return len(sa & sb) / len(sa | sb)
 
 
+@functools.cache  # the truths are rounded to 3 decimals: a few hundred distinct values among thousands
 def binomial_mae(j: float, k: int) -> float:
     """E|X/k - j| for X ~ Binomial(k, j): the MAE of an ideal k-value MinHash at Jaccard j."""
     return sum(math.comb(k, x) * j**x * (1 - j) ** (k - x) * abs(x / k - j) for x in range(k + 1))
@@ -849,9 +867,10 @@ def real_pairs(corpus) -> list[tuple[str, str, float]]:
     pairs = []
     for i, text in enumerate(texts):
         rng = random.Random(f"minhash-pairs:{i}")
+        original = shingle_set(text)  # once per text, not once per each of its 24 edits
         for _ in range(24):
             edited = variant(text, texts[(i + 1 + rng.randrange(len(texts) - 1)) % len(texts)], rng)
-            j = exact_jaccard(text, edited)
+            j = exact_jaccard(original, shingle_set(edited))
             if 0.2 <= j <= 1.0:
                 pairs.append((text, edited, j))
     return pairs

@@ -31,22 +31,15 @@ from scrapy_simhash.report.textdiff import diff_words
 
 
 @pytest.fixture(scope="module")
-def aut_rows(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real ``dedupe --report`` over a real crawl (aut's example.warc.gz: 3 clusters, 32 records)."""
-    out = tmp_path_factory.mktemp("dedupe") / "aut.jsonl"
-    warc = corpus / "warcs/aut/warc/example.warc.gz"
-    status = main(["dedupe", "--workers", "1", "--no-progress", "--report", str(out), str(warc)])
-    assert status == 0
-    return out
+def aut_rows(example_crawl_rows: dict[str, Path]) -> Path:
+    """A real ``dedupe --report`` over a real crawl (aut's example.warc.gz), shared by the session."""
+    return example_crawl_rows["rows"]
 
 
 @pytest.fixture(scope="module")
-def aut_sidecar(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``tag``'s sidecar of the same crawl, made once for the tests that only read it."""
-    out = tmp_path_factory.mktemp("tag")
-    warc = corpus / "warcs/aut/warc/example.warc.gz"
-    assert main(["tag", "--workers", "1", "--no-progress", "--out", str(out), str(warc)]) == 0
-    return out / "example.warc.gz.simhash.warc.gz"
+def aut_sidecar(example_crawl_sidecar: Path) -> Path:
+    """``tag``'s sidecar of the same crawl, shared by the session: the tests only read it."""
+    return example_crawl_sidecar
 
 
 def payload_of(page: str) -> dict:

@@ -21,15 +21,15 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def pages(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A dedupe report of a real crawl, its HTML report, and a judging page sampled from its tag sidecar."""
+def pages(
+    example_crawl_rows: dict[str, Path], example_crawl_sidecar: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Path]:
+    """A dedupe report of a real crawl, its HTML report, and a judging page sampled from its tag sidecar
+    (the report and the sidecar are the session's, made once for every test that reads them)."""
     tmp = tmp_path_factory.mktemp("pages")
-    warc = corpus / "warcs/aut/warc/example.warc.gz"
-    rows = tmp / "rows.jsonl"
-    assert main(["dedupe", "--workers", "1", "--no-progress", "--report", str(rows), str(warc)]) == 0
+    rows = example_crawl_rows["rows"]
     assert main(["report", str(rows), "-o", str(tmp / "report.html")]) == 0
-    assert main(["tag", "--workers", "1", "--no-progress", "--out", str(tmp), str(warc)]) == 0
-    sidecar = tmp / "example.warc.gz.simhash.warc.gz"
+    sidecar = example_crawl_sidecar
     assert main(["calibrate", "sample", str(sidecar), "-o", str(tmp / "judge.html"), "--pairs", "14"]) == 0
     return {"rows": rows, "report": tmp / "report.html", "judge": tmp / "judge.html", "dir": tmp}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sqlite3
 import uuid
 import zlib
@@ -55,10 +56,26 @@ def _settings(tmp_path, **extra):
     }
 
 
-def test_tag_mode_finds_every_near_duplicate(site, tmp_path):
+@pytest.fixture(scope="module")
+def default_crawl(site, tmp_path_factory):
+    """One crawl of the site with the default settings into a new index (DEBUG log), made once for the
+    tests that read it; a test that crawls on from its index takes a copy (:func:`index_after`)."""
+    root = tmp_path_factory.mktemp("default-crawl")
+    return root, run_crawl(site + "/", root / "run", _settings(root, LOG_LEVEL="DEBUG"))
+
+
+def index_after(default_crawl, tmp_path):
+    """A copy of the default crawl's index at ``tmp_path / "index"`` (where :func:`_settings` points),
+    and that crawl's result: as if the test had run it itself."""
+    root, result = default_crawl
+    shutil.copytree(root / "index", tmp_path / "index")
+    return result
+
+
+def test_tag_mode_finds_every_near_duplicate(site, default_crawl):
     """The default (verified) rule: every planted near-duplicate, the one-sentence corrections and the
     appended comments included, with the similarity and distance that decided it."""
-    result = run_crawl(site + "/", tmp_path / "run", _settings(tmp_path, LOG_LEVEL="DEBUG"))
+    result = default_crawl[1]
     assert result.stat("simhash/near_duplicate") == NEAR_DUPLICATES
     assert result.stat("simhash/dropped") == 0
     # the front page is a list of links, the site's template only: skipped
@@ -181,8 +198,8 @@ def test_short_briefs_in_one_template_are_not_dropped_as_near_duplicates(tmp_pat
     assert result.stat("simhash/skipped/boilerplate") == result.stat("downloader/response_status_count/200")
 
 
-def test_second_run_sees_the_first_and_reset_forgets(site, tmp_path):
-    first = run_crawl(site + "/", tmp_path / "one", _settings(tmp_path))
+def test_second_run_sees_the_first_and_reset_forgets(site, default_crawl, tmp_path):
+    first = index_after(default_crawl, tmp_path)
     second = run_crawl(site + "/", tmp_path / "two", _settings(tmp_path))
     assert second.stat("simhash/revisit") == ARTICLE_PAGES
     assert second.stat("simhash/near_duplicate") == NEAR_DUPLICATES
@@ -211,9 +228,9 @@ def test_a_crawl_without_simhash_index_outside_a_project_keeps_its_index_in_the_
     assert pages_with_sketch(location) == ARTICLE_PAGES
 
 
-def test_a_plain_crawl_logs_no_warning(site, tmp_path):
+def test_a_plain_crawl_logs_no_warning(default_crawl):
     """No SIMHASH_REPORT is no reason for a warning, and no handler of ours is deprecated."""
-    result = run_crawl(site + "/", tmp_path / "run", _settings(tmp_path))
+    result = default_crawl[1]
     assert result.stat("simhash/near_duplicate") == NEAR_DUPLICATES
     assert "ScrapyDeprecationWarning" not in result.log
     assert "SimhashReportExtension" not in result.log
@@ -301,12 +318,14 @@ def test_an_index_that_cannot_honour_the_settings_refuses_the_crawl(
     build(tmp_path / built)  # still the index it was: it opens with its own settings
 
 
-def test_an_index_of_another_extractor_refuses_the_crawl_until_mixing_is_allowed(site, tmp_path):
+def test_an_index_of_another_extractor_refuses_the_crawl_until_mixing_is_allowed(
+    site, default_crawl, tmp_path
+):
     """Fingerprints of other extractor options are not comparable: the crawl records its extractor in
     the index, a crawl with other options fails at start (one line naming both and the way out), and
     SIMHASH_EXTRACTOR_MIX lets it store its pages beside them, the index saying it is mixed."""
     index = tmp_path / "index"
-    first = run_crawl(site + "/", tmp_path / "one", _settings(tmp_path))
+    first = index_after(default_crawl, tmp_path)
     with open_index(index, read_only=True) as stored:
         assert stored.notes() == {"extractor": DEFAULT_EXTRACTOR}
     size = first.stat("simhash/index/size")

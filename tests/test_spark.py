@@ -218,7 +218,9 @@ def _is_date_note(problem: ReadProblem) -> bool:
 
 def pipeline_rows(paths: list[Path]):
     pages, problems = set(), set()
-    for event in Pipeline(Options(workers=1), Progress(0, enabled=False)).run(plan_inputs(paths)):
+    # two worker processes: the rows do not depend on how many extract them, and the two cores halve
+    # the time the whole example crawl (twice, as WARC and as ARC) takes to extract
+    for event in Pipeline(Options(workers=2), Progress(0, enabled=False)).run(plan_inputs(paths)):
         if isinstance(event, ReadProblem):
             if not _is_date_note(event):
                 problems.add((event.file, event.offset, event.reason, event.skipped))
@@ -281,14 +283,42 @@ def test_fingerprint_archives_truncated_copy_keeps_earlier_records(spark, corpus
     assert len(before) > 20 and before < whole
 
 
+CAPTURES = 150
+"""The example crawl's captures the report tests read, as WARC and as ARC: the first half of its 299
+responses, 56 of its 140 HTML pages. Each copy's pages are the other's twins, so every page makes a
+cluster; the tie-breaks and the numbering these tests check need many clusters, not the whole crawl."""
+
+
+def first_responses(path: Path, count: int) -> bytes:
+    """The archive's records before its ``count``-th response record (a whole, smaller archive: the
+    example crawl's WARC and ARC hold the same responses in the same order, one gzip member each)."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    with path.open("rb") as stream:
+        records = ArchiveIterator(stream, arc2warc=True)
+        starts = (records.get_record_offset() for record in records if record.rec_type == "response")
+        end = next(itertools.islice(starts, count, None))
+    return path.read_bytes()[:end]
+
+
 def test_spark_dedupe_report_same_as_dedupe(spark, corpus, tmp_path, capsys):
     """``spark dedupe --report`` writes the very report ``dedupe --report`` writes (same clusters, same
     originals, same order), and both exit 1 when a damaged file lost data."""
     from scrapy_simhash.cli import main
 
-    inputs = [str(corpus / "warcs" / name) for name in [*GOOD, "aut/arc/badexample.arc.gz"]]
+    # the example crawl's first CAPTURES responses as WARC and as ARC (each page and its twin: a cluster
+    # each, the many clusters the order and the numbering need; every row of the whole crawl is compared
+    # with the pipeline's in test_fingerprint_archives_same_as_pipeline), and the other inputs as they are
+    twins = []
+    for name in ("aut/warc/example.warc.gz", "aut/arc/example.arc.gz"):
+        copy = tmp_path / name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_bytes(first_responses(corpus / "warcs" / name, CAPTURES))
+        twins.append(str(copy))
+    others = [name for name in GOOD if not name.startswith("aut/")] + ["aut/arc/badexample.arc.gz"]
+    inputs = twins + [str(corpus / "warcs" / name) for name in others]
     local, distributed = tmp_path / "dedupe.jsonl", tmp_path / "spark.jsonl"
-    assert main(["dedupe", *inputs, "--workers", "1", "--report", str(local)]) == 1
+    assert main(["dedupe", *inputs, "--workers", "2", "--report", str(local)]) == 1
     assert main(["spark", "dedupe", *inputs, "--master", "local[2]", "--report", str(distributed)]) == 1
     want = local.read_text(encoding="utf-8")
     assert want.count("\n") > 20 and '"role": "duplicate"' in want
@@ -318,24 +348,6 @@ def test_spark_dedupe_says_how_each_clustered_capture_changed(spark, tmp_path, c
     capsys.readouterr()
 
 
-CAPTURES = 150
-"""Captures of the example crawl both years hold: the first half of its 299 responses, 56 of its 140 HTML
-pages. Each year's pages are the other's copies, so every page makes a cluster with a new record; the
-tie-breaks and the numbering this test checks need many clusters, not the whole crawl."""
-
-
-def first_responses(path: Path, count: int) -> bytes:
-    """The archive's records before its ``count``-th response record (a whole, smaller archive: the
-    example crawl's WARC and ARC hold the same responses in the same order, one gzip member each)."""
-    from warcio.archiveiterator import ArchiveIterator
-
-    with path.open("rb") as stream:
-        records = ArchiveIterator(stream, arc2warc=True)
-        starts = (records.get_record_offset() for record in records if record.rec_type == "response")
-        end = next(itertools.islice(starts, count, None))
-    return path.read_bytes()[:end]
-
-
 def test_spark_dedupe_against_a_saved_table(spark, corpus, tmp_path, capsys):
     """Last year's run saved its fingerprints (--save); this year's run is deduplicated against them
     (--against) without reading last year's WARC again: the clusters holding a new record are those
@@ -354,7 +366,7 @@ def test_spark_dedupe_against_a_saved_table(spark, corpus, tmp_path, capsys):
     table, report = tmp_path / "fingerprints-2025", tmp_path / "2026.jsonl"
     assert main(["spark", "dedupe", str(old_copy), "--master", "local[2]", "--save", str(table)]) == 0
     both = tmp_path / "both.jsonl"
-    assert main(["dedupe", str(old_copy), new, "--workers", "1", "--report", str(both)]) == 0
+    assert main(["dedupe", str(old_copy), new, "--workers", "2", "--report", str(both)]) == 0
     old_copy.unlink()
     args = ["spark", "dedupe", new, "--master", "local[2]", "--against", str(table), "--report", str(report)]
     assert main(args) == 0

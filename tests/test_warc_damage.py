@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 import subprocess
 import sys
 import zlib
@@ -165,12 +166,19 @@ def test_an_intact_input_still_gets_a_finished_sidecar(corpus: Path, tmp_path: P
 def test_flipped_first_member_through_tag(
     corpus: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str], backend: str
 ) -> None:
+    # the example crawl's first 60 members (warcinfo, then 4 HTML pages among 59 records): a damaged
+    # first member must not make the archive look empty, which needs records after it, not the whole
+    # crawl's 94 pages extracted again
+    data = (corpus / "warcs" / EXAMPLE).read_bytes()
+    source = tmp_path / "first-members.warc.gz"
+    source.write_bytes(data[: members(data)[59][1]])
     damaged = tmp_path / "example.warc.gz"
-    flip_bit_in_member(corpus / "warcs" / EXAMPLE, damaged, 0)
+    flip_bit_in_member(source, damaged, 0)
     assert tag([damaged], tmp_path / "out", "--reader", backend) == 1
     out, err = capfd.readouterr()
     assert "empty archive" not in err
-    assert "records: 821 read" in out and "problems: 1 skipped data" in out
+    assert "records: 59 read" in out and "problems: 1 skipped data" in out
+    assert re.search(r"records: 59 read .*, 4 HTML, [1-9]\d* fingerprinted", out), out
     assert not (tmp_path / "out" / (damaged.name + ".simhash.warc.gz")).exists()
 
 

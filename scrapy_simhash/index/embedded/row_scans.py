@@ -6,7 +6,9 @@ the store's writes and lookups by key or seq, which are small and many.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -165,7 +167,9 @@ class RowScans(RowDatabase):
         try:
             yield
         finally:
-            self.conn.execute("COMMIT")
+            # closed meanwhile: a reading generator dropped by its caller and collected after the close
+            with contextlib.suppress(sqlite3.ProgrammingError):
+                self.conn.execute("COMMIT")
 
 
 def _meta(text: str | None) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from scrapy_simhash.extract import Extraction, ResiliparseExtractor, get_extractor
@@ -116,6 +116,7 @@ _HTMLISH = st.lists(
         st.binary(max_size=2000), _HTMLISH, _HTMLISH.map(lambda s: s.encode("utf-8", "surrogatepass"))
     )
 )
+@example(body="<NAV></NAV>\x08")  # a control character in the tail of a template region
 def test_fuzzed_input_gives_text_or_a_reason_never_an_error(body):
     result = ResiliparseExtractor()(body)
     assert (result.text is None) == (result.reason is not None)

@@ -264,3 +264,15 @@ def test_hostile_html_gives_a_text_or_a_reason(
     else:
         assert isinstance(result.text, str) and result.text.strip() and result.reason is None
     assert extractor(body, "http://example.com/x", declared) == result
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        "<NAV></NAV>\x08",  # found by the fuzz test: lxml refuses to set a text holding a control character
+        "<body><p>Words of the page.</p><nav><a href='/'>Home</a></nav>\x01 words after the menu</body>",
+    ],
+)
+def test_control_characters_beside_a_template_region_are_no_error(extractor: Extractor, page: str) -> None:
+    result = extractor(page, "http://example.com/x")
+    assert result.reason != "extractor_error"

@@ -165,10 +165,19 @@ def _remove(element: etree._Element) -> None:
     if element.tail:
         previous = element.getprevious()
         if previous is not None:
-            previous.tail = (previous.tail or "") + element.tail
+            previous.tail = _settable((previous.tail or "") + element.tail)
         else:
-            parent.text = (parent.text or "") + element.tail
+            parent.text = _settable((parent.text or "") + element.tail)
     parent.remove(element)
+
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _settable(text: str) -> str:
+    """``text`` without the control characters lxml's HTML parser keeps but lxml refuses to set (they
+    carry no words)."""
+    return _NOT_XML.sub("", text)
 
 
 def _key(line: str) -> str:

@@ -26,6 +26,7 @@ from scrapy_simhash.index import IndexCorruptError, open_index
 from scrapy_simhash.index.embedded import database, storage
 from scrapy_simhash.index.embedded.integrity import read_mark
 from scrapy_simhash.index.tables import manifest as table_files
+from scrapy_simhash.index.tables import prefault
 
 ENTRY = "import sys; from scrapy_simhash.cli import main; sys.exit(main())"
 KILLED = r"""
@@ -234,7 +235,6 @@ def test_an_open_maps_the_files_without_populating_them_and_a_thread_faults_them
     pages); the prefault thread does it afterwards, without the interpreter's lock."""
     import mmap
     import threading
-    import time
 
     from scrapy_simhash.index.tables import prefault
 
@@ -253,24 +253,9 @@ def test_an_open_maps_the_files_without_populating_them_and_a_thread_faults_them
         mapped = len(flags)  # the table and LSH files that hold anything (an empty one is not mapped)
         assert mapped >= 8 and not any(flag & populate for flag in flags)
         assert any(thread.name == "scrapy-simhash-prefault" for thread in threading.enumerate())
-        for _ in range(600):  # waits for the thread's work (an event), asserts no duration
-            if prefault.faulted_in() >= before + mapped:
-                break
-            time.sleep(0.1)
+        assert prefault.wait()  # waits for the thread's work (an event), asserts no duration
         assert prefault.faulted_in() >= before + mapped
         assert len(index) == 500
-
-
-def _wait_for_the_prefault_thread() -> None:
-    import time
-
-    from scrapy_simhash.index.tables import prefault
-
-    for _ in range(600):  # waits for the thread's work (an event), asserts no duration
-        if prefault.idle():
-            return
-        time.sleep(0.1)
-    raise AssertionError("the prefault thread did not finish its files")
 
 
 @pytest.mark.parametrize("part", ["hashes", "lsh_sketches"])
@@ -291,17 +276,17 @@ def test_damage_at_rest_is_found_after_a_clean_open_and_refused(tmp_path: Path, 
     for read_only in (True, False):
         # refused at the open (the thread was quick) or at the next call
         with pytest.raises(IndexCorruptError) as raised, open_index(path, read_only=read_only) as index:
-            _wait_for_the_prefault_thread()
+            assert prefault.wait()
             index.query(stored[0].simhash)
         assert f"{target.name} fails its CRC-32 check" in str(raised.value)
         assert 'verify="full"' in str(raised.value)
 
     with open_index(path, verify="full") as index:  # its own CRC checks: the files rebuilt from the rows
-        _wait_for_the_prefault_thread()
+        assert prefault.wait()
         assert {m.key for m in index.query(stored[0].simhash)} >= {stored[0].key}
         assert len(index) == 300
     with open_index(path) as index:  # and clean from then on
-        _wait_for_the_prefault_thread()
+        assert prefault.wait()
         assert [m.key for m in index.query(stored[0].simhash, k=0)] == [stored[0].key]
 
 
@@ -311,7 +296,7 @@ def test_a_sound_index_is_not_refused_after_the_files_are_checked(tmp_path: Path
     path = tmp_path / "ix"
     _verified(path, 300)
     with open_index(path) as index:
-        _wait_for_the_prefault_thread()
+        assert prefault.wait()
         assert prefault.damage_in(path) == []
         assert len(list(index)) == 300
 
@@ -329,8 +314,10 @@ def test_index_check_repair_rebuilds_damaged_table_files(tmp_path: Path) -> None
     assert _cli_check(path).returncode == 1
     done = _cli_check(path, "--repair")
     assert done.returncode == 0, (done.stdout, done.stderr)
-    assert "repair: table files rebuilt" in done.stdout and "ok (300 rows" in done.stdout
+    assert "repair: the table files were written again" in done.stdout and "ok (300 rows" in done.stdout
     assert _cli_check(path).returncode == 0
+    done = _cli_check(path, "--repair")  # sound: nothing to write again
+    assert done.returncode == 0 and "repair: no table file needed writing again" in done.stdout
     with open_index(path) as index:
-        _wait_for_the_prefault_thread()
+        assert prefault.wait()
         assert len(list(index)) == 300

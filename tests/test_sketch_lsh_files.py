@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +19,7 @@ from hypothesis import strategies as st
 from scrapy_simhash.index import IndexCorruptError, open_index
 from scrapy_simhash.index.embedded import storage as storage_module
 from scrapy_simhash.index.lsh.lsh_segment import PARTS as LSH_PARTS
+from scrapy_simhash.index.tables import prefault
 
 NV = 128
 
@@ -119,16 +119,6 @@ def test_pages_replaced_removed_or_given_a_sketch_after_the_files_are_answered_f
         assert index.sketches.stats()["recent"] == 0
 
 
-def wait_for_the_prefault_thread() -> None:
-    from scrapy_simhash.index.tables import prefault
-
-    for _ in range(600):  # waits for the thread's work (an event), asserts no duration
-        if prefault.idle():
-            return
-        time.sleep(0.1)
-    raise AssertionError("the prefault thread did not finish its files")
-
-
 @pytest.mark.parametrize("part", ["lsh_sketches", "lsh_entries", "lsh_seqs", "lsh_directory", "lsh_dead"])
 def test_damaged_lsh_files_are_never_answered_from(tmp_path, part, caplog) -> None:
     path = tmp_path / "ix"
@@ -145,7 +135,7 @@ def test_damaged_lsh_files_are_never_answered_from(tmp_path, part, caplog) -> No
     with caplog.at_level(logging.WARNING):
         try:
             with open_index(path) as index:
-                wait_for_the_prefault_thread()
+                assert prefault.wait()
                 got = answers(index, probes)
         except IndexCorruptError as exc:
             assert f"{target.name} fails its CRC-32 check" in str(exc)
@@ -155,7 +145,7 @@ def test_damaged_lsh_files_are_never_answered_from(tmp_path, part, caplog) -> No
     with caplog.at_level(logging.WARNING), open_index(path, verify="full") as index:
         assert answers(index, probes) == want
     with open_index(path) as index:  # the writer wrote them again
-        wait_for_the_prefault_thread()
+        assert prefault.wait()
         assert index.sketches.stats()["base"] == 60
         assert answers(index, probes) == want
 

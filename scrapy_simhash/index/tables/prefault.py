@@ -26,6 +26,7 @@ import mmap
 import os
 import queue
 import threading
+import time
 import zlib
 from pathlib import Path
 
@@ -127,8 +128,19 @@ def damage_in(directory: Path) -> list[tuple[str, str]]:
 
 
 def idle() -> bool:
-    """Whether the thread has done every array handed to it so far (for tests)."""
+    """Whether the thread has done every array handed to it so far."""
     return _pending == 0
+
+
+def wait(timeout: float = 60.0) -> bool:
+    """Wait until :func:`idle` (tests, benchmarks: figures after the files are faulted in and checked);
+    False when ``timeout`` seconds passed first."""
+    deadline = time.monotonic() + timeout
+    while not idle():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def _fault_in(array: np.ndarray) -> None:

@@ -23,8 +23,8 @@ from scrapy_simhash.page import fingerprint_page
 from scrapy_simhash.report.calibrate_sample import BANDS, band_name, sample_pairs
 from scrapy_simhash.report.calibrate_score import Judged, best, read_judgements, scores
 from scrapy_simhash.report.model import Page
-from scrapy_simhash.warc.payload import html_page
-from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord
+from scrapy_simhash.warc.read.payload import html_page
+from scrapy_simhash.warc.read.reader import ArchiveReader, ArchiveRecord
 
 
 def synthetic_pages(per_distance: int = 30, seed: int = 3) -> list[Page]:

@@ -137,7 +137,7 @@ def read_pair_pages(
     by ``extractor`` (default: the default extractor)."""
     from ..extract import DEFAULT_EXTRACTOR
     from ..page import fingerprint_page
-    from ..warc.payload import html_page
+    from ..warc.read.payload import html_page
 
     extractor = extractor or DEFAULT_EXTRACTOR
     records = fetch_records([(p.file, p.offset) for pair in pairs for p in (pair.a, pair.b)], backend=backend)

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..warc.reader import ArchiveRecord
+from ..warc.read.reader import ArchiveRecord
 from ..warc.records import (
     PREVIOUS_CAPTURE,
     PREVIOUS_CAPTURE_DATE,

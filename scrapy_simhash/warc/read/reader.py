@@ -29,7 +29,7 @@ from typing import BinaryIO
 from .framing import OffsetStream, Recorder, record_type, resync, warcio_iterator
 from .gzip_members import MemberStream, SingleStream, scan
 from .links import RecordLinks, record_links
-from .read_results import ArchiveRecord, ReadProblem, clean_uri
+from .results import ArchiveRecord, ReadProblem, clean_uri
 from .sniff import FileKind, sniff
 from .wacz import archive_size, open_archive
 

@@ -29,7 +29,7 @@ from .model import (
     named_extractor,
     rule_for,
 )
-from .timeline import Capture, build_timelines
+from .timeline.model import Capture, build_timelines
 from .values import fraction, parse_simhash, text_field, whole_number
 from .warcs import load_warcs, read_pages
 

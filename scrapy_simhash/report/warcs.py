@@ -17,7 +17,7 @@ from .captures import CAPTURE_TYPES, Head, archive_timelines, capture_of_metadat
 from .model import MAX_NOTES, Page, ReportData, build, group_clusters, named_extractor, rule_for
 
 if TYPE_CHECKING:
-    from .timeline import Capture
+    from .timeline.model import Capture
 
 
 def read_pages(

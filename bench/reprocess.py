@@ -35,11 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _corpus import corpus
 
 from scrapy_simhash.index import open_index
-from scrapy_simhash.warc.payload import html_page
-from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord, fastwarc_available
+from scrapy_simhash.warc.read.payload import html_page
+from scrapy_simhash.warc.read.reader import ArchiveReader, ArchiveRecord, fastwarc_available
 from scrapy_simhash.warc.records import http_head, response_record, warc_date
 from scrapy_simhash.warc.reprocess import Options, plan_inputs, tag
-from scrapy_simhash.warc.writer import RollingWarcWriter
+from scrapy_simhash.warc.write.writer import RollingWarcWriter
 
 
 def build_warc(directory: Path, pages: int) -> tuple[Path, int]:

@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from reprocess import _cpu_seconds, build_warc
 
-from scrapy_simhash.warc.payload import html_page
-from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord, fastwarc_available
+from scrapy_simhash.warc.read.payload import html_page
+from scrapy_simhash.warc.read.reader import ArchiveReader, ArchiveRecord, fastwarc_available
 from scrapy_simhash.warc.reprocess import Options, dedupe, plan_inputs
 
 GOAL = 1.15

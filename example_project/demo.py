@@ -42,7 +42,7 @@ def main() -> None:
         "DEPTH_PRIORITY": 1,
         "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
     }
-    if importlib.util.find_spec("scrapy_simhash.warc.crawl") is not None:
+    if importlib.util.find_spec("scrapy_simhash.warc.write.crawl") is not None:
         settings.update({"SIMHASH_WARC_ENABLED": True, "SIMHASH_WARC_DIR": str(out / "warc")})
 
     pages = demo_site.build_site(args.articles)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 DOWNLOADER_MIDDLEWARE = "scrapy_simhash.middleware.SimhashMiddleware"
 SPIDER_MIDDLEWARE = "scrapy_simhash.spidermiddleware.SimhashItemMiddleware"
 PIPELINE = "scrapy_simhash.pipeline.SimhashPipeline"
-WARC_EXTENSION = "scrapy_simhash.warc.crawl.WarcWriterExtension"
+WARC_EXTENSION = "scrapy_simhash.warc.write.crawl.WarcWriterExtension"
 REPORT_EXTENSION = "scrapy_simhash.report_extension.SimhashReportExtension"
 SCRAPY_COMPRESSION = "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware"
 COUNTING_COMPRESSION = "scrapy_simhash.compression.SizeCountingHttpCompressionMiddleware"

@@ -20,11 +20,11 @@ from hypothesis import strategies as st
 
 from scrapy_simhash.cli import main
 from scrapy_simhash.page import fingerprint_page
-from scrapy_simhash.report.calibrate_sample import BANDS, band_name, sample_pairs
-from scrapy_simhash.report.calibrate_score import Judged, best, read_judgements, scores
+from scrapy_simhash.report.calibrate.sample import BANDS, band_name, sample_pairs
+from scrapy_simhash.report.calibrate.score import Judged, best, read_judgements, scores
 from scrapy_simhash.report.model import Page
-from scrapy_simhash.warc.payload import html_page
-from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord
+from scrapy_simhash.warc.read.payload import html_page
+from scrapy_simhash.warc.read.reader import ArchiveReader, ArchiveRecord
 
 
 def synthetic_pages(per_distance: int = 30, seed: int = 3) -> list[Page]:
@@ -163,7 +163,7 @@ def test_recall_never_falls_as_k_grows(rows: list[tuple[bool, int, float]]) -> N
 
 
 def test_by_similarity_equal_counts_per_band_and_weights_scaled() -> None:
-    from scrapy_simhash.report.calibrate_sample import (
+    from scrapy_simhash.report.calibrate.sample import (
         SIMILARITY_BANDS,
         JudgePair,
         restratify,

@@ -33,7 +33,7 @@ from scrapy_simhash.warc.records import (
     request_record,
     response_record,
 )
-from scrapy_simhash.warc.writer import WarcFileWriter
+from scrapy_simhash.warc.write.writer import WarcFileWriter
 
 cdxj_indexer = pytest.importorskip("cdxj_indexer.main")
 

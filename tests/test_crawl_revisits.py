@@ -30,7 +30,7 @@ from revisit_support import (
 )
 
 from scrapy_simhash.index.archive.payload_digests import DATABASE, Claim, Original
-from scrapy_simhash.warc.reader import fastwarc_available
+from scrapy_simhash.warc.read.reader import fastwarc_available
 from scrapy_simhash.warc.records import sha1_digest
 
 __all__ = ["site"]  # the fixture, shared with the Redis tests
@@ -317,9 +317,9 @@ def test_a_store_that_failed_is_tried_again_after_the_pause(
     """On the injected clock: no store calls during the pause (each response counted), then the store
     is opened again and revisits resume."""
     from scrapy_simhash.index.archive.payload_digests import EmbeddedPayloadDigests, PayloadDigestError
-    from scrapy_simhash.warc.crawl_revisits import ERRORS, CrawlRevisits
+    from scrapy_simhash.warc.write.crawl_revisits import ERRORS, CrawlRevisits
 
-    caplog.set_level(logging.INFO, logger="scrapy_simhash.warc.crawl_revisits")
+    caplog.set_level(logging.INFO, logger="scrapy_simhash.warc.write.crawl_revisits")
     opened: list[str] = []
     now = [0.0]
 

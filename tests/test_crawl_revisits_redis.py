@@ -14,9 +14,9 @@ from revisit_support import Stats, by_type, run_crawl, site, warcio_records
 
 from scrapy_simhash.index.archive.payload_digests import Claim, Original
 from scrapy_simhash.index.archive.redis_payload_digests import RedisPayloadDigests
-from scrapy_simhash.warc.crawl_revisits import BUSY, ERRORS, CrawlRevisits, revisit_record
 from scrapy_simhash.warc.records import response_record, sha1_digest
-from scrapy_simhash.warc.writer import RollingWarcWriter
+from scrapy_simhash.warc.write.crawl_revisits import BUSY, ERRORS, CrawlRevisits, revisit_record
+from scrapy_simhash.warc.write.writer import RollingWarcWriter
 
 __all__ = ["site"]
 

@@ -29,7 +29,7 @@ from scrapy_simhash.warc import commandline
 from scrapy_simhash.warc import dedupe as dedupe_module
 from scrapy_simhash.warc.records import http_head, response_record
 from scrapy_simhash.warc.reprocess import Options, dedupe, plan_inputs
-from scrapy_simhash.warc.writer import gzip_member
+from scrapy_simhash.warc.write.writer import gzip_member
 
 HEAD = http_head("HTTP/1.1 200 OK", [("Content-Type", "text/html; charset=utf-8")])
 RULE_COLUMNS = [

@@ -262,7 +262,7 @@ def test_scrapy_simhash_tag_in_a_project_uses_the_projects_extractor(archive: Pa
 def test_the_report_re_extracts_pair_texts_with_the_extractor_the_rows_name(corpus: Path) -> None:
     from scrapy_simhash.extract import extractor_for, get_extractor
     from scrapy_simhash.report.texts import fetch_texts
-    from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord
+    from scrapy_simhash.warc.read.reader import ArchiveReader, ArchiveRecord
 
     chosen = get_extractor(OTHER)
     assert extractor_for(chosen.description) == chosen
@@ -280,8 +280,8 @@ def test_the_report_re_extracts_pair_texts_with_the_extractor_the_rows_name(corp
 
 
 def _page_of(where: tuple[str, int]) -> tuple[bytes, str | None, str | None]:
-    from scrapy_simhash.warc.payload import html_page
-    from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord
+    from scrapy_simhash.warc.read.payload import html_page
+    from scrapy_simhash.warc.read.reader import ArchiveReader, ArchiveRecord
 
     path, offset = where
     record = next(

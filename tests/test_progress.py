@@ -24,9 +24,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scrapy_simhash import SimhashIndex
-from scrapy_simhash.warc.inputs import plan_inputs
 from scrapy_simhash.warc.pipeline import Options, Pipeline
 from scrapy_simhash.warc.progress import Progress, RowProgress, elapsed_spinner, format_bytes, format_seconds
+from scrapy_simhash.warc.read.inputs import plan_inputs
 from scrapy_simhash.warc.reprocess import tag
 
 ENTRY = "import sys; from scrapy_simhash.cli import main; sys.exit(main())"

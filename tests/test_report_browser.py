@@ -160,8 +160,8 @@ def test_the_cluster_list_pages_through_a_large_report(browser: Browser, tmp_pat
 def test_the_judging_page_shows_the_pair_first_and_its_notes_folded_after(
     browser: Browser, tmp_path: Path
 ) -> None:
-    from scrapy_simhash.report.calibrate_page import render_judge
-    from scrapy_simhash.report.calibrate_sample import JudgePair
+    from scrapy_simhash.report.calibrate.page import render_judge
+    from scrapy_simhash.report.calibrate.sample import JudgePair
     from scrapy_simhash.report.model import Page
 
     pairs = [

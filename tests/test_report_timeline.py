@@ -30,8 +30,8 @@ from hypothesis import strategies as st
 from test_report import run_cli
 
 from scrapy_simhash.report.textdiff import inline_diff
-from scrapy_simhash.report.timeline import NOT_RECORDED, Capture, build_timelines, timeline_of
-from scrapy_simhash.report.timeline_diffs import diff_steps
+from scrapy_simhash.report.timeline.diffs import diff_steps
+from scrapy_simhash.report.timeline.model import NOT_RECORDED, Capture, build_timelines, timeline_of
 
 ARTICLES = ["/same.html", "/ad.html", "/edit.html", "/rewrite.html"]
 

@@ -22,7 +22,7 @@ from scrapy_simhash.matches import duplicate_of, verdict_text
 from scrapy_simhash.page import fingerprint_page
 from scrapy_simhash.settings import SimhashSettings
 from scrapy_simhash.spidermiddleware import SimhashItemMiddleware
-from scrapy_simhash.warc.crawl import fields_from_result
+from scrapy_simhash.warc.write.crawl import fields_from_result
 
 
 def _addon_settings(**project) -> Settings:
@@ -38,7 +38,7 @@ def test_addon_installs_components_and_defaults():
     assert "scrapy_simhash.pipeline.SimhashPipeline" in settings.getdict("ITEM_PIPELINES")
     assert "scrapy_simhash.spidermiddleware.SimhashItemMiddleware" in settings.getdict("SPIDER_MIDDLEWARES")
     assert settings.getint("SIMHASH_DISTANCE") == 3
-    assert "scrapy_simhash.warc.crawl.WarcWriterExtension" not in settings.getdict("EXTENSIONS")
+    assert "scrapy_simhash.warc.write.crawl.WarcWriterExtension" not in settings.getdict("EXTENSIONS")
 
 
 SCRAPY_COMPRESSION = "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware"
@@ -74,7 +74,7 @@ def test_project_settings_win_over_addon_defaults():
     settings = _addon_settings(SIMHASH_ACTION="drop", SIMHASH_DISTANCE=5, SIMHASH_WARC_ENABLED=True)
     assert settings["SIMHASH_ACTION"] == "drop"
     assert settings.getint("SIMHASH_DISTANCE") == 5
-    assert settings.getdict("EXTENSIONS")["scrapy_simhash.warc.crawl.WarcWriterExtension"] == 500
+    assert settings.getdict("EXTENSIONS")["scrapy_simhash.warc.write.crawl.WarcWriterExtension"] == 500
 
 
 @pytest.mark.parametrize(

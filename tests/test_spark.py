@@ -17,10 +17,10 @@ from scrapy_simhash.index.tables.batch import clusters as batch_clusters
 from scrapy_simhash.index.tables.batch import popcount64
 from scrapy_simhash.index.tables.layouts import resolve
 from scrapy_simhash.spark.convert import to_signed, to_unsigned
-from scrapy_simhash.warc.inputs import plan_inputs
 from scrapy_simhash.warc.pipeline import Options, Pipeline
 from scrapy_simhash.warc.progress import Progress
-from scrapy_simhash.warc.reader import ReadProblem
+from scrapy_simhash.warc.read.inputs import plan_inputs
+from scrapy_simhash.warc.read.reader import ReadProblem
 
 pyspark = pytest.importorskip(
     "pyspark", reason="pyspark is not installed (pip install -e '.[test]' installs it)"

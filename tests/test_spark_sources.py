@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from spark_support import SMALL_DEDUPE_INPUTS
 
-from scrapy_simhash.warc.inputs import plan_inputs
+from scrapy_simhash.warc.read.inputs import plan_inputs
 
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[test]' installs it)")
 

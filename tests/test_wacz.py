@@ -24,10 +24,10 @@ import pytest
 from conftest import CORPUS
 from warcio.archiveiterator import ArchiveIterator
 
-from scrapy_simhash.warc.inputs import plan_inputs
-from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord, ReadProblem, fastwarc_available
+from scrapy_simhash.warc.read.inputs import plan_inputs
+from scrapy_simhash.warc.read.reader import ArchiveReader, ArchiveRecord, ReadProblem, fastwarc_available
+from scrapy_simhash.warc.read.wacz import archive_size, expand_archive, open_archive
 from scrapy_simhash.warc.records import SimhashFields, parse_fields
-from scrapy_simhash.warc.wacz import archive_size, expand_archive, open_archive
 
 PACKAGES = CORPUS / "warcs" / "py-wacz"
 CORPUS_PACKAGES = ["valid_example_2.wacz", "valid_signed_example_1.wacz", "invalid_signed_example_1.wacz"]

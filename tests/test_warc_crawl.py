@@ -24,7 +24,7 @@ from warcio.archiveiterator import ArchiveIterator
 from scrapy_simhash.fingerprint import from_base32
 from scrapy_simhash.page import fingerprint_page
 from scrapy_simhash.warc import records as F
-from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord, fastwarc_available
+from scrapy_simhash.warc.read.reader import ArchiveReader, ArchiveRecord, fastwarc_available
 from scrapy_simhash.warc.records import parse_fields
 from scrapy_simhash.warc.reprocess import Options, plan_inputs, tag
 

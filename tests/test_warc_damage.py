@@ -18,10 +18,16 @@ from hypothesis import strategies as st
 from warcio.archiveiterator import ArchiveIterator
 
 from scrapy_simhash.cli import main
-from scrapy_simhash.warc.payload import html_page
-from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord, ReadProblem, fastwarc_available, sniff
+from scrapy_simhash.warc.read.payload import html_page
+from scrapy_simhash.warc.read.reader import (
+    ArchiveReader,
+    ArchiveRecord,
+    ReadProblem,
+    fastwarc_available,
+    sniff,
+)
 from scrapy_simhash.warc.records import http_head, response_record, warc_date
-from scrapy_simhash.warc.writer import gzip_member
+from scrapy_simhash.warc.write.writer import gzip_member
 
 needs_fastwarc = pytest.mark.skipif(not fastwarc_available(), reason="FastWARC not installed")
 BACKENDS = [

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_simhash.warc.payload import BodyTooLarge, HttpMessage, decode_content, decoded_body
+from scrapy_simhash.warc.read.payload import BodyTooLarge, HttpMessage, decode_content, decoded_body
 from scrapy_simhash.warc.records import http_head, response_record, warc_date
-from scrapy_simhash.warc.writer import gzip_member
+from scrapy_simhash.warc.write.writer import gzip_member
 
 try:
     import brotli

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scrapy_simhash.warc.payload import (
+from scrapy_simhash.warc.read.payload import (
     HttpMessage,
     dechunk,
     decode_content,
@@ -20,9 +20,15 @@ from scrapy_simhash.warc.payload import (
     html_page,
     parse_http_response,
 )
-from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord, ReadProblem, fastwarc_available, sniff
+from scrapy_simhash.warc.read.reader import (
+    ArchiveReader,
+    ArchiveRecord,
+    ReadProblem,
+    fastwarc_available,
+    sniff,
+)
 from scrapy_simhash.warc.records import http_head, response_record, warc_date
-from scrapy_simhash.warc.writer import gzip_member
+from scrapy_simhash.warc.write.writer import gzip_member
 
 needs_fastwarc = pytest.mark.skipif(not fastwarc_available(), reason="FastWARC not installed")
 

@@ -29,11 +29,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from warcio.archiveiterator import ArchiveIterator
 
-from scrapy_simhash.warc.crawl import is_crawl_file
-from scrapy_simhash.warc.reader import fastwarc_available
+from scrapy_simhash.warc.read.reader import fastwarc_available
 from scrapy_simhash.warc.records import http_head, response_record, warc_date, warcinfo_record
-from scrapy_simhash.warc.recover import recover_stale
-from scrapy_simhash.warc.writer import WarcFileWriter, base_warcinfo_fields, gzip_member
+from scrapy_simhash.warc.write.crawl import is_crawl_file
+from scrapy_simhash.warc.write.recover import recover_stale
+from scrapy_simhash.warc.write.writer import WarcFileWriter, base_warcinfo_fields, gzip_member
 
 CRAWL_INFO = base_warcinfo_fields([("isPartOf", "t"), ("operator-software", "Scrapy/2.13 test")])
 
@@ -164,9 +164,9 @@ def test_files_that_are_not_crawl_files_are_not_touched(tmp_path: Path) -> None:
 
 HOLDER = r"""
 import sys
-from scrapy_simhash.warc.writer import WarcFileWriter
+from scrapy_simhash.warc.write.writer import WarcFileWriter
 from scrapy_simhash.warc.records import warcinfo_record
-from scrapy_simhash.warc.writer import base_warcinfo_fields
+from scrapy_simhash.warc.write.writer import base_warcinfo_fields
 path = sys.argv[1]
 writer = WarcFileWriter(path)
 writer.write(warcinfo_record("live", base_warcinfo_fields([("operator-software", "Scrapy/2.13 live")])))

@@ -20,10 +20,10 @@ from warcio.archiveiterator import ArchiveIterator
 from scrapy_simhash.cli import main
 from scrapy_simhash.index import open_index
 from scrapy_simhash.page import PageFingerprint, fingerprint_page
-from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord
+from scrapy_simhash.warc.read.reader import ArchiveReader, ArchiveRecord
 from scrapy_simhash.warc.records import SimhashFields, http_head, parse_fields, response_record, warc_date
 from scrapy_simhash.warc.reprocess import Options, dedupe, plan_inputs, tag
-from scrapy_simhash.warc.writer import RollingWarcWriter
+from scrapy_simhash.warc.write.writer import RollingWarcWriter
 
 SMALL = ["resiliparse/warcfile.warc", "resiliparse/warcfile.warc.gz"]  # the same HTML pages, twice
 
@@ -424,7 +424,7 @@ def test_an_index_written_before_sketches_is_read_and_its_pages_judged_by_simhas
 def _crawled_project(corpus: Path, root: Path) -> tuple[Path, Path, list[str]]:
     """A project whose SIMHASH_INDEX holds three pages as the crawl stored them (key: the URL; meta: url,
     date, the response record's id) and the crawl's WARC of those pages."""
-    from scrapy_simhash.warc.writer import WarcFileWriter
+    from scrapy_simhash.warc.write.writer import WarcFileWriter
 
     (root / "proj").mkdir(parents=True)
     (root / "scrapy.cfg").write_text("[settings]\ndefault = proj.settings\n")

@@ -24,7 +24,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from scrapy_simhash.warc.reader import fastwarc_available
+from scrapy_simhash.warc.read.reader import fastwarc_available
 from scrapy_simhash.warc.records import parse_fields
 
 PROFILE_11 = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
@@ -415,7 +415,7 @@ def test_the_report_counts_exact_duplicates_by_revisit(collection: dict, tmp_pat
 )
 def test_both_readers_give_the_same_revisit_headers(corpus: Path, name: str) -> None:
     """The headers revisits are resolved by come the same from warcio and FastWARC (plain and gzip)."""
-    from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord
+    from scrapy_simhash.warc.read.reader import ArchiveReader, ArchiveRecord
 
     path = corpus / "warcs" / name
     seen = {}

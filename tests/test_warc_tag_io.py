@@ -17,7 +17,7 @@ from warcio.archiveiterator import ArchiveIterator
 from scrapy_simhash.cli import main
 from scrapy_simhash.index import open_index
 from scrapy_simhash.page import fingerprint_page
-from scrapy_simhash.warc.reader import fastwarc_available
+from scrapy_simhash.warc.read.reader import fastwarc_available
 from scrapy_simhash.warc.records import (
     SimhashFields,
     http_head,
@@ -27,7 +27,7 @@ from scrapy_simhash.warc.records import (
     warc_date,
 )
 from scrapy_simhash.warc.reprocess import Options, dedupe, plan_inputs, tag
-from scrapy_simhash.warc.writer import gzip_member
+from scrapy_simhash.warc.write.writer import gzip_member
 
 READERS = ["warcio", "fastwarc"] if fastwarc_available() else ["warcio"]
 HEAD = http_head("HTTP/1.1 200 OK", [("Content-Type", "text/html; charset=utf-8")])

@@ -315,8 +315,8 @@ def test_a_record_read_twice_is_one_capture_not_an_unchanged_one(months: dict, t
 
 
 def _record(block: bytes, digest: str | None = None, record_type: str = "response") -> object:
-    from scrapy_simhash.warc.links import RecordLinks
-    from scrapy_simhash.warc.reader import ArchiveRecord
+    from scrapy_simhash.warc.read.links import RecordLinks
+    from scrapy_simhash.warc.read.reader import ArchiveRecord
 
     links = RecordLinks(payload_digest=digest) if digest else None
     return ArchiveRecord(
@@ -328,7 +328,7 @@ def test_the_payload_digest_is_the_header_when_well_formed_else_computed_from_th
     import base64
     import hashlib
 
-    from scrapy_simhash.warc.payload import record_payload_digest
+    from scrapy_simhash.warc.read.payload import record_payload_digest
 
     body = b"<html><body>hello</body></html>"
     sha1 = hashlib.sha1(body)
@@ -456,8 +456,8 @@ class _FailingStore:
 
 
 def test_a_store_that_fails_during_a_run_stops_the_changes_and_says_so(months: dict, tmp_path: Path) -> None:
-    from scrapy_simhash.warc.inputs import plan_inputs
     from scrapy_simhash.warc.pipeline import Options
+    from scrapy_simhash.warc.read.inputs import plan_inputs
     from scrapy_simhash.warc.reprocess import tag
 
     store = _FailingStore()

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from warcio.archiveiterator import ArchiveIterator
 
-from scrapy_simhash.warc.reader import ArchiveReader, ArchiveRecord, fastwarc_available
+from scrapy_simhash.warc.read.reader import ArchiveReader, ArchiveRecord, fastwarc_available
 from scrapy_simhash.warc.records import (
     Duplicate,
     SimhashFields,
@@ -26,7 +26,7 @@ from scrapy_simhash.warc.records import (
     sha1_digest,
     warc_date,
 )
-from scrapy_simhash.warc.writer import RollingWarcWriter, WarcFileWriter, annex_c_name
+from scrapy_simhash.warc.write.writer import RollingWarcWriter, WarcFileWriter, annex_c_name
 
 ANNEX_C = re.compile(
     r"^(?P<prefix>[^-]+(-[^-]+)*)-(?P<ts>\d{17})-(?P<serial>\d{5})-(?P<host>[^-]+)\.warc\.gz$"
@@ -186,7 +186,7 @@ def test_field_values_cannot_inject_lines(value: str) -> None:
 
 def test_a_writer_holds_a_lock_on_its_open_file_until_it_closes(tmp_path: Path) -> None:
     """What tells a live ``.open`` file from one a killed crawl left (see warc.recover)."""
-    from scrapy_simhash.warc.writer import try_lock
+    from scrapy_simhash.warc.write.writer import try_lock
 
     writer = WarcFileWriter(tmp_path / "a.warc.gz")
     writer.write(_exchange("http://example.org/", b"<html>x</html>")[0])

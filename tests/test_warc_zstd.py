@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_simhash.warc.payload import BodyTooLarge, decode_content
+from scrapy_simhash.warc.read.payload import BodyTooLarge, decode_content
 from scrapy_simhash.warc.records import http_head, response_record, warc_date
-from scrapy_simhash.warc.writer import gzip_member
+from scrapy_simhash.warc.write.writer import gzip_member
 
 try:
     from compression import zstd  # type: ignore[import-not-found]  # Python 3.14+

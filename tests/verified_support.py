@@ -16,7 +16,7 @@ from scrapy_simhash.decision import DEFAULT_RULE, compare
 from scrapy_simhash.extract import DEFAULT_EXTRACTOR
 from scrapy_simhash.page import fingerprint_page
 from scrapy_simhash.warc.records import http_head, response_record
-from scrapy_simhash.warc.writer import gzip_member
+from scrapy_simhash.warc.write.writer import gzip_member
 
 HEAD = http_head("HTTP/1.1 200 OK", [("Content-Type", "text/html; charset=utf-8")])
 EARLY, LATE = "2024-01-01T00:00:00Z", "2024-06-01T00:00:00Z"

@@ -53,8 +53,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_sample(args: argparse.Namespace) -> int:
-    from ..report.calibrate_page import render_judge
-    from ..report.calibrate_sample import add_texts, other_extractors, sample_by_similarity, sample_pairs
+    from ..report.calibrate.page import render_judge
+    from ..report.calibrate.sample import add_texts, other_extractors, sample_by_similarity, sample_pairs
     from ..report.data import load_pages
 
     if args.pairs < 1:
@@ -93,7 +93,7 @@ def run_sample(args: argparse.Namespace) -> int:
 
 
 def run_score(args: argparse.Namespace) -> int:
-    from ..report.calibrate_score import (
+    from ..report.calibrate.score import (
         judged_extractors,
         read_judgements,
         recommendations,

@@ -97,7 +97,7 @@ def run_report(args: argparse.Namespace) -> int:
 
 def run_timeline(args: argparse.Namespace) -> int:
     """``--timeline URL``: the page of one URL's history."""
-    from ..report.timeline_report import timeline_report
+    from ..report.timeline.page import timeline_report
 
     path, size, seconds, timeline, notes = timeline_report(
         args.inputs, args.output, args.timeline, backend=args.reader

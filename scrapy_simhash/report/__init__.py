@@ -51,8 +51,8 @@ def write_report(
     from ..extract import extractor_for
     from .diffs import pair_diffs
     from .html import render, write_page
-    from .timeline_diffs import diff_steps
-    from .timeline_html import timeline_section
+    from .timeline.diffs import diff_steps
+    from .timeline.html import timeline_section
 
     start = time.monotonic()
     extractor = extractor or extractor_for(data.extractor)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from ..warc.wacz import expand_archive, is_wacz_name
+from ..warc.read.wacz import expand_archive, is_wacz_name
 
 
 def archive_files(inputs: list[str]) -> list[str]:

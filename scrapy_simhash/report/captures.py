@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..warc.reader import ArchiveRecord
+from ..warc.read.reader import ArchiveRecord
 from ..warc.records import (
     PREVIOUS_CAPTURE,
     PREVIOUS_CAPTURE_DATE,
@@ -25,7 +25,7 @@ from ..warc.records import (
 from ..warc.revisits import REVISIT_METHOD, REVISIT_OF, REVISIT_OF_FILE, REVISIT_OF_OFFSET
 from .model import Page
 from .texts import fetch_records
-from .timeline import Capture, Timelines, build_timelines, captured_again, group_by_uri
+from .timeline.model import Capture, Timelines, build_timelines, captured_again, group_by_uri
 
 CAPTURE_TYPES = ("response", "resource", "revisit")
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from ..index import is_server_uri
 from ..index.extractor_record import recorded_extractors
+from ..warc.read.wacz import open_archive
 from ..warc.revisits import REVISIT_METHOD
-from ..warc.wacz import open_archive
 from .captures import RowCaptures, capture_of_row
 from .indexes import load_index, open_for_reading, pages_of_index
 from .model import (
@@ -29,7 +29,7 @@ from .model import (
     named_extractor,
     rule_for,
 )
-from .timeline import Capture, build_timelines
+from .timeline.model import Capture, build_timelines
 from .values import fraction, parse_simhash, text_field, whole_number
 from .warcs import load_warcs, read_pages
 

@@ -199,7 +199,7 @@ def _hosts(data: ReportData) -> str:
 
 
 def render(data: ReportData, diffs: list[PairDiff], timelines: str = "") -> str:
-    """The whole page; ``timelines``: the timeline section's HTML (:mod:`.timeline_html`)."""
+    """The whole page; ``timelines``: the timeline section's HTML (:mod:`.timeline.html`)."""
     payload = {"clusters": _clusters_json(data.clusters, diffs), "diffs": _diffs_json(diffs)}
     notes = "".join(f'<li class="note">{esc(n)}</li>' for n in data.notes)
     shown = min(len(data.clusters), TOP_CLUSTERS)

@@ -18,7 +18,7 @@ from ..defaults import DISTANCE
 
 if TYPE_CHECKING:
     from ..decision import Rule
-    from .timeline import Timelines
+    from .timeline.model import Timelines
 
 DEFAULT_K = DISTANCE
 """The distance a report draws as the threshold when neither input nor caller gives one."""

@@ -10,9 +10,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..warc.payload import html_page
-from ..warc.reader import ArchiveReader, ArchiveRecord
-from ..warc.wacz import archive_exists
+from ..warc.read.payload import html_page
+from ..warc.read.reader import ArchiveReader, ArchiveRecord
+from ..warc.read.wacz import archive_exists
 from .archive_files import archive_files
 
 if TYPE_CHECKING:

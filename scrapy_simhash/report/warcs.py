@@ -8,8 +8,8 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..warc.payload import html_page
-from ..warc.reader import ArchiveReader, ArchiveRecord, ReadProblem
+from ..warc.read.payload import html_page
+from ..warc.read.reader import ArchiveReader, ArchiveRecord, ReadProblem
 from ..warc.records import WARC_FIELDS, SimhashFields, parse_fields
 from ..warc.revisits import NOT_IN_INPUT, REVISIT_RESOLVED_BY, RevisitBook
 from .archive_files import archive_files
@@ -17,7 +17,7 @@ from .captures import CAPTURE_TYPES, Head, archive_timelines, capture_of_metadat
 from .model import MAX_NOTES, Page, ReportData, build, group_clusters, named_extractor, rule_for
 
 if TYPE_CHECKING:
-    from .timeline import Capture
+    from .timeline.model import Capture
 
 
 def read_pages(

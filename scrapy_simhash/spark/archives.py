@@ -1,6 +1,6 @@
 """Fingerprint WARC/ARC files on Spark: one task per file, the same reader and ``fingerprint_page`` as tag.
 
-Each executor reads its file with :class:`~scrapy_simhash.warc.reader.ArchiveReader` and turns
+Each executor reads its file with :class:`~scrapy_simhash.warc.read.reader.ArchiveReader` and turns
 every record into a page task exactly as the single-machine pipeline does
 (:func:`scrapy_simhash.warc.pipeline.fingerprint_tasks`), so the simhash of a record is the
 same whichever tool computed it. Reading problems become rows (``problem`` set, ``skipped``
@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from ..warc.inputs import plan_inputs
 from ..warc.pipeline import Options, _task, fingerprint_tasks
-from ..warc.reader import ArchiveReader, ReadProblem
+from ..warc.read.inputs import plan_inputs
+from ..warc.read.reader import ArchiveReader, ReadProblem
 from .convert import to_signed
 from .sources import (
     NOT_READ_BY_SPARK,

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from ..warc.inputs import NO_ARCHIVES, SIDECAR_INPUT, is_archive_name, is_sidecar_name
-from ..warc.wacz import is_wacz_name
+from ..warc.read.inputs import NO_ARCHIVES, SIDECAR_INPUT, is_archive_name, is_sidecar_name
+from ..warc.read.wacz import is_wacz_name
 
 SPARK_BINARY_LIMIT = (1 << 31) - 1 - (1 << 20)
 """Spark holds a file's bytes in one binary value (at most 2**31 - 1 bytes) inside a row: 1 MiB
@@ -76,7 +76,7 @@ class Source:
 def list_sources(spark: Any, path: str, first: int, cap: int) -> list[Source]:
     """The archives of one input argument (a file, directory or glob URI), numbered from ``first``.
 
-    A directory is expanded recursively, sorted as :func:`~scrapy_simhash.warc.inputs.plan_inputs`
+    A directory is expanded recursively, sorted as :func:`~scrapy_simhash.warc.read.inputs.plan_inputs`
     sorts (by path components), keeping names with ``.warc``/``.arc``; a scheme the cluster's Hadoop
     configuration does not know is a ValueError (a usage error, before any work).
     """

@@ -21,10 +21,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..warc.inputs import SIDECAR_SUFFIX, Input, InputProblem, is_sidecar_name, plan_inputs
 from ..warc.outcome import RunSummary
 from ..warc.pipeline import Options
-from ..warc.reader import ReadProblem
+from ..warc.read.inputs import SIDECAR_SUFFIX, Input, InputProblem, is_sidecar_name, plan_inputs
+from ..warc.read.reader import ReadProblem
 from ..warc.reprocess import tag
 from .archives import local_path
 from .sources import NOT_READ_BY_SPARK, SPARK_BINARY_LIMIT, binary_files, is_remote, list_sources, spooled

@@ -5,6 +5,6 @@ Depends on the core (fingerprints, extraction, index); nothing in the core depen
 
 from __future__ import annotations
 
-from .reader import ArchiveReader, ArchiveRecord, ReadProblem
+from .read.reader import ArchiveReader, ArchiveRecord, ReadProblem
 
 __all__ = ["ArchiveReader", "ArchiveRecord", "ReadProblem"]

@@ -7,7 +7,7 @@ JSON of the response records it has a fingerprint for. The fingerprints come fro
 (``<input>.simhash.warc.gz`` written by ``tag``: ``WARC-Refers-To`` the record, ``source-offset`` its
 position). :func:`merge_index` adds the same keys to the lines of an existing index instead, leaving
 every other byte alone. cdxj-indexer is given only the intact stretches of each archive
-(:mod:`.spans`): the damage-aware reader ``tag`` uses names each damaged range.
+(:mod:`.read.spans`): the damage-aware reader ``tag`` uses names each damaged range.
 
 cdxj-indexer is imported only when an index is built (``pip install cdxj-indexer``).
 """
@@ -26,13 +26,13 @@ from typing import Any, TextIO
 from warcio.archiveiterator import ArchiveIterator
 
 from ..fingerprint import SCHEME, to_base32
-from .inputs import Input, plan_inputs
 from .pipeline import FileStart, Options, Pipeline
 from .progress import Progress
-from .reader import ArchiveReader, ReadProblem
+from .read.inputs import Input, plan_inputs
+from .read.reader import ArchiveReader, ReadProblem
+from .read.spans import SpanStream, readable_spans
+from .read.wacz import SEPARATOR, archive_size, open_archive, split_location
 from .records import SIMHASH, SIMHASH_SCHEME, SOURCE_OFFSET, TEXT_EXTRACTOR, WARC_FIELDS, parse_fields
-from .spans import SpanStream, readable_spans
-from .wacz import SEPARATOR, archive_size, open_archive, split_location
 
 MINHASH = "minhash"
 MINHASH_SCHEME = "minhash-scheme"

@@ -27,11 +27,11 @@ from ..fingerprint import to_base32
 from ..fingerprint.minhash import SCHEME as MINHASH_SCHEME
 from ..fingerprint.minhash import MinHash
 from ..keep import DEFAULT_KEEP, check_policy, keep_order, meta_order
-from .inputs import Input
 from .outcome import RunSummary, check_and_add, count_result, index_meta, record_key, same_record
 from .pipeline import FileEnd, Options, PageResult, Pipeline
 from .progress import Progress
-from .reader import ReadProblem
+from .read.inputs import Input
+from .read.reader import ReadProblem
 from .revisit_rows import REVISIT_FIELDS, with_revisits
 from .timeline import CHANGE_FIELDS, archive_captures, change_columns, changes
 

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..defaults import MODE
-from .inputs import InputProblem
 from .pipeline import FileStats, PageResult
 from .progress import Progress
-from .reader import ReadProblem
+from .read.inputs import InputProblem
+from .read.reader import ReadProblem
 from .records import Duplicate
 from .revisits import RevisitCounts
 

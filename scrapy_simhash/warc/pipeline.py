@@ -1,5 +1,5 @@
 """The reprocessing pipeline shared by ``tag`` and ``dedupe``: parallel fingerprinting and events over
-the planned inputs (:mod:`.inputs`).
+the planned inputs (:mod:`.read.inputs`).
 
 The main process reads records in file order and sends batches of HTML pages
 to worker processes, which run :func:`~scrapy_simhash.page.fingerprint_page`
@@ -24,10 +24,10 @@ from ..extract import DEFAULT_EXTRACTOR, DEFAULT_MAX_BYTES, Extractor
 from ..fingerprint.minhash import MinHash
 from ..page import PageFingerprint, fingerprint_page
 from ..workers import exit_with_parent
-from .inputs import Input, InputProblem, is_sidecar_name
-from .payload import html_page, record_payload_digest
 from .progress import Progress
-from .reader import ArchiveReader, ArchiveRecord, ReadProblem
+from .read.inputs import Input, InputProblem, is_sidecar_name
+from .read.payload import html_page, record_payload_digest
+from .read.reader import ArchiveReader, ArchiveRecord, ReadProblem
 from .records import valid_date
 from .revisits import RevisitBook
 

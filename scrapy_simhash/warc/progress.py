@@ -22,7 +22,7 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
-from .wacz import archive_size
+from .read.wacz import archive_size
 
 PLAIN_INTERVAL = 10.0
 """Seconds between plain lines when stderr is not a terminal."""

@@ -17,11 +17,12 @@ from typing import Any, TextIO
 from ..fingerprint import SCHEME
 from ..index.archive.captures import CaptureStore, EmbeddedCaptures
 from .dedupe import dedupe, write_report
-from .inputs import Input, plan_inputs
 from .outcome import RunSummary, check_and_add, count_result, duplicate_from, record_key, relative_file
 from .pipeline import FileEnd, FileSkipped, FileStart, FileStats, Options, PageResult, Pipeline
 from .progress import Progress
-from .reader import ReadProblem
+from .read.inputs import Input, plan_inputs
+from .read.reader import ReadProblem
+from .read.wacz import archive_size
 from .records import (
     SOURCE_FILE,
     SOURCE_OFFSET,
@@ -36,8 +37,7 @@ from .records import (
 )
 from .revisits import Resolution, Revisit, revisit_pairs
 from .timeline import Timeline, capture_of, revisit_capture, text_change
-from .wacz import archive_size
-from .writer import WarcFileWriter, base_warcinfo_fields, warcinfo_record
+from .write.writer import WarcFileWriter, base_warcinfo_fields, warcinfo_record
 
 __all__ = ["Options", "dedupe", "plan_inputs", "tag", "write_report"]
 

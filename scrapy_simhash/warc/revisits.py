@@ -16,13 +16,12 @@ as damaged and noted.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .reader import ArchiveRecord, ReadProblem
+from .read.links import normalise_digest
+from .read.reader import ArchiveRecord, ReadProblem
 
 PROFILE_PREFIX = "http://netpreserve.org/warc/"
 IDENTICAL_PAYLOAD = ("/revisit/identical-payload-digest", "/revisit/uri-agnostic-identical-payload-digest")
@@ -85,23 +84,6 @@ class Resolution:
         if self.original is not None and self.original.record_id:
             return self.original.record_id
         return self.revisit.refers_to
-
-
-def normalise_digest(value: str | None) -> str | None:
-    """``sha1:BASE32`` for SHA-1 digests written in base32 or hex (writers differ), else the value with
-    its algorithm lower-cased; None for an empty value."""
-    if not value:
-        return None
-    algorithm, sep, digest = value.strip().partition(":")
-    if not sep:
-        return value.strip()
-    algorithm = algorithm.strip().lower()
-    digest = digest.strip()
-    if algorithm == "sha1" and re.fullmatch(r"[0-9a-fA-F]{40}", digest):
-        digest = base64.b32encode(binascii.unhexlify(digest)).decode("ascii")
-    elif algorithm == "sha1":
-        digest = digest.upper()
-    return f"{algorithm}:{digest}"
 
 
 def capture_time(date: str | None) -> str | None:

@@ -23,9 +23,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..index.archive.payload_digests import Claim, Original, PayloadDigestError, PayloadDigests
-from ..side_store import SideStore
-from .records import HTTP_RESPONSE, WarcRecord
+from ...index.archive.payload_digests import Claim, Original, PayloadDigestError, PayloadDigests
+from ...side_store import SideStore
+from ..records import HTTP_RESPONSE, WarcRecord
 
 logger = logging.getLogger(__name__)
 

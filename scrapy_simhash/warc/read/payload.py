@@ -18,9 +18,9 @@ import re
 import zlib
 from dataclasses import dataclass
 
-from ..extract import DEFAULT_MAX_BYTES, declared_encoding
+from ...extract import DEFAULT_MAX_BYTES, declared_encoding
+from .links import normalise_digest
 from .reader import ArchiveRecord
-from .revisits import normalise_digest
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 FINGERPRINTED_RECORD_TYPES = frozenset({"response", "resource"})

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from ..keep import capture_instant
+from ...keep import capture_instant
 
 NOT_RECORDED = "not recorded"
 """The kind of a capture whose record carries no change fields."""

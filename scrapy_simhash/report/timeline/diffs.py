@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .textdiff import MAX_CHANGED, inline_diff, ratio
-from .texts import Locator, Text, fetch_texts, locate_records
-from .timeline import IDENTICAL_TEXT, Capture, Step, Timeline
+from ..textdiff import MAX_CHANGED, inline_diff, ratio
+from ..texts import Locator, Text, fetch_texts, locate_records
+from .model import IDENTICAL_TEXT, Capture, Step, Timeline
 
 if TYPE_CHECKING:
-    from ..extract import Extractor
+    from ...extract import Extractor
 
 STEPS_DIFFED = 10
 """Steps diffed per URL in the overview (its latest); ``--timeline URL`` diffs all it lists."""

@@ -11,9 +11,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..index.tables.layouts import MAX_K
-from .charts import line_chart
-from .html import asset, esc
+from ...index.tables.layouts import MAX_K
+from ..charts import line_chart
+from ..html import asset, esc
 
 JUDGEMENTS = ("duplicate", "not", "skip")
 K_RANGE = range(0, 25)

@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..write.writer import OPEN_SUFFIX
 from .reader import ReadProblem
 from .wacz import ARCHIVE_FOLDER, archive_exists, expand_archive, is_wacz_name, split_location
-from .writer import OPEN_SUFFIX
 
 SIDECAR_SUFFIX = ".simhash.warc.gz"
 

@@ -19,8 +19,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
 
-from .. import __version__
-from .records import WarcRecord, warcinfo_record
+from ... import __version__
+from ..records import WarcRecord, warcinfo_record
 
 OPEN_SUFFIX = ".open"
 DEFAULT_MAX_SIZE = 1_000_000_000

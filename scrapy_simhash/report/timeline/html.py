@@ -7,9 +7,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from .. import __version__
-from .html import asset, esc, script_json, sources_text
-from .timeline import KINDS, Capture, Step, Timeline, Timelines
+from ... import __version__
+from ..html import asset, esc, script_json, sources_text
+from .model import KINDS, Capture, Step, Timeline, Timelines
 
 
 def _capture(capture: Capture, files: dict[str, int]) -> list[Any]:

@@ -1,7 +1,7 @@
 """The Scrapy extension that writes the crawl to WARC/1.1, with a simhash ``metadata`` record per page.
 
 Enable with ``SIMHASH_WARC_ENABLED = True`` (the add-on then installs it), or
-``EXTENSIONS = {"scrapy_simhash.warc.crawl.WarcWriterExtension": 500}``.
+``EXTENSIONS = {"scrapy_simhash.warc.write.crawl.WarcWriterExtension": 500}``.
 
 - ``response_downloaded``: the response exactly as received (before the
   decompression middleware; ``Content-Encoding`` kept, chunked transfer coding
@@ -47,12 +47,11 @@ from urllib.parse import urlsplit
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
-from ..fingerprint import SCHEME, from_base32
-from ..fingerprint.minhash import MinHash
-from ..index.archive.payload_digests import Claim, Original
-from ..signals import fingerprint_computed
-from .crawl_revisits import CrawlRevisits, revisit_record
-from .records import (
+from ...fingerprint import SCHEME, from_base32
+from ...fingerprint.minhash import MinHash
+from ...index.archive.payload_digests import Claim, Original
+from ...signals import fingerprint_computed
+from ..records import (
     Duplicate,
     SimhashFields,
     TextChange,
@@ -63,6 +62,7 @@ from .records import (
     sha1_digest,
     warc_date,
 )
+from .crawl_revisits import CrawlRevisits, revisit_record
 from .recover import Recovery, recover_stale
 from .writer import DEFAULT_MAX_SIZE, SOFTWARE, RollingWarcWriter, base_warcinfo_fields
 
@@ -197,7 +197,7 @@ class WarcWriterExtension:
     def _warcinfo_fields(crawler: Crawler, prefix: str) -> list[tuple[str, str]]:
         import scrapy
 
-        from ..settings import SimhashSettings
+        from ...settings import SimhashSettings
 
         settings = crawler.settings
         fields = [
@@ -223,11 +223,11 @@ class WarcWriterExtension:
     def _crawl_revisits(self, spider: Spider | None) -> CrawlRevisits:
         """The digest store beside the crawl's near-duplicate index (``SIMHASH_INDEX``, else the
         spider's own location), opened on the first payload."""
-        from ..crawl_config import spider_name
-        from ..crawl_index import default_location, with_crawl_options
-        from ..index import is_server_uri
-        from ..index.archive.payload_digests import open_payload_digests
-        from ..shown import shown_location
+        from ...crawl_config import spider_name
+        from ...crawl_index import default_location, with_crawl_options
+        from ...index import is_server_uri
+        from ...index.archive.payload_digests import open_payload_digests
+        from ...shown import shown_location
 
         settings = self.crawler.settings
         location = settings.get("SIMHASH_INDEX") or default_location(spider_name(spider, self.crawler))

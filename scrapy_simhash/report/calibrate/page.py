@@ -6,9 +6,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from .calibrate_sample import JudgePair
-from .html import asset, esc, script_json, sources_text
-from .model import Page
+from ..html import asset, esc, script_json, sources_text
+from ..model import Page
+from .sample import JudgePair
 
 
 def _page(p: Page) -> dict[str, Any]:
@@ -38,7 +38,7 @@ def render_judge(
     """The judging page; ``extractor``: the description of the extractor the texts and similarities
     were made with (the default extractor's when None), shown and exported with every judgement."""
     if extractor is None:
-        from ..extract import DEFAULT_EXTRACTOR
+        from ...extract import DEFAULT_EXTRACTOR
 
         extractor = DEFAULT_EXTRACTOR.description
     payload = {

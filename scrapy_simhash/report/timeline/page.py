@@ -9,15 +9,15 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from .captures import fill_dates
-from .data import captures_of_rows, input_kind
-from .html import write_page
-from .model import named_extractor
-from .textdiff import MAX_CHANGED_ONE_URL
-from .timeline import Capture, Timeline, group_by_uri, timeline_of
-from .timeline_diffs import diff_steps
-from .timeline_html import timeline_page
-from .warcs import read_pages
+from ..captures import fill_dates
+from ..data import captures_of_rows, input_kind
+from ..html import write_page
+from ..model import named_extractor
+from ..textdiff import MAX_CHANGED_ONE_URL
+from ..warcs import read_pages
+from .diffs import diff_steps
+from .html import timeline_page
+from .model import Capture, Timeline, group_by_uri, timeline_of
 
 CAPTURES_ON_PAGE = 1000
 """Captures of the URL listed (its latest), each step diffed."""
@@ -50,7 +50,7 @@ def url_timeline(
 ) -> tuple[Timeline, str | None, list[str]]:
     """``url``'s timeline with every step diffed, the extractor named, and notes; ValueError when
     the inputs hold no capture of it (naming the captured URLs most like it)."""
-    from ..extract import extractor_for
+    from ...extract import extractor_for
 
     found, uris, extractor, notes = _captures(inputs, url, backend)
     if not found:

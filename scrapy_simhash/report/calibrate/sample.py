@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .model import Page
-from .textdiff import side_by_side
-from .texts import Text, fetch_records, text_of
+from ..model import Page
+from ..textdiff import side_by_side
+from ..texts import Text, fetch_records, text_of
 
 if TYPE_CHECKING:
-    from ..extract import Extractor
+    from ...extract import Extractor
 
 BANDS: tuple[tuple[int, int], ...] = ((0, 0), (1, 2), (3, 4), (5, 6), (7, 9), (10, 14), (15, 24))
 NEAR = 6
@@ -49,14 +49,14 @@ def band_name(band: tuple[int, int]) -> str:
 
 
 def _distances(values: np.ndarray, pairs: np.ndarray) -> np.ndarray:
-    from ..index.tables.batch import popcount64
+    from ...index.tables.batch import popcount64
 
     return popcount64(values[pairs[:, 0]] ^ values[pairs[:, 1]]).astype(np.int64)
 
 
 def _far_pairs(values: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, float]:
     """Every pair of a page sample (as positions in ``values``), and how many pairs each stands for."""
-    from ..index.tables.batch import popcount64
+    from ...index.tables.batch import popcount64
 
     n = values.shape[0]
     chosen = np.sort(rng.choice(n, size=min(n, FAR_SAMPLE), replace=False))
@@ -75,7 +75,7 @@ def _far_pairs(values: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray
 
 def sample_pairs(pages: list[Page], count: int, *, seed: int = 0) -> tuple[list[JudgePair], list[str]]:
     """``count`` pairs, as equal a share per band as the pages allow; notes say where a band ran short."""
-    from ..index import find_all
+    from ...index import find_all
 
     notes: list[str] = []
     usable = [p for p in pages if p.simhash is not None and p.file and p.offset is not None]
@@ -135,9 +135,9 @@ def read_pair_pages(
 ) -> tuple[dict[Where, Text], dict]:
     """The main text and the minhash-doc/1 sketch of every page of ``pairs``, from its WARC record,
     by ``extractor`` (default: the default extractor)."""
-    from ..extract import DEFAULT_EXTRACTOR
-    from ..page import fingerprint_page
-    from ..warc.payload import html_page
+    from ...extract import DEFAULT_EXTRACTOR
+    from ...page import fingerprint_page
+    from ...warc.read.payload import html_page
 
     extractor = extractor or DEFAULT_EXTRACTOR
     records = fetch_records([(p.file, p.offset) for pair in pairs for p in (pair.a, pair.b)], backend=backend)

@@ -81,8 +81,10 @@ def sample_pairs(pages: list[Page], count: int, *, seed: int = 0) -> tuple[list[
     usable = [p for p in pages if p.simhash is not None and p.file and p.offset is not None]
     if len(usable) < 2:
         raise ValueError(
-            "calibrate needs the pages' WARC records (file and offset) to show their texts, and this "
-            "input gives fewer than two: use WARCs, a dedupe report, or an index written by "
+            "calibrate needs pages with a fingerprint and their WARC record (file and offset), and these "
+            f"inputs give {len(usable) or 'none'}. Archives carry fingerprints only in simhash "
+            "metadata records: run `scrapy-simhash tag ARCHIVES` first and give the archives with "
+            "their `.simhash.warc.gz` sidecars, or give a dedupe report, or an index written by "
             "`tag/dedupe --index`"
         )
     rng = np.random.default_rng(seed)

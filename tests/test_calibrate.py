@@ -75,7 +75,7 @@ def test_a_band_that_runs_short_is_said() -> None:
 
 def test_pages_without_records_are_refused_clearly() -> None:
     pages = [Page(f"http://x/{i}", uri=f"http://x/{i}", simhash=i + 1) for i in range(5)]
-    with pytest.raises(ValueError, match="needs the pages' WARC records"):
+    with pytest.raises(ValueError, match="needs pages with a fingerprint and their WARC record"):
         sample_pairs(pages, 10)
 
 

@@ -32,6 +32,7 @@ from test_report import run_cli
 from scrapy_simhash.report.textdiff import inline_diff
 from scrapy_simhash.report.timeline.diffs import diff_steps
 from scrapy_simhash.report.timeline.model import NOT_RECORDED, Capture, build_timelines, timeline_of
+from scrapy_simhash.warc.read.reader import ArchiveReader
 
 ARTICLES = ["/same.html", "/ad.html", "/edit.html", "/rewrite.html"]
 
@@ -151,6 +152,18 @@ def test_timeline_url_writes_that_url_s_history(crawls: dict[str, object], tmp_p
     wrong = run_cli("report", str(crawls["v1"]), "-o", str(tmp_path / "x.html"), "--timeline", url[:-1])
     assert wrong.returncode == 2
     assert f"no capture of {url[:-1]} in the inputs; captured URLs like it: {url}" in wrong.stderr
+
+
+def test_a_raw_archive_gets_the_advice_to_tag_it_first(corpus: Path, tmp_path: Path) -> None:
+    """A URL captured in an archive that no crawl or ``tag`` fingerprinted: not "no capture" (there is
+    one) but what to do to get its timeline."""
+    warc = corpus / "warcs/aut/warc/example.warc.gz"
+    url = next(
+        r.target_uri for r in ArchiveReader().read(warc) if getattr(r, "record_type", "") == "response"
+    )
+    done = run_cli("report", str(warc), "-o", str(tmp_path / "t.html"), "--timeline", url)
+    assert done.returncode == 2
+    assert "no fingerprinted capture" in done.stderr and "scrapy-simhash tag ARCHIVES" in done.stderr
 
 
 # -- bad input ---------------------------------------------------------------------------------------

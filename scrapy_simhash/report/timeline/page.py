@@ -53,6 +53,12 @@ def url_timeline(
     from ...extract import extractor_for
 
     found, uris, extractor, notes = _captures(inputs, url, backend)
+    if not uris:
+        raise ValueError(
+            "the inputs hold no fingerprinted capture: archives carry fingerprints only in simhash metadata "
+            "records; run `scrapy-simhash tag ARCHIVES` first and give the archives with their "
+            "`.simhash.warc.gz` sidecars"
+        )
     if not found:
         like = difflib.get_close_matches(url, sorted(uris), n=5, cutoff=0.6)
         hint = f"; captured URLs like it: {', '.join(like)}" if like else ""

@@ -222,3 +222,86 @@ def test_the_c_bucket_directory_equals_numpys(values: list[int], skewed: bool) -
         native.directory, numpy.directory
     )
     assert native.width == numpy.width
+
+
+def merges_by_thread(
+    monkeypatch: pytest.MonkeyPatch, module: Any, name: str, size: Any
+) -> dict[str, list[int]]:
+    """The size of every result of ``module.name`` (a merge), by the name of the thread that made it."""
+    import threading
+
+    sizes: dict[str, list[int]] = {}
+    real = getattr(module, name)
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        sizes.setdefault(threading.current_thread().name, []).append(size(out))
+        return out
+
+    monkeypatch.setattr(module, name, wrapped)
+    return sizes
+
+
+def test_a_large_merge_of_the_tables_delta_runs_in_its_own_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: a write merged up to the run cap itself (the longest writes). Now the writer merges at
+    most ``inline_max`` fingerprints; larger merges run in a thread, and answers are exact while they
+    run and after their result replaced their runs."""
+    import threading
+
+    merged = merges_by_thread(monkeypatch, Segment, "merged", len)
+    layout = resolve(None, 3)
+    layers = Layers(tmp_path, layout, pending_max=50, delta_min=1 << 30)
+    layers.delta.cap, layers.delta.inline_max = 1600, 100
+    rng = np.random.default_rng(6)
+    hashes = rng.integers(1, 2**64, size=6000, dtype=np.uint64)
+    seqs = np.arange(1, 6001, dtype=np.int64)
+    queries = hashes[::41] ^ np.uint64(0b1001)
+    want = brute_force(hashes, seqs, queries, 3)
+    want_pairs = sorted(zip(want.query.tolist(), want.seq.tolist(), strict=True))
+
+    def answers() -> list[tuple[int, int]]:
+        got = layers.probe(queries, 3)
+        return sorted(zip(got.query.tolist(), got.seq.tolist(), strict=True))
+
+    for start in range(0, hashes.size, 50):
+        part = hashes[start : start + 50]
+        layers.inserted(part.tolist(), list(range(start + 1, start + 1 + part.size)), [])
+    writer = threading.current_thread().name
+    assert merged[writer] and max(merged[writer]) <= 100
+    assert answers() == want_pairs  # a merge may still be running: its runs answer meanwhile
+    layers.delta.publish(wait=True)
+    assert answers() == want_pairs and len(layers.delta) == 6000
+    assert max(merged["scrapy-simhash-run-merge"]) > 100
+    assert layers.delta.rows_merged_in_background > 0
+    assert max(len(run) for run in layers.delta.runs) > 100  # a background result was published
+
+
+def test_a_large_merge_of_the_recent_buckets_runs_in_its_own_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: a write merged up to the run cap of bucket entries itself. Now at most ``inline_max``;
+    every page is found by its own sketch while a merge runs and after it was published."""
+    import threading
+
+    merged = merges_by_thread(monkeypatch, bucket_runs, "merge_sorted", lambda out: out.shape[0])
+    lsh = MinHashLSH(0.5, NV, BANDS, ROWS, value_bits=8)
+    batch = 100
+    lsh.RUN_CAP = 16 * batch * BANDS
+    lsh._runs.inline_max = 2 * batch * BANDS
+    rng = np.random.default_rng(7)
+    sketches = rng.integers(0, 256, size=(60 * batch, NV), dtype=np.uint32)
+    for b in range(60):
+        part = sketches[b * batch : (b + 1) * batch]
+        lsh.add_many([(f"k{b * batch + i}", s) for i, s in enumerate(part)])
+        if b % 7 == 0:
+            for i in range(0, (b + 1) * batch, 311):
+                assert lsh.query(sketches[i])[0] == (f"k{i}", 1.0)
+    writer = threading.current_thread().name
+    assert max(merged[writer]) <= 2 * batch * BANDS
+    lsh._runs.publish(wait=True)
+    for i in range(0, 60 * batch, 97):
+        assert lsh.query(sketches[i])[0] == (f"k{i}", 1.0)
+    assert max(merged["scrapy-simhash-run-merge"]) > 2 * batch * BANDS
+    assert lsh._runs.entries_merged_in_background > 0
+    lsh.compact()
+    assert lsh.stats()["runs"] == 0 and lsh.query(sketches[5])[0] == ("k5", 1.0)

@@ -281,6 +281,7 @@ def test_a_large_merge_of_the_tables_delta_runs_in_its_own_thread(
 def test_a_large_merge_of_the_recent_buckets_runs_in_its_own_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     """Before: a write merged up to the run cap of bucket entries itself. Now at most ``inline_max``;
     every page is found by its own sketch while a merge runs and after it was published."""
+    import pickle
     import threading
 
     merged = merges_by_thread(monkeypatch, bucket_runs, "merge_sorted", lambda out: out.shape[0])
@@ -298,6 +299,8 @@ def test_a_large_merge_of_the_recent_buckets_runs_in_its_own_thread(monkeypatch:
                 assert lsh.query(sketches[i])[0] == (f"k{i}", 1.0)
     writer = threading.current_thread().name
     assert max(merged[writer]) <= 2 * batch * BANDS
+    copy = pickle.loads(pickle.dumps(lsh))  # a merge may be under way: it is finished first
+    assert copy.query(sketches[17])[0] == ("k17", 1.0) and copy.stats()["runs"] == lsh.stats()["runs"]
     lsh._runs.publish(wait=True)
     for i in range(0, 60 * batch, 97):
         assert lsh.query(sketches[i])[0] == (f"k{i}", 1.0)

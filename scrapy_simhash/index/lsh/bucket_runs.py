@@ -69,6 +69,11 @@ class BucketRuns:
         if runs is not None:
             self.runs = runs
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled (a ``MinHashLSH`` of the user's) with any merge under way finished and published."""
+        self.publish(wait=True)
+        return self.__dict__.copy()
+
     def take(self) -> np.ndarray | None:
         """Every run as one sorted array (None: no runs), the runs emptied (a compaction's work)."""
         self._merge = None  # its result would replace runs that are gone

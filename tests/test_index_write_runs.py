@@ -308,3 +308,32 @@ def test_a_large_merge_of_the_recent_buckets_runs_in_its_own_thread(monkeypatch:
     assert lsh._runs.entries_merged_in_background > 0
     lsh.compact()
     assert lsh.stats()["runs"] == 0 and lsh.query(sketches[5])[0] == ("k5", 1.0)
+
+
+def test_recent_buckets_pickle_while_a_merge_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A MinHashLSH is the user's object and may be pickled: a merge under way (held by a slow merge
+    here) is finished and published first, instead of failing on its thread."""
+    import pickle
+    import threading
+
+    runs = bucket_runs.BucketRuns()
+    runs.inline_max = 4
+    rng = np.random.default_rng(8)
+    parts = [np.sort(rng.integers(0, 2**63, 10).astype(np.uint64)) for _ in range(5)]
+    for part in parts[:4]:
+        runs.add(part, 1000)
+    release = threading.Event()
+    real = bucket_runs.merged_runs
+
+    def held(arrays: list[np.ndarray]) -> np.ndarray:
+        release.wait(10)
+        return real(arrays)
+
+    monkeypatch.setattr(bucket_runs, "merged_runs", held)
+    runs.add(parts[4], 1000)
+    assert runs._merge is not None and not runs._merge.done()  # a merge under way
+    threading.Timer(0.2, release.set).start()
+    copy = pickle.loads(pickle.dumps(runs))
+    want = np.sort(np.concatenate(parts))
+    assert np.array_equal(np.sort(np.concatenate([run.entries for run in copy.runs])), want)
+    assert len(copy.runs) < 5  # the merge's result was published before pickling

@@ -51,7 +51,15 @@ rng = random.Random(seed)
 # "-merging": a table generation (the sketches' LSH files with it) every few writes, so kills land in them;
 # "-background": and each generation's files written slowly (in the background), so that kills land
 # inside those writes; LOCATION.merges gets "+" when one starts writing files, "-" when it wrote them
+# "-runs": no generation, but the in-memory runs merged in threads of their own (a kill lands anywhere)
 options = {"pending_max": 4, "delta_min": 16} if merging else {}
+if merging == "runs":
+    from scrapy_simhash.index.lsh import bucket_runs
+    from scrapy_simhash.index.lsh.lsh import MinHashLSH
+    from scrapy_simhash.index.tables import delta_runs
+    options = {"pending_max": 4}
+    delta_runs.RUN_CAP, delta_runs.INLINE_MAX = 256, 4
+    MinHashLSH.RUN_CAP, bucket_runs.INLINE_MAX = 256 * 32, 4 * 32
 if merging == "background":
     import os, time
     from scrapy_simhash.index.tables import manifest

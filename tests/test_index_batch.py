@@ -151,3 +151,31 @@ def test_cluster_groups_lists_members() -> None:
 def test_clusters_rejects_out_of_range_pairs() -> None:
     with pytest.raises(ValueError):
         clusters(pairs=np.array([[0, 5]]), n=3)
+
+
+@pytest.mark.parametrize("mode", ["simhash", "verified"])
+def test_add_many_checks_every_item_before_it_writes(tmp_path, mode: str) -> None:
+    """A batch's fingerprints and keys are checked on a fast path for plain ints and str: what it
+    lets through is what the full check accepts (numpy integers, int subclasses), and one bad item
+    (a bool, 0, a 65-bit int, an empty or non-str key) stores nothing of the batch."""
+    import enum
+
+    from scrapy_simhash.index import open_index
+
+    class Flag(enum.IntEnum):
+        A = 0x77
+
+    with open_index(tmp_path / mode, mode=mode) as index:
+        index.add_many([(np.uint64(2**64 - 1), "numpy"), (Flag.A, "intenum"), (0x55, "plain")])
+        assert index.get("numpy").simhash == 2**64 - 1 and index.get("intenum").simhash == 0x77
+        for bad, error in (
+            ((True, "b"), TypeError),
+            ((0, "b"), ValueError),
+            ((2**64, "b"), ValueError),
+            ((-1, "b"), ValueError),
+            ((0x1, ""), ValueError),
+            ((0x1, b"bytes"), TypeError),
+        ):
+            with pytest.raises(error):
+                index.add_many([(0x10, "first"), bad, (0x20, "last")])
+        assert len(index) == 3 and "first" not in index and "last" not in index

@@ -222,3 +222,118 @@ def test_the_c_bucket_directory_equals_numpys(values: list[int], skewed: bool) -
         native.directory, numpy.directory
     )
     assert native.width == numpy.width
+
+
+def merges_by_thread(
+    monkeypatch: pytest.MonkeyPatch, module: Any, name: str, size: Any
+) -> dict[str, list[int]]:
+    """The size of every result of ``module.name`` (a merge), by the name of the thread that made it."""
+    import threading
+
+    sizes: dict[str, list[int]] = {}
+    real = getattr(module, name)
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        sizes.setdefault(threading.current_thread().name, []).append(size(out))
+        return out
+
+    monkeypatch.setattr(module, name, wrapped)
+    return sizes
+
+
+def test_a_large_merge_of_the_tables_delta_runs_in_its_own_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: a write merged up to the run cap itself (the longest writes). Now the writer merges at
+    most ``inline_max`` fingerprints; larger merges run in a thread, and answers are exact while they
+    run and after their result replaced their runs."""
+    import threading
+
+    merged = merges_by_thread(monkeypatch, Segment, "merged", len)
+    layout = resolve(None, 3)
+    layers = Layers(tmp_path, layout, pending_max=50, delta_min=1 << 30)
+    layers.delta.cap, layers.delta.inline_max = 1600, 100
+    rng = np.random.default_rng(6)
+    hashes = rng.integers(1, 2**64, size=6000, dtype=np.uint64)
+    seqs = np.arange(1, 6001, dtype=np.int64)
+    queries = hashes[::41] ^ np.uint64(0b1001)
+    want = brute_force(hashes, seqs, queries, 3)
+    want_pairs = sorted(zip(want.query.tolist(), want.seq.tolist(), strict=True))
+
+    def answers() -> list[tuple[int, int]]:
+        got = layers.probe(queries, 3)
+        return sorted(zip(got.query.tolist(), got.seq.tolist(), strict=True))
+
+    for start in range(0, hashes.size, 50):
+        part = hashes[start : start + 50]
+        layers.inserted(part.tolist(), list(range(start + 1, start + 1 + part.size)), [])
+    writer = threading.current_thread().name
+    assert merged[writer] and max(merged[writer]) <= 100
+    assert answers() == want_pairs  # a merge may still be running: its runs answer meanwhile
+    layers.delta.publish(wait=True)
+    assert answers() == want_pairs and len(layers.delta) == 6000
+    assert max(merged["scrapy-simhash-run-merge"]) > 100
+    assert layers.delta.rows_merged_in_background > 0
+    assert max(len(run) for run in layers.delta.runs) > 100  # a background result was published
+
+
+def test_a_large_merge_of_the_recent_buckets_runs_in_its_own_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: a write merged up to the run cap of bucket entries itself. Now at most ``inline_max``;
+    every page is found by its own sketch while a merge runs and after it was published."""
+    import pickle
+    import threading
+
+    merged = merges_by_thread(monkeypatch, bucket_runs, "merge_sorted", lambda out: out.shape[0])
+    lsh = MinHashLSH(0.5, NV, BANDS, ROWS, value_bits=8)
+    batch = 100
+    lsh.RUN_CAP = 16 * batch * BANDS
+    lsh._runs.inline_max = 2 * batch * BANDS
+    rng = np.random.default_rng(7)
+    sketches = rng.integers(0, 256, size=(60 * batch, NV), dtype=np.uint32)
+    for b in range(60):
+        part = sketches[b * batch : (b + 1) * batch]
+        lsh.add_many([(f"k{b * batch + i}", s) for i, s in enumerate(part)])
+        if b % 7 == 0:
+            for i in range(0, (b + 1) * batch, 311):
+                assert lsh.query(sketches[i])[0] == (f"k{i}", 1.0)
+    writer = threading.current_thread().name
+    assert max(merged[writer]) <= 2 * batch * BANDS
+    copy = pickle.loads(pickle.dumps(lsh))  # a merge may be under way: it is finished first
+    assert copy.query(sketches[17])[0] == ("k17", 1.0) and copy.stats()["runs"] == lsh.stats()["runs"]
+    lsh._runs.publish(wait=True)
+    for i in range(0, 60 * batch, 97):
+        assert lsh.query(sketches[i])[0] == (f"k{i}", 1.0)
+    assert max(merged["scrapy-simhash-run-merge"]) > 2 * batch * BANDS
+    assert lsh._runs.entries_merged_in_background > 0
+    lsh.compact()
+    assert lsh.stats()["runs"] == 0 and lsh.query(sketches[5])[0] == ("k5", 1.0)
+
+
+def test_recent_buckets_pickle_while_a_merge_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A MinHashLSH is the user's object and may be pickled: a merge under way (held by a slow merge
+    here) is finished and published first, instead of failing on its thread."""
+    import pickle
+    import threading
+
+    runs = bucket_runs.BucketRuns()
+    runs.inline_max = 4
+    rng = np.random.default_rng(8)
+    parts = [np.sort(rng.integers(0, 2**63, 10).astype(np.uint64)) for _ in range(5)]
+    for part in parts[:4]:
+        runs.add(part, 1000)
+    release = threading.Event()
+    real = bucket_runs.merged_runs
+
+    def held(arrays: list[np.ndarray]) -> np.ndarray:
+        release.wait(10)
+        return real(arrays)
+
+    monkeypatch.setattr(bucket_runs, "merged_runs", held)
+    runs.add(parts[4], 1000)
+    assert runs._merge is not None and not runs._merge.done()  # a merge under way
+    threading.Timer(0.2, release.set).start()
+    copy = pickle.loads(pickle.dumps(runs))
+    want = np.sort(np.concatenate(parts))
+    assert np.array_equal(np.sort(np.concatenate([run.entries for run in copy.runs])), want)
+    assert len(copy.runs) < 5  # the merge's result was published before pickling

@@ -83,13 +83,17 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.
     made.merges = []
     if request.param == "embedded-background":
         from scrapy_simhash.index.embedded import generations
+        from scrapy_simhash.index.lsh import bucket_runs
         from scrapy_simhash.index.lsh.lsh import MinHashLSH
         from scrapy_simhash.index.tables import delta_runs
 
         monkeypatch.setattr(generations, "start_thread", made.merges.append)
-        # runs of a few pages at most: writes and answers over many sorted runs, merged or not
+        # runs of a few pages at most: writes and answers over many sorted runs, merged or not, and
+        # every merge of more than one page's entries in a thread of its own, published by a later write
         monkeypatch.setattr(delta_runs, "RUN_CAP", 4)
         monkeypatch.setattr(MinHashLSH, "RUN_CAP", 4 * DEFAULT_RULE.bands)
+        monkeypatch.setattr(delta_runs, "INLINE_MAX", 1)
+        monkeypatch.setattr(bucket_runs, "INLINE_MAX", DEFAULT_RULE.bands)
     yield made
     made.cleanup()
 
@@ -679,7 +683,7 @@ def test_lost_sketch_namespace_raises_index_lost(server: RedisServer) -> None:
 # -- crash safety ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sync", ["full", "normal", "normal-merging", "normal-background"])
+@pytest.mark.parametrize("sync", ["full", "normal", "normal-merging", "normal-background", "normal-runs"])
 def test_sigkill_loses_no_acknowledged_insert(tmp_path: Path, sync: str) -> None:
     from crash_support import VERIFIED_CHILD, acknowledged, run_and_kill
 

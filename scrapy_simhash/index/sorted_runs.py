@@ -5,10 +5,17 @@ keep each batch as a sorted *run* instead of inserting it into one big sorted ar
 copies the whole array, so a batch would cost time proportional to the layer, not to the batch.
 Runs are merged geometrically (:func:`runs_to_merge`, like a binary counter): each entry is copied
 about log2(cap / batch) times, no merge copies more than ``cap`` entries, and a query probes a
-bounded number of runs.
+bounded number of runs. A merge larger than a few batches runs in a thread of its own
+(:class:`BackgroundMerge`): the write that starts it returns at once, queries go on probing the runs
+it reads (they are immutable), and a later write puts its result in their place.
 """
 
 from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -16,6 +23,8 @@ try:  # the optional C merge (built by pip install where a compiler exists); num
     from ._probe import merge_runs as _native_merge
 except ImportError:  # pragma: no cover - depends on the build
     _native_merge = None
+
+logger = logging.getLogger(__name__)
 
 GROWTH = 2
 """A run is merged with the newer ones while it is at most this many times their size."""
@@ -85,3 +94,44 @@ def runs_to_merge(sizes: list[int], cap: int) -> int:
         total += older
         k += 1
     return k
+
+
+class BackgroundMerge:
+    """One merge of immutable runs (``inputs``, oldest first) in a thread of its own.
+
+    Nothing is changed in place: :meth:`publish` returns a list of runs with the result in place of
+    the inputs, once the thread is done; until then (and if it failed, or the inputs are gone:
+    another merge took them) the inputs stay the runs, so answers are the same either way."""
+
+    def __init__(self, inputs: Sequence[Any], merge: Callable[[list[Any]], Any]) -> None:
+        self.inputs = list(inputs)
+        self.entries = 0
+        """What the merge copies (set by the owner, for its counters)."""
+        self._result: Any = None
+        self._thread = threading.Thread(
+            target=self._run, args=(merge,), name="scrapy-simhash-run-merge", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, merge: Callable[[list[Any]], Any]) -> None:
+        try:
+            self._result = merge(self.inputs)
+        except Exception:  # e.g. MemoryError's cousins: the runs stay as they are, nothing is lost
+            logger.exception("a merge of sorted runs failed; the runs stay unmerged")
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def wait(self) -> None:
+        self._thread.join()
+
+    def publish(self, runs: list[Any]) -> list[Any] | None:
+        """``runs`` with the finished merge's result in place of its inputs; None when it failed or
+        ``runs`` no longer hold its inputs side by side (the caller then drops it)."""
+        n = len(self.inputs)
+        if self._result is None or not n:
+            return None
+        for i in range(len(runs) - n + 1):
+            if all(a is b for a, b in zip(runs[i : i + n], self.inputs, strict=True)):
+                return [*runs[:i], self._result, *runs[i + n :]]
+        return None

@@ -13,6 +13,8 @@ _MASK64 = (1 << 64) - 1
 
 def check_simhash(value: Any) -> int:
     """A valid, storable fingerprint: an unsigned 64-bit int other than 0."""
+    if type(value) is int and 0 < value <= _MASK64:  # the common case first: a batch checks every row
+        return value
     if isinstance(value, bool):
         raise TypeError("a fingerprint is an int, not bool")
     try:

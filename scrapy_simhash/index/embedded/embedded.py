@@ -200,21 +200,22 @@ class SimhashIndex(NearDuplicateIndex):
         """Store many ``(simhash, key[, meta[, sketch]])`` in one durable transaction; all or nothing.
 
         ``sketch``: the row's sketch bytes (:meth:`.sketch_column.SketchColumn.encode`) or None."""
-        rows: dict[str, tuple[int, str, str | None, bytes | None]] = {}
-        count = 0
+        given: list[tuple[int, str, str | None, bytes | None]] = []
         for item in items:
-            h, key, meta, sketch = (*item, None, None)[:4]
-            key = check_key(key)
+            h, key, meta, sketch = item if type(item) is tuple and len(item) == 4 else (*item, None, None)[:4]
+            if type(key) is not str or not key:
+                key = check_key(key)
             h = check_simhash(h)
-            rows.pop(key, None)  # the last of several items with one key wins, at the end
-            rows[key] = (h, key, encode_meta(key, meta), sketch)
-            count += 1
-        if not rows:
+            given.append((h, key, None if meta is None else encode_meta(key, meta), sketch))
+        if not given:
             return 0
+        last = {row[1]: i for i, row in enumerate(given)}
+        # the last of several items with one key wins, in its place
+        rows = given if len(last) == len(given) else [row for i, row in enumerate(given) if last[row[1]] == i]
         with self._lock:
             self._check_open(writing=True)
-            self._insert(list(rows.values()))
-        return count
+            self._insert(rows)
+        return len(given)
 
     def _insert(self, rows: list[tuple[int, str, str | None, bytes | None]]) -> None:
         seqs, replaced = self._store.put_many(rows, tombstone_upto=self._layers.frozen_max_seq)

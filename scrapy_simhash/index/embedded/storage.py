@@ -40,7 +40,7 @@ from typing import Any
 
 from ..base import IndexCorruptError, IndexSettingsError
 from .database import check_synchronous, connect, settings_check
-from .integrity import CommitMark, Mark, check_mark, check_sqlite, row_check, row_checks
+from .integrity import CommitMark, Mark, check_mark, check_sqlite, row_check, row_columns
 from .row_scans import SELECTED, RowScans, to_signed, to_unsigned
 from .store_format import FORMAT, refuse_format
 
@@ -236,10 +236,9 @@ class Store(RowScans):
         """
         start = self.next_seq
         seqs = list(range(start, start + len(items)))
-        rows = [
-            (s, key, to_signed(h), meta, chk, sketch)
-            for s, (h, key, meta, sketch), chk in zip(seqs, items, row_checks(start, items), strict=True)
-        ]
+        signed, checks = row_columns(start, items)
+        _, keys, metas, sketches = zip(*items, strict=True) if items else ((), (), (), ())
+        rows = list(zip(seqs, keys, signed, metas, checks, sketches, strict=True))  # no Python step a row
         try:  # fast path: all keys new (the common case in a crawl), one pass over the key index
             with self._transaction():
                 self.conn.executemany(_INSERT, rows)
@@ -249,7 +248,6 @@ class Store(RowScans):
             return seqs, []
         except sqlite3.IntegrityError:
             pass  # some key exists: rolled back; replace explicitly
-        keys = [row[1] for row in items]
         with self._transaction():
             replaced: list[int] = []
             for chunk in _chunks(keys):

@@ -229,7 +229,7 @@ class MinHashLSH:
         """A batch of new, distinct keys in a few array operations (False: not such a batch)."""
         start, m = len(self._keys), len(names)
         ids = self._ids
-        if start + m > _MAX_IDS or len(set(names)) != m or any(key in ids for key in names):
+        if start + m > _MAX_IDS or len(set(names)) != m or not ids.keys().isdisjoint(names):
             return False
         capacity = self._sketches.shape[0]
         if start + m > capacity:

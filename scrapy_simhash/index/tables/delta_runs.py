@@ -3,19 +3,24 @@
 Each merge of the pending buffer adds a :class:`~.tables.Segment` of its own (a *run*); runs are
 merged geometrically (:func:`~..sorted_runs.runs_to_merge`), never more than :data:`RUN_CAP`
 fingerprints at once, so the longest write does not grow with the delta (which grows with the
-index: a quarter of the base). A query probes every run: about ``len / RUN_CAP + 5`` of them.
+index: a quarter of the base). A merge of more than :data:`INLINE_MAX` fingerprints runs in a thread
+(:class:`~..sorted_runs.BackgroundMerge`) and a later write publishes it: no write waits for one. A
+query probes every run: about ``len / RUN_CAP + 5`` of them (a few more while a merge runs).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..sorted_runs import runs_to_merge
+from ..sorted_runs import BackgroundMerge, runs_to_merge
 from .layouts import Layout
 from .tables import Hits, Segment
 
 RUN_CAP = 1 << 18
 """The most fingerprints a write merges at once (16 tables: 4M entries, 32 MiB)."""
+INLINE_MAX = 1 << 16
+"""The most fingerprints a write merges itself (16 tables: 1M entries, ~10 ms); larger merges run
+in a thread of their own."""
 
 
 class DeltaRuns:
@@ -24,8 +29,13 @@ class DeltaRuns:
     def __init__(self, runs: list[Segment] | None = None, cap: int | None = None) -> None:
         self.runs = [run for run in runs or [] if len(run)]
         self.cap = RUN_CAP if cap is None else cap
+        self.inline_max = INLINE_MAX
         self.rows_copied = 0
-        """Fingerprints sorted or copied by :meth:`add` (a batch's own, and the runs it merged)."""
+        """Fingerprints sorted or copied by :meth:`add` in the writer's thread (a batch's own, and
+        the runs it merged)."""
+        self.rows_merged_in_background = 0
+        """Fingerprints copied by merges in their own thread (published or not)."""
+        self._merge: BackgroundMerge | None = None
 
     def __len__(self) -> int:
         return sum(len(run) for run in self.runs)
@@ -36,17 +46,33 @@ class DeltaRuns:
 
     def add(self, layout: Layout, fresh: Segment) -> None:
         """``fresh`` (newer than every run) as the newest run, merged with the newer runs while
-        they are of a size."""
+        they are of a size: here when that is small, else in a thread (one at a time)."""
         if not len(fresh):
             return
+        self.publish()
         runs = [*self.runs, fresh]
         self.rows_copied += len(fresh)
-        k = runs_to_merge([len(run) for run in runs], self.cap)
+        k = runs_to_merge([len(run) for run in runs], self.cap) if self._merge is None else 1
         if k > 1:
-            merged = _merged(layout, runs[-k:])
-            self.rows_copied += len(merged)
-            runs[-k:] = [merged]
+            size = sum(len(run) for run in runs[-k:])
+            if size <= self.inline_max:
+                runs[-k:] = [_merged(layout, runs[-k:])]
+                self.rows_copied += size
+            else:
+                self._merge = BackgroundMerge(runs[-k:], lambda parts: _merged(layout, parts))
+                self.rows_merged_in_background += size
         self.runs = runs
+
+    def publish(self, wait: bool = False) -> None:
+        """Put a finished background merge's result in place of its runs (``wait``: for it to finish)."""
+        merge = self._merge
+        if merge is None or not (wait or merge.done()):
+            return
+        merge.wait()
+        self._merge = None
+        runs = merge.publish(self.runs)
+        if runs is not None:
+            self.runs = runs
 
     def whole(self, layout: Layout) -> Segment:
         """Every run as one segment (a generation's merge, in the background)."""

@@ -171,6 +171,59 @@ def test_an_index_whose_files_predate_the_lsh_gets_them_from_its_first_writer(tm
     assert sum(1 for _ in path.glob("tables-*.lsh_*.npy")) == len(LSH_PARTS)
 
 
+def test_the_lsh_entries_take_four_bytes_a_band_and_page(tmp_path) -> None:
+    path = tmp_path / "ix"
+    build(path)
+    manifest = json.loads((path / "manifest.json").read_text())
+    entries = np.load(path / manifest["files"]["lsh_entries"]["name"])
+    assert entries.dtype == np.uint32 and entries.size == 60 * manifest["lsh"]["bands"]
+
+
+def write_main_layout(path: Path) -> None:
+    """Rewrite the index's LSH files as the 8-byte-entry layout earlier versions wrote: the entries
+    ``band key's high 32 bits << 32 | id``, their directory and window width, the manifest's sizes
+    and CRC-32s to match (what such a version left on disk)."""
+    import zlib
+
+    from scrapy_simhash.index.lsh.lsh_bands import BandHasher
+    from scrapy_simhash.index.lsh.lsh_buckets import SortedBuckets, band_entries
+
+    manifest = json.loads((path / "manifest.json").read_text())
+    info, files = manifest["lsh"], manifest["files"]
+    sketches = np.load(path / files["lsh_sketches"]["name"]).reshape(-1, info["num_values"])
+    buckets = SortedBuckets(band_entries(BandHasher(info["bands"], info["rows"]), sketches))
+    for part, array in (("lsh_entries", buckets.entries), ("lsh_directory", buckets.directory)):
+        target = path / files[part]["name"]
+        np.save(target, array, allow_pickle=False)
+        data = target.read_bytes()
+        files[part].update(bytes=len(data), crc32=zlib.crc32(data))
+    del info["entries"], info["prefix_bits"]
+    info["width"] = buckets.width
+    (path / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_an_index_with_8_byte_lsh_entries_opens_and_its_first_writer_writes_them_again(
+    tmp_path, monkeypatch, caplog
+) -> None:
+    path = tmp_path / "ix"
+    probes = build(path)
+    with open_index(path, read_only=True) as index:
+        want = answers(index, probes)
+    write_main_layout(path)
+    reads = count_sketch_reads(monkeypatch)
+    with open_index(path, read_only=True) as index:  # a reader reads the rows, writes nothing
+        assert answers(index, probes) == want
+    with caplog.at_level(logging.INFO), open_index(path, verify="full") as index:
+        assert answers(index, probes) == want
+    assert "earlier layout" in caplog.text
+    with open_index(path, verify="full") as index:
+        assert index.sketches.stats()["base"] == 60
+        assert answers(index, probes) == want
+    assert reads == [60, 60, 0]
+    manifest = json.loads((path / "manifest.json").read_text())
+    assert np.load(path / manifest["files"]["lsh_entries"]["name"]).dtype == np.uint32
+
+
 def test_a_reader_and_the_writer_agree_across_generations(tmp_path, monkeypatch) -> None:
     from scrapy_simhash.index.embedded import generations
 
@@ -228,7 +281,7 @@ def test_merged_segments_answer_exactly_the_live_pages(seed, n, m, kills, rounds
             stored.pop(s)
         # as written and mapped again: the files' arrays give the same segment
         arrays = segment.arrays()
-        segment = LSHSegment.from_arrays(arrays, NV, segment.buckets.width)
+        segment = LSHSegment.from_arrays(arrays, NV, segment.buckets.prefix)
         assert len(segment) == len(stored)
     for probe in pages(20):
         v, band_keys = lsh.prepare(probe.astype(np.uint32))
@@ -243,3 +296,31 @@ def test_merged_segments_answer_exactly_the_live_pages(seed, n, m, kills, rounds
         assert got == want
         many = segment.query_many(v[None, :], band_keys[None, :], lsh.bands, lsh.rows, lsh.min_matches)
         assert [(s, c) for _, s, c in many] == want
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 600), st.sampled_from([1, 4, 16, 32, 64]))
+def test_packed_buckets_find_every_entry_of_a_key_prefix_in_c_and_numpy(seed, n, bands) -> None:
+    """Each band key finds exactly the pages whose key shares its prefix (no entry lost in the
+    split between directory and tag), whatever the segment's size, and both lookups agree."""
+    from scrapy_simhash.index.lsh.packed_buckets import PackedBuckets, prefix_bits, sort_form
+
+    rng = np.random.default_rng(seed)
+    prefix = prefix_bits(bands)
+    keys = rng.integers(0, 2**64, size=(n, bands), dtype=np.uint64)
+    keys[rng.random(keys.shape) < 0.3] = keys[0, 0]  # many pages under one key: long cells
+    buckets = PackedBuckets.from_sort_form(sort_form(keys.copy(), 0, n, prefix), n, prefix)
+    wanted = np.concatenate([keys[rng.integers(0, n, 20), 0], rng.integers(0, 2**64, 20, dtype=np.uint64)])
+    shift = np.uint64(64 - prefix)
+    want = {
+        (j, page)
+        for j, key in enumerate(wanted)
+        for page in np.flatnonzero(((keys >> shift) == (key >> shift)).any(axis=1)).tolist()
+    }
+    for native in (True, False):
+        at, ids = buckets.lookup(wanted, native=native)
+        assert set(zip(at.tolist(), ids.tolist(), strict=True)) == want
+    # renumbered for a larger segment (a merge), every entry is kept
+    again = PackedBuckets.from_sort_form(np.sort(buckets.sort_form(4 * n + 3)), 4 * n + 3, prefix)
+    at, ids = again.lookup(wanted)
+    assert set(zip(at.tolist(), ids.tolist(), strict=True)) == want

@@ -356,6 +356,70 @@ static inline Py_ssize_t dir_at(const void *directory, int dsize, uint64_t cell)
     return dsize == 4 ? (Py_ssize_t)((const uint32_t *)directory)[cell] : (Py_ssize_t)((const int64_t *)directory)[cell];
 }
 
+/* The ids of the packed LSH entries (lsh/packed_buckets.py) under band key ``key``: the key's top
+ * ``prefix`` bits name a cell of ``directory`` (high bits) and a tag (low ``32 - id_bits`` bits);
+ * the cell's entries ``tag << id_bits | id`` are sorted, so a binary search finds the first with the
+ * tag. Returns 0, -1 when the directory does not fit the entries, -2 out of memory. */
+static int packed_scan(const uint32_t *ev, Py_ssize_t n, const void *directory, int dsize, Py_ssize_t ndir,
+                       int prefix, int id_bits, uint64_t key, ints_t *out_pos, int64_t position, ints_t *out_ids) {
+    int tag_bits = 32 - id_bits;
+    uint64_t p = key >> (64 - prefix);
+    uint64_t cell = p >> tag_bits, tag = p & ((1ULL << tag_bits) - 1), id_mask = (1ULL << id_bits) - 1;
+    if ((Py_ssize_t)cell + 1 >= ndir) return -1;
+    Py_ssize_t lo = dir_at(directory, dsize, cell), hi = dir_at(directory, dsize, cell + 1);
+    if (lo < 0 || hi > n || lo > hi) return -1;
+    uint32_t first = (uint32_t)(tag << id_bits);
+    for (Py_ssize_t at = lo + lower32(ev + lo, hi - lo, first); at < hi && ((uint64_t)ev[at] >> id_bits) == tag; at++) {
+        if (out_pos && ints_push(out_pos, position) < 0) return -2;
+        if (ints_push(out_ids, (int64_t)(ev[at] & id_mask)) < 0) return -2;
+    }
+    return 0;
+}
+
+/* Whether (prefix, id_bits) describe packed entries of 32 bits that a directory of ``ndir``
+ * cells can index: what packed_scan relies on. */
+static int packed_ok(int prefix, int id_bits, Py_ssize_t ndir) {
+    if (id_bits < 1 || id_bits > 31 || prefix < 32 || prefix + id_bits > 64) return 0;
+    return ndir == ((Py_ssize_t)1 << (prefix - (32 - id_bits))) + 1;
+}
+
+/* packed_lookup(entries, directory, dir_itemsize, prefix, id_bits, keys) -> (positions bytes, ids bytes)
+ *
+ * lsh/packed_buckets.PackedBuckets.lookup in one call: for each uint64 band key of ``keys``, the
+ * ids of the uint32 entries with its prefix. Both outputs are int64 arrays' bytes: the key's
+ * position in ``keys``, the id. */
+static PyObject *packed_lookup(PyObject *self, PyObject *args) {
+    Py_buffer entries, directory, keys;
+    int dsize, prefix, id_bits;
+    PyObject *result = NULL;
+    ints_t pos = {NULL, 0, 0}, ids = {NULL, 0, 0};
+    if (!PyArg_ParseTuple(args, "y*y*iiiy*", &entries, &directory, &dsize, &prefix, &id_bits, &keys)) return NULL;
+    Py_ssize_t n = entries.len / 4, ndir = (dsize == 4 || dsize == 8) ? directory.len / dsize : 0;
+    if ((dsize != 4 && dsize != 8) || entries.len % 4 || keys.len % 8 || directory.len != ndir * dsize ||
+        !packed_ok(prefix, id_bits, ndir)) {
+        PyErr_SetString(PyExc_ValueError, "packed_lookup: inconsistent array sizes");
+        goto done;
+    }
+    {
+        const uint64_t *kv = keys.buf;
+        for (Py_ssize_t j = 0; j < keys.len / 8 && n; j++) {
+            int rc = packed_scan(entries.buf, n, directory.buf, dsize, ndir, prefix, id_bits, kv[j], &pos, j, &ids);
+            if (rc == -2) { PyErr_NoMemory(); goto done; }
+            if (rc < 0) { PyErr_SetString(PyExc_ValueError, "packed_lookup: the directory does not fit the entries"); goto done; }
+        }
+        static const char empty[1] = {0};
+        result = Py_BuildValue("(y#y#)", pos.items ? (const char *)pos.items : empty, pos.len * 8,
+                               ids.items ? (const char *)ids.items : empty, ids.len * 8);
+    }
+done:
+    free(pos.items);
+    free(ids.items);
+    PyBuffer_Release(&entries);
+    PyBuffer_Release(&directory);
+    PyBuffer_Release(&keys);
+    return result;
+}
+
 /* bucket_lookup(entries, directory, dir_itemsize, shift, prefixes) -> (positions bytes, ids bytes)
  *
  * The LSH buckets' lookup (lsh_buckets.SortedBuckets.lookup) in one call: for each 32-bit key
@@ -561,7 +625,8 @@ done:
  *
  * One MinHash-LSH lookup (lsh.MinHashLSH._query) in one call: the query's band key prefixes
  * looked up in each level of sorted buckets (``levels``: a sequence of (entries, directory,
- * directory itemsize, shift), as bucket_lookup takes), plus ``extra_ids`` (the unsorted recent
+ * directory itemsize, shift), as bucket_lookup takes, or of packed uint32 entries (entries,
+ * directory, directory itemsize, prefix bits, id bits), as packed_lookup takes), plus ``extra_ids`` (the unsorted recent
  * inserts' candidates), deduplicated, removed ids dropped (``alive``: one byte per id), then each
  * candidate verified as sketch_verify does. */
 static PyObject *lsh_query(PyObject *self, PyObject *args) {
@@ -588,12 +653,26 @@ static PyObject *lsh_query(PyObject *self, PyObject *args) {
             PyObject *level = PySequence_GetItem(levels, l);
             if (!level) goto done;
             Py_buffer entries, directory;
-            int dsize, shift;
-            if (!PyArg_ParseTuple(level, "y*y*ii", &entries, &directory, &dsize, &shift)) {
+            int dsize, shift, id_bits = 0;
+            if (!PyArg_ParseTuple(level, "y*y*ii|i", &entries, &directory, &dsize, &shift, &id_bits)) {
                 Py_DECREF(level);
                 goto done;
             }
             Py_DECREF(level);
+            if (id_bits) { /* packed entries: (entries, directory, dsize, prefix, id_bits) */
+                Py_ssize_t pn = entries.len / 4, pdir = (dsize == 4 || dsize == 8) ? directory.len / dsize : 0;
+                int bad = (dsize != 4 && dsize != 8) || entries.len % 4 || directory.len != pdir * dsize ||
+                          !packed_ok(shift, id_bits, pdir);
+                for (Py_ssize_t j = 0; j < m && !bad && pn; j++) {
+                    int rc = packed_scan(entries.buf, pn, directory.buf, dsize, pdir, shift, id_bits, pv[j], NULL, 0, &cand);
+                    bad = rc == -2 ? 2 : rc < 0;
+                }
+                PyBuffer_Release(&entries);
+                PyBuffer_Release(&directory);
+                if (bad == 2) { PyErr_NoMemory(); goto done; }
+                if (bad) { PyErr_SetString(PyExc_ValueError, "lsh_query: the directory does not fit the entries"); goto done; }
+                continue;
+            }
             Py_ssize_t n = entries.len / 8, ndir = dsize > 0 ? directory.len / dsize : 0;
             int bad = (dsize != 4 && dsize != 8) || entries.len % 8 || directory.len != ndir * dsize || ndir < 2 ||
                       shift < 1 || shift > 63;
@@ -672,6 +751,7 @@ static PyMethodDef methods[] = {
     {"probe", probe, METH_VARARGS, "Probe one query against a segment's sorted tables."},
     {"brute", brute, METH_VARARGS, "Compare one query with every fingerprint of a buffer."},
     {"bucket_lookup", bucket_lookup, METH_VARARGS, "Look up LSH band key prefixes in sorted buckets."},
+    {"packed_lookup", packed_lookup, METH_VARARGS, "Look up LSH band keys in packed 4-byte buckets."},
     {"band_keys", band_keys, METH_VARARGS, "64-bit LSH band keys of a batch of sketches."},
     {"lsh_query", lsh_query, METH_VARARGS, "One MinHash-LSH lookup: buckets, dedupe, verification."},
     {"sketch_verify", sketch_verify, METH_VARARGS, "Count equal sketch values of LSH candidates, band-checked."},

@@ -38,6 +38,7 @@ import numpy as np
 
 from ..lsh.lsh_segment import PARTS as LSH_PARTS
 from ..lsh.lsh_segment import LSHSegment
+from ..lsh.packed_buckets import ENTRY_FORMAT
 from ..tables import manifest as table_files
 from ..tables.delta_runs import DeltaRuns
 from ..tables.layers import Layers
@@ -125,11 +126,14 @@ def mapped_lsh(
     info = manifest["lsh"]
     if any(info.get(name) != value for name, value in column.params.items()):
         return None
+    if info.get("entries") != ENTRY_FORMAT:  # 8-byte entries: a writer writes them again, once
+        logger.info("index %s: the sketch LSH files have an earlier layout; reading the rows", path)
+        return None
     try:
         arrays = table_files.load_parts(path, manifest, LSH_PARTS, verify=verify, background=background)
         if arrays is None:
             return None
-        segment = LSHSegment.from_arrays(arrays, column.num_values, int(info["width"]))
+        segment = LSHSegment.from_arrays(arrays, column.num_values, int(info["prefix_bits"]))
         if segment.seqs.size != info.get("count"):
             raise TablesInvalid(f"the LSH files hold {segment.seqs.size} pages, not {info.get('count')}")
         return segment
@@ -219,8 +223,12 @@ class Generations:
         if plan.lsh is not None:
             segment = plan.lsh()
             arrays = segment.arrays()
-            count, width = int(segment.seqs.size), segment.buckets.width
-            info["lsh"] = {**plan.column.params, "count": count, "width": width}
+            info["lsh"] = {
+                **plan.column.params,
+                "count": int(segment.seqs.size),
+                "entries": ENTRY_FORMAT,
+                "prefix_bits": segment.buckets.prefix,
+            }
         manifest = table_files.write_files(self.path, plan.generation, merged, layout, info, arrays)
         try:
             base = table_files.load_generation(self.path, manifest, layout, verify=False, background=True)

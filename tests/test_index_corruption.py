@@ -7,11 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from index_old_layouts import eight_byte_table_files
 
 from scrapy_simhash import SimhashIndex
 from scrapy_simhash.index import IndexCorruptError
 
-PARTS = ("keys", "rows", "hashes", "seqs")
+PARTS = ("entries", "directory", "hashes", "seqs")
 
 
 def _fill(path: Path) -> dict[str, int]:
@@ -93,6 +94,17 @@ def test_damaged_manifest_is_rebuilt(tmp_path: Path, damage) -> None:  # type: i
     manifest = path / "manifest.json"
     manifest.write_text(damage(manifest.read_text()))
     _reopen_rebuilds(path, rows)
+
+
+def test_table_files_of_the_earlier_8_byte_layout_are_written_again_once(tmp_path: Path) -> None:
+    path = tmp_path / "ix"
+    rows = _fill(path)
+    eight_byte_table_files(path)
+    _reopen_rebuilds(path, rows)
+    files = json.loads((path / "manifest.json").read_text())["files"]
+    assert set(files) == set(PARTS)
+    assert np.load(path / files["entries"]["name"]).dtype == np.uint32
+    assert not list(path.glob("tables-*.keys.npy")) and not list(path.glob("tables-*.rows.npy"))
 
 
 def test_missing_manifest_is_rebuilt(tmp_path: Path) -> None:

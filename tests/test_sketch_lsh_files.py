@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from index_old_layouts import eight_byte_table_files
 
 from scrapy_simhash.index import IndexCorruptError, open_index
 from scrapy_simhash.index.embedded import storage as storage_module
@@ -179,49 +180,28 @@ def test_the_lsh_entries_take_four_bytes_a_band_and_page(tmp_path) -> None:
     assert entries.dtype == np.uint32 and entries.size == 60 * manifest["lsh"]["bands"]
 
 
-def write_main_layout(path: Path) -> None:
-    """Rewrite the index's LSH files as the 8-byte-entry layout earlier versions wrote: the entries
-    ``band key's high 32 bits << 32 | id``, their directory and window width, the manifest's sizes
-    and CRC-32s to match (what such a version left on disk)."""
-    import zlib
-
-    from scrapy_simhash.index.lsh.lsh_bands import BandHasher
-    from scrapy_simhash.index.lsh.lsh_buckets import SortedBuckets, band_entries
-
-    manifest = json.loads((path / "manifest.json").read_text())
-    info, files = manifest["lsh"], manifest["files"]
-    sketches = np.load(path / files["lsh_sketches"]["name"]).reshape(-1, info["num_values"])
-    buckets = SortedBuckets(band_entries(BandHasher(info["bands"], info["rows"]), sketches))
-    for part, array in (("lsh_entries", buckets.entries), ("lsh_directory", buckets.directory)):
-        target = path / files[part]["name"]
-        np.save(target, array, allow_pickle=False)
-        data = target.read_bytes()
-        files[part].update(bytes=len(data), crc32=zlib.crc32(data))
-    del info["entries"], info["prefix_bits"]
-    info["width"] = buckets.width
-    (path / "manifest.json").write_text(json.dumps(manifest))
-
-
-def test_an_index_with_8_byte_lsh_entries_opens_and_its_first_writer_writes_them_again(
+def test_an_index_with_8_byte_table_files_opens_and_its_first_writer_writes_them_again(
     tmp_path, monkeypatch, caplog
 ) -> None:
     path = tmp_path / "ix"
     probes = build(path)
     with open_index(path, read_only=True) as index:
         want = answers(index, probes)
-    write_main_layout(path)
+    eight_byte_table_files(path)
     reads = count_sketch_reads(monkeypatch)
     with open_index(path, read_only=True) as index:  # a reader reads the rows, writes nothing
         assert answers(index, probes) == want
     with caplog.at_level(logging.INFO), open_index(path, verify="full") as index:
         assert answers(index, probes) == want
-    assert "earlier layout" in caplog.text
+    assert "earlier layout" in caplog.text and "rebuilding them from the database" in caplog.text
     with open_index(path, verify="full") as index:
         assert index.sketches.stats()["base"] == 60
         assert answers(index, probes) == want
     assert reads == [60, 60, 0]
-    manifest = json.loads((path / "manifest.json").read_text())
-    assert np.load(path / manifest["files"]["lsh_entries"]["name"]).dtype == np.uint32
+    files = json.loads((path / "manifest.json").read_text())["files"]
+    assert {np.load(path / files[part]["name"]).dtype for part in ("entries", "lsh_entries")} == {
+        np.dtype(np.uint32)
+    }
 
 
 def test_a_reader_and_the_writer_agree_across_generations(tmp_path, monkeypatch) -> None:
@@ -303,7 +283,7 @@ def test_merged_segments_answer_exactly_the_live_pages(seed, n, m, kills, rounds
 def test_packed_buckets_find_every_entry_of_a_key_prefix_in_c_and_numpy(seed, n, bands) -> None:
     """Each band key finds exactly the pages whose key shares its prefix (no entry lost in the
     split between directory and tag), whatever the segment's size, and both lookups agree."""
-    from scrapy_simhash.index.lsh.packed_buckets import PackedBuckets, prefix_bits, sort_form
+    from scrapy_simhash.index.packed_buckets import PackedBuckets, prefix_bits, sort_form
 
     rng = np.random.default_rng(seed)
     prefix = prefix_bits(bands)

@@ -356,13 +356,13 @@ static inline Py_ssize_t dir_at(const void *directory, int dsize, uint64_t cell)
     return dsize == 4 ? (Py_ssize_t)((const uint32_t *)directory)[cell] : (Py_ssize_t)((const int64_t *)directory)[cell];
 }
 
-/* The ids of the packed LSH entries (lsh/packed_buckets.py) under band key ``key``: the key's top
- * ``prefix`` bits name a cell of ``directory`` (high bits) and a tag (low ``32 - id_bits`` bits);
+/* The ids of the packed LSH entries (packed_buckets.py) under band key ``key``: the key's top
+ * ``prefix`` bits name a cell of ``directory`` (high bits) and a tag (the low ``min(32 - id_bits, prefix)`` bits);
  * the cell's entries ``tag << id_bits | id`` are sorted, so a binary search finds the first with the
  * tag. Returns 0, -1 when the directory does not fit the entries, -2 out of memory. */
 static int packed_scan(const uint32_t *ev, Py_ssize_t n, const void *directory, int dsize, Py_ssize_t ndir,
                        int prefix, int id_bits, uint64_t key, ints_t *out_pos, int64_t position, ints_t *out_ids) {
-    int tag_bits = 32 - id_bits;
+    int tag_bits = 32 - id_bits < prefix ? 32 - id_bits : prefix;
     uint64_t p = key >> (64 - prefix);
     uint64_t cell = p >> tag_bits, tag = p & ((1ULL << tag_bits) - 1), id_mask = (1ULL << id_bits) - 1;
     if ((Py_ssize_t)cell + 1 >= ndir) return -1;
@@ -379,13 +379,14 @@ static int packed_scan(const uint32_t *ev, Py_ssize_t n, const void *directory, 
 /* Whether (prefix, id_bits) describe packed entries of 32 bits that a directory of ``ndir``
  * cells can index: what packed_scan relies on. */
 static int packed_ok(int prefix, int id_bits, Py_ssize_t ndir) {
-    if (id_bits < 1 || id_bits > 31 || prefix < 32 || prefix + id_bits > 64) return 0;
-    return ndir == ((Py_ssize_t)1 << (prefix - (32 - id_bits))) + 1;
+    if (id_bits < 1 || id_bits > 32 || prefix < 1 || prefix + id_bits > 64) return 0;
+    int tag_bits = 32 - id_bits < prefix ? 32 - id_bits : prefix;
+    return ndir == ((Py_ssize_t)1 << (prefix - tag_bits)) + 1;
 }
 
 /* packed_lookup(entries, directory, dir_itemsize, prefix, id_bits, keys) -> (positions bytes, ids bytes)
  *
- * lsh/packed_buckets.PackedBuckets.lookup in one call: for each uint64 band key of ``keys``, the
+ * packed_buckets.PackedBuckets.lookup in one call: for each uint64 band key of ``keys``, the
  * ids of the uint32 entries with its prefix. Both outputs are int64 arrays' bytes: the key's
  * position in ``keys``, the id. */
 static PyObject *packed_lookup(PyObject *self, PyObject *args) {
@@ -417,6 +418,89 @@ done:
     PyBuffer_Release(&entries);
     PyBuffer_Release(&directory);
     PyBuffer_Release(&keys);
+    return result;
+}
+
+/* packed_probe(entries, directory, dir_itemsize, prefix, id_bits, hashes, seqs, shifts, masks, outs,
+ *              tables, depth, key_bits, key_width, query, k) -> list of (seq, simhash, distance)
+ *
+ * probe() over the simhash tables' packed base (tables/packed_tables.py): each table's combined
+ * key, left-aligned (``key_width`` bits), looked up as packed_lookup does; each row found kept when
+ * within ``k`` of the query, once. */
+static PyObject *packed_probe(PyObject *self, PyObject *args) {
+    Py_buffer entries, directory, hashes, seqs, shifts, masks, outs;
+    int dsize, prefix, id_bits, ntables, depth, key_bits, width, k;
+    unsigned long long query;
+    PyObject *result = NULL;
+    hits_t hits = {NULL, 0, 0};
+    ints_t rows = {NULL, 0, 0};
+    if (!PyArg_ParseTuple(args, "y*y*iiiy*y*y*y*y*iiiiKi", &entries, &directory, &dsize, &prefix, &id_bits, &hashes,
+                          &seqs, &shifts, &masks, &outs, &ntables, &depth, &key_bits, &width, &query, &k))
+        return NULL;
+    Py_ssize_t n = entries.len / 4, ndir = (dsize == 4 || dsize == 8) ? directory.len / dsize : 0;
+    Py_ssize_t nrows = hashes.len / 8;
+    if ((dsize != 4 && dsize != 8) || entries.len % 4 || directory.len != ndir * dsize ||
+        !packed_ok(prefix, id_bits, ndir) || seqs.len != nrows * 8 || shifts.len != (Py_ssize_t)ntables * depth * 8 ||
+        masks.len != shifts.len || outs.len != shifts.len || key_bits < 0 || key_bits > 64 || width < 1 ||
+        width > 64 || ntables < 1 || depth < 1) {
+        PyErr_SetString(PyExc_ValueError, "packed_probe: inconsistent array sizes");
+        goto done;
+    }
+    const uint64_t *sh = shifts.buf, *mk = masks.buf, *ou = outs.buf, *hv = hashes.buf;
+    const uint64_t q = (uint64_t)query;
+    for (int t = 0; t < ntables && n; t++) {
+        uint64_t key = 0;
+        for (int s = 0; s < depth; s++) {
+            Py_ssize_t i = (Py_ssize_t)t * depth + s;
+            key |= ((q >> sh[i]) & mk[i]) << ou[i];
+        }
+        if (key_bits < 64) key |= (uint64_t)t << key_bits;
+        if (width < 64) key <<= (64 - width);
+        rows.len = 0;
+        int rc = packed_scan(entries.buf, n, directory.buf, dsize, ndir, prefix, id_bits, key, NULL, 0, &rows);
+        if (rc == -2) goto nomem;
+        if (rc < 0) goto corrupt;
+        for (Py_ssize_t j = 0; j < rows.len; j++) {
+            int64_t row = rows.items[j];
+            if (row >= nrows) goto corrupt;
+            uint32_t d = (uint32_t)POPCOUNT64(hv[row] ^ q);
+            if ((int)d <= k && hits_push(&hits, (uint32_t)row, d) < 0) goto nomem;
+        }
+    }
+    if (hits.len > 1) qsort(hits.items, (size_t)hits.len, sizeof(hit_t), cmp_row);
+    result = PyList_New(0);
+    if (!result) goto done;
+    {
+        const int64_t *sv = seqs.buf;
+        for (Py_ssize_t i = 0; i < hits.len; i++) {
+            if (i > 0 && hits.items[i].row == hits.items[i - 1].row) continue;
+            uint32_t row = hits.items[i].row;
+            PyObject *item = Py_BuildValue("(LKI)", (long long)sv[row], (unsigned long long)hv[row],
+                                           (unsigned int)hits.items[i].dist);
+            if (!item || PyList_Append(result, item) < 0) {
+                Py_XDECREF(item);
+                Py_CLEAR(result);
+                goto done;
+            }
+            Py_DECREF(item);
+        }
+    }
+    goto done;
+corrupt:
+    PyErr_SetString(PyExc_ValueError, "packed_probe: the directory or a row does not fit (damaged table)");
+    goto done;
+nomem:
+    PyErr_NoMemory();
+done:
+    free(hits.items);
+    free(rows.items);
+    PyBuffer_Release(&entries);
+    PyBuffer_Release(&directory);
+    PyBuffer_Release(&hashes);
+    PyBuffer_Release(&seqs);
+    PyBuffer_Release(&shifts);
+    PyBuffer_Release(&masks);
+    PyBuffer_Release(&outs);
     return result;
 }
 
@@ -751,7 +835,8 @@ static PyMethodDef methods[] = {
     {"probe", probe, METH_VARARGS, "Probe one query against a segment's sorted tables."},
     {"brute", brute, METH_VARARGS, "Compare one query with every fingerprint of a buffer."},
     {"bucket_lookup", bucket_lookup, METH_VARARGS, "Look up LSH band key prefixes in sorted buckets."},
-    {"packed_lookup", packed_lookup, METH_VARARGS, "Look up LSH band keys in packed 4-byte buckets."},
+    {"packed_lookup", packed_lookup, METH_VARARGS, "Look up keys in packed 4-byte buckets."},
+    {"packed_probe", packed_probe, METH_VARARGS, "Probe one query against the tables' packed base."},
     {"band_keys", band_keys, METH_VARARGS, "64-bit LSH band keys of a batch of sketches."},
     {"lsh_query", lsh_query, METH_VARARGS, "One MinHash-LSH lookup: buckets, dedupe, verification."},
     {"sketch_verify", sketch_verify, METH_VARARGS, "Count equal sketch values of LSH candidates, band-checked."},

@@ -38,11 +38,12 @@ import numpy as np
 
 from ..lsh.lsh_segment import PARTS as LSH_PARTS
 from ..lsh.lsh_segment import LSHSegment
-from ..lsh.packed_buckets import ENTRY_FORMAT
+from ..packed_buckets import ENTRY_FORMAT
 from ..tables import manifest as table_files
 from ..tables.delta_runs import DeltaRuns
 from ..tables.layers import Layers
 from ..tables.manifest import TablesInvalid
+from ..tables.packed_tables import PackedTables
 from ..tables.tables import Segment
 
 logger = logging.getLogger(__name__)
@@ -99,7 +100,7 @@ class _Plan:
 
     generation: int
     max_seq: int
-    base: Segment
+    base: Segment | PackedTables
     merging: DeltaRuns
     dropped: np.ndarray
     info: dict[str, Any]
@@ -111,7 +112,7 @@ class _Plan:
 @dataclass
 class _Written:
     manifest: dict[str, Any]
-    base: Segment
+    base: PackedTables
     lsh: LSHSegment | None
 
 
@@ -217,7 +218,10 @@ class Generations:
         """The merge's work (in its thread): the files of base + merging, then mapped back."""
         layout = self.layers.layout
         dropped = plan.dropped if plan.dropped.size else None
-        merged = plan.base.merged(layout, plan.merging.whole(layout), dropped)
+        base = plan.base
+        if not isinstance(base, PackedTables):  # no generation yet: an empty in-memory segment
+            base = PackedTables.from_segment(layout, base)
+        merged = base.merged(layout, plan.merging.whole(layout), dropped)
         info: dict[str, Any] = {"max_seq": plan.max_seq, **plan.info}
         arrays = None
         if plan.lsh is not None:

@@ -8,7 +8,7 @@ rebuilding the buckets (at 1M pages: seconds and ~900 bytes of heap a page, line
 A segment is four arrays, positions ("ids") in seq order:
 
 - ``entries``: 4 bytes a band and page, the band key's prefix split between the directory's cell and a
-  tag beside the page's id (:mod:`.packed_buckets`);
+  tag beside the page's id (:mod:`..packed_buckets`);
 - ``directory``: where each cell's entries start, so that it is not rebuilt at open;
 - ``sketches``: the pages' sketches, ``num_values`` values of ``value_bits`` (a byte each at 8 bits);
 - ``seqs``: each id's row in the database (ascending), by which a match's row is read;
@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from ..packed_buckets import MAX_PAGES, PackedBuckets, prefix_bits, sort_form
+from ..packed_buckets import id_bits as packed_id_bits
 from .lsh_bands import BandHasher, keys_in_slices
-from .packed_buckets import MAX_PAGES, PackedBuckets, prefix_bits, sort_form
-from .packed_buckets import id_bits as packed_id_bits
 
 try:
     from .._probe import lsh_query as _native_query

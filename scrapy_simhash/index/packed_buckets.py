@@ -1,32 +1,34 @@
-"""LSH buckets on disk in 4 bytes an entry: the band key's prefix split between a directory and a tag.
+"""Sorted (key, id) entries on disk in 4 bytes each: the key's prefix split between a directory and a tag.
 
-A stored segment's bucket entry names a page (its *id*, its position in the segment) under one band
-key. Only the top ``prefix_bits`` (:func:`prefix_bits`) of the 64-bit key are kept, and they are
-split in two: the high ``cell_bits`` pick a cell of the directory (which gives where the cell's
-entries start), the low ``tag_bits`` go into the entry beside the id::
+The on-disk form of the LSH's buckets (a band key and a page, :mod:`.lsh.lsh_segment`) and of the
+simhash tables (a table's key and a row, :mod:`.tables.packed_tables`). An entry names an *id* (a
+position in its segment) under a 64-bit key (left-aligned when narrower). Only the key's top
+``prefix`` bits are kept, split in two: the high ``cell_bits`` pick a cell of the directory (which
+gives where the cell's entries start), the low ``tag_bits`` go into the entry beside the id::
 
     entry (uint32)  = tag << id_bits | id           id_bits = pages.bit_length()
-    cell            = prefix >> tag_bits            tag_bits = 32 - id_bits
-                                                    cell_bits = prefix_bits - tag_bits
+    cell            = prefix >> tag_bits            tag_bits = min(32 - id_bits, prefix)
+                                                    cell_bits = prefix - tag_bits
 
 The split moves with the segment's size (a segment twice as large has one more id bit, one tag bit
 less, one cell bit more), but ``prefix_bits`` stays, so every entry can be written again for any size
 (:meth:`PackedBuckets.sort_form`): merges and compactions lose nothing. The directory has two to four
 cells a page (for 32 bands about 8 to 16 entries a cell), as the 8-byte entries it replaces had.
 
-A prefix shared by another key only adds a candidate: every candidate's bands are checked against the
-query's sketch (:mod:`.lsh_segment`), so answers are exact whatever the prefix length.
+A prefix shared by another key only adds a candidate: every LSH candidate's bands are checked against
+the query's sketch, every table candidate's distance against the query (the simhash tables keep their
+whole 32-bit combined key with the default layout: no extra candidate at all).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..sorted_runs import merge_sorted
+from .sorted_runs import merge_sorted
 
 try:  # the optional C directory builder and lookup (built by pip install where a compiler exists)
-    from .._probe import bucket_directory as _native_directory
-    from .._probe import packed_lookup as _native_lookup
+    from ._probe import bucket_directory as _native_directory
+    from ._probe import packed_lookup as _native_lookup
 except ImportError:  # pragma: no cover - depends on the build
     _native_directory = _native_lookup = None
 
@@ -43,19 +45,32 @@ def prefix_bits(bands: int) -> int:
     return 32 + max(0, int(bands).bit_length() - 5)
 
 
+def split(prefix: int, pages: int) -> tuple[int, int, int]:
+    """``(id_bits, tag_bits, cell_bits)`` of a segment of ``pages`` with ``prefix``-bit keys."""
+    ids = id_bits(pages)
+    tags = min(32 - ids, prefix)
+    return ids, tags, prefix - tags
+
+
 def id_bits(pages: int) -> int:
     """Bits that number ``pages`` ids (at least one)."""
     return max(1, int(pages).bit_length())
 
 
-def sort_form(keys: np.ndarray, first_id: int, pages: int, prefix: int) -> np.ndarray:
-    """``prefix << id_bits | id`` of each band key (``keys``: uint64, one row a page, ids from
-    ``first_id``), flat and sorted: the order the entries are stored in, for a segment of ``pages``."""
-    bits = id_bits(pages)
+def sort_form_of(keys: np.ndarray, ids: np.ndarray, pages: int, prefix: int) -> np.ndarray:
+    """``prefix << id_bits | id`` of each (key, id) (uint64 keys, left-aligned; ``ids`` broadcast
+    against them), for a segment of ``pages``: the value whose order the entries are stored in."""
     form = keys >> np.uint64(64 - prefix)
-    form <<= np.uint64(bits)
-    form |= np.arange(first_id, first_id + keys.shape[0], dtype=np.uint64)[:, None]
-    flat = form.ravel()
+    form <<= np.uint64(id_bits(pages))
+    form |= ids
+    return form
+
+
+def sort_form(keys: np.ndarray, first_id: int, pages: int, prefix: int) -> np.ndarray:
+    """:func:`sort_form_of` each band key (``keys``: one row a page, ids from ``first_id``), flat
+    and sorted."""
+    ids = np.arange(first_id, first_id + keys.shape[0], dtype=np.uint64)[:, None]
+    flat = sort_form_of(keys, ids, pages, prefix).ravel()
     flat.sort()
     return flat
 
@@ -66,14 +81,12 @@ class PackedBuckets:
     def __init__(self, entries: np.ndarray, directory: np.ndarray, pages: int, prefix: int) -> None:
         """Checked for size and ends (a lookup checks each cell it reads): ValueError when they do not
         fit ``pages`` pages with ``prefix``-bit key prefixes."""
-        if not 0 <= pages <= MAX_PAGES:
-            raise ValueError(f"a segment holds at most {MAX_PAGES} pages, not {pages}")
-        if not 32 <= prefix <= 64 - id_bits(pages):
-            raise ValueError(f"a {prefix}-bit band key prefix does not fit {pages} pages")
+        if not 0 <= pages < 1 << 32:
+            raise ValueError(f"a segment holds less than 2**32 ids, not {pages}")
+        if not 1 <= prefix <= 64 - id_bits(pages):
+            raise ValueError(f"a {prefix}-bit key prefix does not fit {pages} ids")
         self.pages, self.prefix = pages, prefix
-        self.id_bits = id_bits(pages)
-        self.tag_bits = 32 - self.id_bits
-        self.cell_bits = prefix - self.tag_bits
+        self.id_bits, self.tag_bits, self.cell_bits = split(prefix, pages)
         n = entries.shape[0]
         if entries.dtype != np.uint32 or entries.ndim != 1:
             raise ValueError(f"bucket entries of {entries.dtype}, not uint32")
@@ -85,12 +98,12 @@ class PackedBuckets:
 
     @classmethod
     def empty(cls, prefix: int = 32) -> PackedBuckets:
-        return cls(np.zeros(0, np.uint32), np.zeros(1 + (1 << (prefix - 31)), np.uint32), 0, prefix)
+        return cls(np.zeros(0, np.uint32), np.zeros(1 + (1 << split(prefix, 0)[2]), np.uint32), 0, prefix)
 
     @classmethod
     def from_sort_form(cls, form: np.ndarray, pages: int, prefix: int) -> PackedBuckets:
         """Buckets over sorted ``prefix << id_bits(pages) | id`` values (:func:`sort_form`)."""
-        bits = prefix - (32 - id_bits(pages))
+        bits = split(prefix, pages)[2]
         directory = np.zeros((1 << bits) + 1, dtype=np.int64)
         if _native_directory is not None and form.dtype == np.uint64 and form.flags.c_contiguous:
             _native_directory(form, 32, directory)
@@ -145,7 +158,7 @@ class PackedBuckets:
 
     def lookup(self, keys: np.ndarray, *, native: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(index into ``keys``, id) of every entry whose prefix equals that of ``keys[k]`` (full
-        uint64 band keys), as a set (in no particular order). The C lookup (``native``, by default
+        uint64 keys, left-aligned), as a set (in no particular order). The C lookup (``native``, by default
         when built) and the numpy one give the same pairs."""
         if not self.size or not keys.size:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)

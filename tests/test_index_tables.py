@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_simhash.index import LayoutError
-from scrapy_simhash.index.tables import tables
+from scrapy_simhash.index.tables import packed_tables, tables
 from scrapy_simhash.index.tables.layouts import MAX_K, blocks_layout, resolve, tiered_layout
 from scrapy_simhash.index.tables.tables import Segment, _equal_ranges
 
@@ -271,3 +271,32 @@ def test_packed_tables_answer_exactly_the_live_rows_across_merges(
     for q, query in enumerate(queries.tolist()):
         one = sorted((s, d) for s, _, d in base.probe_one(layout, query, k))
         assert one == [(s, d) for qq, s, d in want if qq == q]
+    # the numpy lookup (no C extension) finds the same entries
+    aligned = packed_tables.aligned(layout, layout.combined_keys(queries).ravel())
+    pairs = [
+        set(zip(*(a.tolist() for a in base.buckets.lookup(aligned, native=n)), strict=True)) for n in (1, 0)
+    ]
+    assert pairs[0] == pairs[1]
+
+
+def test_damaged_packed_directories_raise_instead_of_reading_past_the_entries() -> None:
+    from scrapy_simhash.index.tables.packed_tables import PackedTables
+
+    layout = resolve(None, 3)
+    hashes = np.random.default_rng(5).integers(1, 2**64, size=500, dtype=np.uint64)
+    base = PackedTables.from_segment(layout, Segment.build(layout, hashes, np.arange(500, dtype=np.int64)))
+    directory = np.array(base.buckets.directory)
+    directory[1:-1] = directory[-1] + 7  # cells past the entries (the ends still add up)
+    damaged = PackedTables(
+        packed_tables.PackedBuckets(base.buckets.entries, directory, 500, base.buckets.prefix),
+        base.hashes,
+        base.seqs,
+    )
+    q = hashes[:4]
+    with pytest.raises(ValueError, match="does not fit"):
+        damaged.probe_one(layout, int(q[0]), 3)
+    for native in (True, False):
+        with pytest.raises(ValueError, match="does not fit"):
+            damaged.buckets.lookup(
+                packed_tables.aligned(layout, layout.combined_keys(q).ravel()), native=native
+            )

@@ -504,6 +504,53 @@ done:
     return result;
 }
 
+/* packed_sort_form(entries, directory, dir_itemsize, prefix, id_bits, new_id_bits, out): each packed
+ * entry as ``key prefix << new_id_bits | id`` (uint64 ``out``, one per entry, in stored order): what
+ * packed_buckets.PackedBuckets.sort_form computes, in one pass (a merge writes every entry again). */
+static PyObject *packed_sort_form(PyObject *self, PyObject *args) {
+    Py_buffer entries, directory, out;
+    int dsize, prefix, id_bits, new_bits;
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*iiiiw*", &entries, &directory, &dsize, &prefix, &id_bits, &new_bits, &out))
+        return NULL;
+    Py_ssize_t n = entries.len / 4, ndir = (dsize == 4 || dsize == 8) ? directory.len / dsize : 0;
+    if ((dsize != 4 && dsize != 8) || entries.len % 4 || directory.len != ndir * dsize ||
+        !packed_ok(prefix, id_bits, ndir) || new_bits < id_bits || new_bits > 32 || prefix + new_bits > 64 ||
+        out.len != n * 8) {
+        PyErr_SetString(PyExc_ValueError, "packed_sort_form: inconsistent array sizes");
+        goto done;
+    }
+    {
+        int tag_bits = 32 - id_bits < prefix ? 32 - id_bits : prefix;
+        const uint32_t *ev = entries.buf;
+        uint64_t *ov = out.buf, id_mask = (1ULL << id_bits) - 1;
+        Py_ssize_t end = 0;
+        for (Py_ssize_t c = 0; c + 1 < ndir; c++) {
+            Py_ssize_t lo = dir_at(directory.buf, dsize, (uint64_t)c), hi = dir_at(directory.buf, dsize, (uint64_t)c + 1);
+            if (lo != end || hi < lo || hi > n) {
+                PyErr_SetString(PyExc_ValueError, "packed_sort_form: the directory does not fit the entries");
+                goto done;
+            }
+            for (Py_ssize_t at = lo; at < hi; at++) {
+                uint64_t e = ev[at], p = ((uint64_t)c << tag_bits) | (e >> id_bits);
+                ov[at] = (p << new_bits) | (e & id_mask);
+            }
+            end = hi;
+        }
+        if (end != n) {
+            PyErr_SetString(PyExc_ValueError, "packed_sort_form: the directory does not fit the entries");
+            goto done;
+        }
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&entries);
+    PyBuffer_Release(&directory);
+    PyBuffer_Release(&out);
+    return result;
+}
+
 /* bucket_lookup(entries, directory, dir_itemsize, shift, prefixes) -> (positions bytes, ids bytes)
  *
  * The LSH buckets' lookup (lsh_buckets.SortedBuckets.lookup) in one call: for each 32-bit key
@@ -837,6 +884,7 @@ static PyMethodDef methods[] = {
     {"bucket_lookup", bucket_lookup, METH_VARARGS, "Look up LSH band key prefixes in sorted buckets."},
     {"packed_lookup", packed_lookup, METH_VARARGS, "Look up keys in packed 4-byte buckets."},
     {"packed_probe", packed_probe, METH_VARARGS, "Probe one query against the tables' packed base."},
+    {"packed_sort_form", packed_sort_form, METH_VARARGS, "Packed entries as their sort values, in one pass."},
     {"band_keys", band_keys, METH_VARARGS, "64-bit LSH band keys of a batch of sketches."},
     {"lsh_query", lsh_query, METH_VARARGS, "One MinHash-LSH lookup: buckets, dedupe, verification."},
     {"sketch_verify", sketch_verify, METH_VARARGS, "Count equal sketch values of LSH candidates, band-checked."},

@@ -29,14 +29,14 @@ from .sorted_runs import merge_sorted
 try:  # the optional C directory builder and lookup (built by pip install where a compiler exists)
     from ._probe import bucket_directory as _native_directory
     from ._probe import packed_lookup as _native_lookup
+    from ._probe import packed_sort_form as _native_sort_form
 except ImportError:  # pragma: no cover - depends on the build
-    _native_directory = _native_lookup = None
+    _native_directory = _native_lookup = _native_sort_form = None
 
 ENTRY_FORMAT = "packed32"
 """The manifest's name for this layout (files written before it held 8-byte entries)."""
 MAX_PAGES = (1 << 31) - 1
 """Ids take at most 31 bits, so a sort form (``prefix << id_bits | id``) fits 64 bits."""
-_LO = np.uint64(0xFFFFFFFF)
 _CHUNK = 1 << 20
 
 
@@ -110,17 +110,23 @@ class PackedBuckets:
         else:
             counts = np.bincount((form >> np.uint64(32)).astype(np.intp), minlength=1 << bits)
             np.cumsum(counts, out=directory[1:])
-        entries = (form & _LO).astype(np.uint32)
+        entries = form.astype(np.uint32)  # the low 32 bits
         if form.shape[0] < 1 << 32:
             directory = directory.astype(np.uint32)
         return cls(entries, directory, pages, prefix)
 
-    def sort_form(self, pages: int | None = None) -> np.ndarray:
-        """The entries as :func:`sort_form` values for a segment of ``pages`` (default: this one's)."""
+    def sort_form(self, pages: int | None = None, *, native: bool | None = None) -> np.ndarray:
+        """The entries as :func:`sort_form` values for a segment of ``pages`` (default: this one's):
+        one pass in C when built (``native``), else a slice of cells at a time."""
         bits = id_bits(self.pages if pages is None else pages)
         if self.prefix + bits > 64:
             raise ValueError(f"a segment of {pages} pages does not fit {self.prefix}-bit prefixes")
         out = np.empty(self.entries.shape[0], dtype=np.uint64)
+        if _native_sort_form is not None and native is not False:
+            entries, directory, dsize, prefix, old_bits = self.native_args()
+            entries, directory = np.ascontiguousarray(entries), np.ascontiguousarray(directory)
+            _native_sort_form(entries, directory, dsize, prefix, old_bits, bits, out)
+            return out
         mask, shift = np.uint64((1 << self.id_bits) - 1), np.uint64(self.id_bits)
         cells_total = self.directory.shape[0] - 1
         for first in range(0, cells_total, _CHUNK):  # a slice of cells at a time: bounded temporaries

@@ -86,6 +86,9 @@ def write_files(
         array = np.ascontiguousarray(given)
         if part == "seqs" and (not array.size or int(array.max()) <= _SEQ_NARROW_MAX):
             array = array.astype(np.uint32)  # 4 bytes a seq on disk while they fit; widened when loaded
+        # a new file, never the old one rewritten in place: a mapping of a generation written
+        # before under this name (a rebuild reuses its number) keeps its pages, never cut short
+        path.unlink(missing_ok=True)
         with path.open("wb") as f:
             np.save(f, array, allow_pickle=False)
             f.flush()
@@ -222,7 +225,8 @@ def _load_part(directory: Path, entry: dict[str, Any], verify: bool, background:
     a file that vanishes meanwhile is simply invalid)."""
     path = directory / entry["name"]
     try:
-        size = path.stat().st_size
+        stat = path.stat()
+        size = stat.st_size
         if size != entry["bytes"]:
             raise TablesInvalid(f"{entry['name']} has {size} bytes, expected {entry['bytes']}")
         if verify and _crc(path) != entry["crc32"]:
@@ -235,7 +239,8 @@ def _load_part(directory: Path, entry: dict[str, Any], verify: bool, background:
             touch_pages(array)
         else:
             # not at open: MAP_POPULATE and the CRC are linear in the index
-            prefault.in_background(array, None if verify else path, entry["crc32"])
+            identity = (stat.st_ino, stat.st_mtime_ns)
+            prefault.in_background(array, None if verify else path, entry["crc32"], identity)
         return array
     except (ValueError, OSError, SyntaxError, TokenError) as exc:  # numpy parses the header as Python
         raise TablesInvalid(f"{entry['name']} is not a valid array file ({exc})") from None

@@ -3,7 +3,9 @@ of the index), for the converter's tests (tests/test_index_upgrade.py).
 
 Each builder writes one old kind at ``path`` from the same pages: ``(simhash, key, meta, sketch)``,
 sketch a uint32 array of 128 minhash-doc/1 values or None. Checksums are computed here from their
-documented formulas, so a damaged row can be told from an intact one.
+documented formulas, so a damaged row can be told from an intact one. :func:`eight_byte_table_files`
+rewrites an index's table files in the earlier on-disk layout, from the in-memory arrays that layout
+stored as they were (the tables' segments, the LSH's sorted buckets).
 """
 
 from __future__ import annotations
@@ -243,3 +245,39 @@ KINDS = {
 }
 """Every old kind, by name."""
 WITH_SKETCHES = {"format-2-unchecked-rows", "format-2-32-bit-sketches", "sketch-store", "sketch-store-32-bit"}
+
+
+def eight_byte_table_files(path: Path) -> None:
+    """Rewrite the table files of the index at ``path`` (written by this version) as earlier versions
+    wrote them: per table entry a combined key and a row (4 bytes each, the in-memory segment's
+    arrays), and, when the generation has the sketches' LSH, 8-byte bucket entries (``band key's high
+    32 bits << 32 | id``) with their directory and window width; the manifest's sizes and CRC-32s to
+    match."""
+    from scrapy_simhash.index.lsh.lsh_bands import BandHasher
+    from scrapy_simhash.index.lsh.lsh_buckets import SortedBuckets, band_entries
+    from scrapy_simhash.index.tables.layouts import resolve
+    from scrapy_simhash.index.tables.tables import Segment
+
+    manifest = json.loads((path / "manifest.json").read_text())
+    files = manifest["files"]
+    hashes = np.load(path / files["hashes"]["name"])
+    seqs = np.load(path / files["seqs"]["name"]).astype(np.int64)
+    segment = Segment.build(resolve(manifest["layout"], 0), hashes, seqs)
+    arrays = {"keys": segment.keys, "rows": segment.rows}
+    for part in ("entries", "directory"):
+        (path / files.pop(part)["name"]).unlink()
+    del manifest["tables"], manifest["prefix_bits"]
+    info = manifest.get("lsh")
+    if info is not None:
+        sketches = np.load(path / files["lsh_sketches"]["name"]).reshape(-1, info["num_values"])
+        buckets = SortedBuckets(band_entries(BandHasher(info["bands"], info["rows"]), sketches))
+        arrays.update(lsh_entries=buckets.entries, lsh_directory=buckets.directory)
+        del info["entries"], info["prefix_bits"]
+        info["width"] = buckets.width
+    generation = int(manifest["generation"])
+    for part, array in arrays.items():
+        name = f"tables-{generation:06d}.{part}.npy"
+        np.save(path / name, array, allow_pickle=False)
+        data = (path / name).read_bytes()
+        files[part] = {"name": name, "bytes": len(data), "crc32": zlib.crc32(data)}
+    (path / "manifest.json").write_text(json.dumps(manifest))

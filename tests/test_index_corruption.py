@@ -7,11 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from index_old_layouts import eight_byte_table_files
 
 from scrapy_simhash import SimhashIndex
 from scrapy_simhash.index import IndexCorruptError
 
-PARTS = ("keys", "rows", "hashes", "seqs")
+PARTS = ("entries", "directory", "hashes", "seqs")
 
 
 def _fill(path: Path) -> dict[str, int]:
@@ -93,6 +94,42 @@ def test_damaged_manifest_is_rebuilt(tmp_path: Path, damage) -> None:  # type: i
     manifest = path / "manifest.json"
     manifest.write_text(damage(manifest.read_text()))
     _reopen_rebuilds(path, rows)
+
+
+def test_a_check_of_files_written_again_under_their_names_finds_no_damage(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """An open maps the first table files, then finds another one missing and writes the generation
+    again from the database: the background CRC-32 check of the files mapped before, run after the
+    new ones are written, must not call the new files damaged (nor read a file cut short under it)."""
+    from scrapy_simhash.index.tables import prefault
+
+    path = tmp_path / "ix"
+    rows = _fill(path)
+    _table_file(path, "directory").unlink()
+    held: list[tuple] = []
+    monkeypatch.setattr(prefault, "in_background", lambda *args: held.append(args))
+    with SimhashIndex(path) as index:
+        assert index.stats()["rebuilds"] == 1
+    monkeypatch.undo()
+    assert any(args[1] is not None for args in held)  # the entries, mapped before the rebuild
+    for args in held:
+        if args[1] is not None:
+            prefault._check(*args)
+    assert prefault.damage_in(path) == []
+    with SimhashIndex(path) as index:
+        _assert_exact(index, rows)
+
+
+def test_table_files_of_the_earlier_8_byte_layout_are_written_again_once(tmp_path: Path) -> None:
+    path = tmp_path / "ix"
+    rows = _fill(path)
+    eight_byte_table_files(path)
+    _reopen_rebuilds(path, rows)
+    files = json.loads((path / "manifest.json").read_text())["files"]
+    assert set(files) == set(PARTS)
+    assert np.load(path / files["entries"]["name"]).dtype == np.uint32
+    assert not list(path.glob("tables-*.keys.npy")) and not list(path.glob("tables-*.rows.npy"))
 
 
 def test_missing_manifest_is_rebuilt(tmp_path: Path) -> None:

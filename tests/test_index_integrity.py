@@ -146,7 +146,7 @@ def test_manifest_without_a_file_field_is_rebuilt(tmp_path: Path, field: str) ->
     path = tmp_path / "ix"
     rows = _fill(path)
     manifest = json.loads((path / "manifest.json").read_text())
-    del manifest["files"]["keys"][field]
+    del manifest["files"]["entries"][field]
     (path / "manifest.json").write_text(json.dumps(manifest))
     with SimhashIndex(path) as index:
         assert index.stats()["rebuilds"] == 1

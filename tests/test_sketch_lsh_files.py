@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from index_old_layouts import eight_byte_table_files
 
 from scrapy_simhash.index import IndexCorruptError, open_index
 from scrapy_simhash.index.embedded import storage as storage_module
@@ -171,6 +172,38 @@ def test_an_index_whose_files_predate_the_lsh_gets_them_from_its_first_writer(tm
     assert sum(1 for _ in path.glob("tables-*.lsh_*.npy")) == len(LSH_PARTS)
 
 
+def test_the_lsh_entries_take_four_bytes_a_band_and_page(tmp_path) -> None:
+    path = tmp_path / "ix"
+    build(path)
+    manifest = json.loads((path / "manifest.json").read_text())
+    entries = np.load(path / manifest["files"]["lsh_entries"]["name"])
+    assert entries.dtype == np.uint32 and entries.size == 60 * manifest["lsh"]["bands"]
+
+
+def test_an_index_with_8_byte_table_files_opens_and_its_first_writer_writes_them_again(
+    tmp_path, monkeypatch, caplog
+) -> None:
+    path = tmp_path / "ix"
+    probes = build(path)
+    with open_index(path, read_only=True) as index:
+        want = answers(index, probes)
+    eight_byte_table_files(path)
+    reads = count_sketch_reads(monkeypatch)
+    with open_index(path, read_only=True) as index:  # a reader reads the rows, writes nothing
+        assert answers(index, probes) == want
+    with caplog.at_level(logging.INFO), open_index(path, verify="full") as index:
+        assert answers(index, probes) == want
+    assert "earlier layout" in caplog.text and "rebuilding them from the database" in caplog.text
+    with open_index(path, verify="full") as index:
+        assert index.sketches.stats()["base"] == 60
+        assert answers(index, probes) == want
+    assert reads == [60, 60, 0]
+    files = json.loads((path / "manifest.json").read_text())["files"]
+    assert {np.load(path / files[part]["name"]).dtype for part in ("entries", "lsh_entries")} == {
+        np.dtype(np.uint32)
+    }
+
+
 def test_a_reader_and_the_writer_agree_across_generations(tmp_path, monkeypatch) -> None:
     from scrapy_simhash.index.embedded import generations
 
@@ -228,7 +261,7 @@ def test_merged_segments_answer_exactly_the_live_pages(seed, n, m, kills, rounds
             stored.pop(s)
         # as written and mapped again: the files' arrays give the same segment
         arrays = segment.arrays()
-        segment = LSHSegment.from_arrays(arrays, NV, segment.buckets.width)
+        segment = LSHSegment.from_arrays(arrays, NV, segment.buckets.prefix)
         assert len(segment) == len(stored)
     for probe in pages(20):
         v, band_keys = lsh.prepare(probe.astype(np.uint32))
@@ -243,3 +276,33 @@ def test_merged_segments_answer_exactly_the_live_pages(seed, n, m, kills, rounds
         assert got == want
         many = segment.query_many(v[None, :], band_keys[None, :], lsh.bands, lsh.rows, lsh.min_matches)
         assert [(s, c) for _, s, c in many] == want
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 600), st.sampled_from([1, 4, 16, 32, 64]))
+def test_packed_buckets_find_every_entry_of_a_key_prefix_in_c_and_numpy(seed, n, bands) -> None:
+    """Each band key finds exactly the pages whose key shares its prefix (no entry lost in the
+    split between directory and tag), whatever the segment's size, and both lookups agree."""
+    from scrapy_simhash.index.packed_buckets import PackedBuckets, prefix_bits, sort_form
+
+    rng = np.random.default_rng(seed)
+    prefix = prefix_bits(bands)
+    keys = rng.integers(0, 2**64, size=(n, bands), dtype=np.uint64)
+    keys[rng.random(keys.shape) < 0.3] = keys[0, 0]  # many pages under one key: long cells
+    buckets = PackedBuckets.from_sort_form(sort_form(keys.copy(), 0, n, prefix), n, prefix)
+    wanted = np.concatenate([keys[rng.integers(0, n, 20), 0], rng.integers(0, 2**64, 20, dtype=np.uint64)])
+    shift = np.uint64(64 - prefix)
+    want = {
+        (j, page)
+        for j, key in enumerate(wanted)
+        for page in np.flatnonzero(((keys >> shift) == (key >> shift)).any(axis=1)).tolist()
+    }
+    for native in (True, False):
+        at, ids = buckets.lookup(wanted, native=native)
+        assert set(zip(at.tolist(), ids.tolist(), strict=True)) == want
+    # renumbered for a larger segment (a merge), every entry is kept; C and numpy write the same
+    form = buckets.sort_form(4 * n + 3)
+    assert np.array_equal(form, buckets.sort_form(4 * n + 3, native=False))
+    again = PackedBuckets.from_sort_form(np.sort(form), 4 * n + 3, prefix)
+    at, ids = again.lookup(wanted)
+    assert set(zip(at.tolist(), ids.tolist(), strict=True)) == want

@@ -356,6 +356,8 @@ static inline Py_ssize_t dir_at(const void *directory, int dsize, uint64_t cell)
     return dsize == 4 ? (Py_ssize_t)((const uint32_t *)directory)[cell] : (Py_ssize_t)((const int64_t *)directory)[cell];
 }
 
+#include "_packed.h"
+
 /* bucket_lookup(entries, directory, dir_itemsize, shift, prefixes) -> (positions bytes, ids bytes)
  *
  * The LSH buckets' lookup (lsh_buckets.SortedBuckets.lookup) in one call: for each 32-bit key
@@ -561,7 +563,8 @@ done:
  *
  * One MinHash-LSH lookup (lsh.MinHashLSH._query) in one call: the query's band key prefixes
  * looked up in each level of sorted buckets (``levels``: a sequence of (entries, directory,
- * directory itemsize, shift), as bucket_lookup takes), plus ``extra_ids`` (the unsorted recent
+ * directory itemsize, shift), as bucket_lookup takes, or of packed uint32 entries (entries,
+ * directory, directory itemsize, prefix bits, id bits), as packed_lookup takes), plus ``extra_ids`` (the unsorted recent
  * inserts' candidates), deduplicated, removed ids dropped (``alive``: one byte per id), then each
  * candidate verified as sketch_verify does. */
 static PyObject *lsh_query(PyObject *self, PyObject *args) {
@@ -588,12 +591,26 @@ static PyObject *lsh_query(PyObject *self, PyObject *args) {
             PyObject *level = PySequence_GetItem(levels, l);
             if (!level) goto done;
             Py_buffer entries, directory;
-            int dsize, shift;
-            if (!PyArg_ParseTuple(level, "y*y*ii", &entries, &directory, &dsize, &shift)) {
+            int dsize, shift, id_bits = 0;
+            if (!PyArg_ParseTuple(level, "y*y*ii|i", &entries, &directory, &dsize, &shift, &id_bits)) {
                 Py_DECREF(level);
                 goto done;
             }
             Py_DECREF(level);
+            if (id_bits) { /* packed entries: (entries, directory, dsize, prefix, id_bits) */
+                Py_ssize_t pn = entries.len / 4, pdir = (dsize == 4 || dsize == 8) ? directory.len / dsize : 0;
+                int bad = (dsize != 4 && dsize != 8) || entries.len % 4 || directory.len != pdir * dsize ||
+                          !packed_ok(shift, id_bits, pdir);
+                for (Py_ssize_t j = 0; j < m && !bad && pn; j++) {
+                    int rc = packed_scan(entries.buf, pn, directory.buf, dsize, pdir, shift, id_bits, pv[j], NULL, 0, &cand);
+                    bad = rc == -2 ? 2 : rc < 0;
+                }
+                PyBuffer_Release(&entries);
+                PyBuffer_Release(&directory);
+                if (bad == 2) { PyErr_NoMemory(); goto done; }
+                if (bad) { PyErr_SetString(PyExc_ValueError, "lsh_query: the directory does not fit the entries"); goto done; }
+                continue;
+            }
             Py_ssize_t n = entries.len / 8, ndir = dsize > 0 ? directory.len / dsize : 0;
             int bad = (dsize != 4 && dsize != 8) || entries.len % 8 || directory.len != ndir * dsize || ndir < 2 ||
                       shift < 1 || shift > 63;
@@ -672,6 +689,9 @@ static PyMethodDef methods[] = {
     {"probe", probe, METH_VARARGS, "Probe one query against a segment's sorted tables."},
     {"brute", brute, METH_VARARGS, "Compare one query with every fingerprint of a buffer."},
     {"bucket_lookup", bucket_lookup, METH_VARARGS, "Look up LSH band key prefixes in sorted buckets."},
+    {"packed_lookup", packed_lookup, METH_VARARGS, "Look up keys in packed 4-byte buckets."},
+    {"packed_probe", packed_probe, METH_VARARGS, "Probe one query against the tables' packed base."},
+    {"packed_sort_form", packed_sort_form, METH_VARARGS, "Packed entries as their sort values, in one pass."},
     {"band_keys", band_keys, METH_VARARGS, "64-bit LSH band keys of a batch of sketches."},
     {"lsh_query", lsh_query, METH_VARARGS, "One MinHash-LSH lookup: buckets, dedupe, verification."},
     {"sketch_verify", sketch_verify, METH_VARARGS, "Count equal sketch values of LSH candidates, band-checked."},

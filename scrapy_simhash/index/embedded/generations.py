@@ -38,10 +38,12 @@ import numpy as np
 
 from ..lsh.lsh_segment import PARTS as LSH_PARTS
 from ..lsh.lsh_segment import LSHSegment
+from ..packed_buckets import ENTRY_FORMAT
 from ..tables import manifest as table_files
 from ..tables.delta_runs import DeltaRuns
 from ..tables.layers import Layers
 from ..tables.manifest import TablesInvalid
+from ..tables.packed_tables import PackedTables
 from ..tables.tables import Segment
 
 logger = logging.getLogger(__name__)
@@ -98,7 +100,7 @@ class _Plan:
 
     generation: int
     max_seq: int
-    base: Segment
+    base: Segment | PackedTables
     merging: DeltaRuns
     dropped: np.ndarray
     info: dict[str, Any]
@@ -110,7 +112,7 @@ class _Plan:
 @dataclass
 class _Written:
     manifest: dict[str, Any]
-    base: Segment
+    base: PackedTables
     lsh: LSHSegment | None
 
 
@@ -125,11 +127,14 @@ def mapped_lsh(
     info = manifest["lsh"]
     if any(info.get(name) != value for name, value in column.params.items()):
         return None
+    if info.get("entries") != ENTRY_FORMAT:  # 8-byte entries: a writer writes them again, once
+        logger.info("index %s: the sketch LSH files have an earlier layout; reading the rows", path)
+        return None
     try:
         arrays = table_files.load_parts(path, manifest, LSH_PARTS, verify=verify, background=background)
         if arrays is None:
             return None
-        segment = LSHSegment.from_arrays(arrays, column.num_values, int(info["width"]))
+        segment = LSHSegment.from_arrays(arrays, column.num_values, int(info["prefix_bits"]))
         if segment.seqs.size != info.get("count"):
             raise TablesInvalid(f"the LSH files hold {segment.seqs.size} pages, not {info.get('count')}")
         return segment
@@ -213,14 +218,21 @@ class Generations:
         """The merge's work (in its thread): the files of base + merging, then mapped back."""
         layout = self.layers.layout
         dropped = plan.dropped if plan.dropped.size else None
-        merged = plan.base.merged(layout, plan.merging.whole(layout), dropped)
+        base = plan.base
+        if not isinstance(base, PackedTables):  # no generation yet: an empty in-memory segment
+            base = PackedTables.from_segment(layout, base)
+        merged = base.merged(layout, plan.merging.whole(layout), dropped)
         info: dict[str, Any] = {"max_seq": plan.max_seq, **plan.info}
         arrays = None
         if plan.lsh is not None:
             segment = plan.lsh()
             arrays = segment.arrays()
-            count, width = int(segment.seqs.size), segment.buckets.width
-            info["lsh"] = {**plan.column.params, "count": count, "width": width}
+            info["lsh"] = {
+                **plan.column.params,
+                "count": int(segment.seqs.size),
+                "entries": ENTRY_FORMAT,
+                "prefix_bits": segment.buckets.prefix,
+            }
         manifest = table_files.write_files(self.path, plan.generation, merged, layout, info, arrays)
         try:
             base = table_files.load_generation(self.path, manifest, layout, verify=False, background=True)

@@ -42,8 +42,7 @@ from .lsh_bands import resolve_params as resolve_params
 from .lsh_bands import splitmix64 as splitmix64
 from .lsh_buckets import HI as _HI
 from .lsh_buckets import LO as _LO
-from .lsh_buckets import SortedBuckets
-from .lsh_segment import band_entries
+from .lsh_buckets import SortedBuckets, band_entries
 
 try:
     from .._probe import lsh_query as _native_query

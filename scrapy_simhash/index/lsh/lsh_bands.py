@@ -94,6 +94,17 @@ class BandHasher:
         return out
 
 
+def keys_in_slices(hasher: BandHasher, sketches: np.ndarray, chunk: int = 1 << 16) -> np.ndarray:
+    """``hasher``'s keys of ``sketches`` (rows of any integer type), shape (n, bands), computed from
+    uint32 copies of a slice at a time (no uint32 copy of a whole uint8 matrix)."""
+    n = sketches.shape[0]
+    keys = np.empty((n, hasher.bands), dtype=np.uint64)
+    for start in range(0, n, chunk):
+        part = np.ascontiguousarray(sketches[start : start + chunk], dtype=np.uint32)
+        keys[start : start + part.shape[0]] = hasher.keys_many(part)
+    return keys
+
+
 def band_keys(sketch: Any, bands: int, rows: int) -> np.ndarray:
     """The 64-bit band keys of ``sketch`` (see :class:`BandHasher` for the definition)."""
     return BandHasher(bands, rows).keys(as_sketch(sketch))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..sorted_runs import merge_sorted as merge_sorted
+from .lsh_bands import BandHasher, keys_in_slices
 
 try:  # the optional C lookup (built by pip install where a compiler exists); numpy otherwise
     from .._probe import bucket_directory as _native_directory
@@ -37,6 +38,16 @@ def _directory(entries: np.ndarray, bits: int) -> np.ndarray:
     counts = np.bincount((entries >> np.uint64(64 - bits)).astype(np.intp), minlength=1 << bits)
     np.cumsum(counts, out=directory[1:])
     return directory
+
+
+def band_entries(hasher: BandHasher, sketches: np.ndarray, first_id: int = 0) -> np.ndarray:
+    """The sorted bucket entries of ``sketches`` (rows), numbered from ``first_id``."""
+    entries = keys_in_slices(hasher, sketches)
+    entries &= HI
+    entries |= np.arange(first_id, first_id + sketches.shape[0], dtype=np.uint64)[:, None]
+    flat = entries.ravel()
+    flat.sort()
+    return flat
 
 
 class SortedBuckets:

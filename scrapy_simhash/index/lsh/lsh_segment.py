@@ -7,8 +7,9 @@ rebuilding the buckets (at 1M pages: seconds and ~900 bytes of heap a page, line
 
 A segment is four arrays, positions ("ids") in seq order:
 
-- ``entries``: ``band key's high 32 bits << 32 | id``, sorted (:mod:`.lsh_buckets`), 8 bytes a band;
-- ``directory``: the buckets' directory over the entries' top bits, so that it is not rebuilt at open;
+- ``entries``: 4 bytes a band and page, the band key's prefix split between the directory's cell and a
+  tag beside the page's id (:mod:`..packed_buckets`);
+- ``directory``: where each cell's entries start, so that it is not rebuilt at open;
 - ``sketches``: the pages' sketches, ``num_values`` values of ``value_bits`` (a byte each at 8 bits);
 - ``seqs``: each id's row in the database (ascending), by which a match's row is read;
 - ``dead``: the ids whose rows were removed or replaced before the segment was written (carried by a
@@ -25,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from .lsh_bands import BandHasher
-from .lsh_buckets import HI, LO, SortedBuckets
+from ..packed_buckets import MAX_PAGES, PackedBuckets, prefix_bits, sort_form
+from ..packed_buckets import id_bits as packed_id_bits
+from .lsh_bands import BandHasher, keys_in_slices
 
 try:
     from .._probe import lsh_query as _native_query
@@ -40,47 +42,34 @@ DEAD_SHARE = 8
 """A merge drops the dead pages it carries once they are more than 1/DEAD_SHARE of the segment."""
 
 
-def fresh_none() -> np.ndarray:
-    return np.zeros(0, dtype=np.uint64)
-
-
 _CHUNK = 1 << 16
-
-
-def band_entries(hasher: BandHasher, sketches: np.ndarray, first_id: int = 0) -> np.ndarray:
-    """The sorted bucket entries of ``sketches`` (rows), numbered from ``first_id``."""
-    n = sketches.shape[0]
-    entries = np.empty((n, hasher.bands), dtype=np.uint64)
-    for start in range(0, n, _CHUNK):  # band keys from uint32 values, a slice at a time
-        part = np.ascontiguousarray(sketches[start : start + _CHUNK], dtype=np.uint32)
-        entries[start : start + part.shape[0]] = hasher.keys_many(part)
-    entries &= HI
-    entries |= np.arange(first_id, first_id + n, dtype=np.uint64)[:, None]
-    flat = entries.ravel()
-    flat.sort()
-    return flat
 
 
 class LSHSegment:
     """An immutable LSH level over ``sketches`` (rows in seq order), answering by seq."""
 
-    def __init__(self, buckets: SortedBuckets, sketches: np.ndarray, seqs: np.ndarray) -> None:
+    def __init__(self, buckets: PackedBuckets, sketches: np.ndarray, seqs: np.ndarray) -> None:
         if sketches.shape[0] != seqs.shape[0]:
             raise ValueError(f"{sketches.shape[0]} sketches for {seqs.shape[0]} seqs")
+        if buckets.pages != seqs.shape[0] and buckets.size:
+            raise ValueError(f"buckets numbered for {buckets.pages} pages, not {seqs.shape[0]}")
         self.buckets, self.sketches, self.seqs = buckets, sketches, seqs
         self.alive = np.ones(seqs.shape[0], dtype=bool)
         self.dead = 0
 
     @classmethod
     def empty(cls, num_values: int, dtype: np.dtype[Any]) -> LSHSegment:
-        return cls(SortedBuckets(), np.zeros((0, num_values), dtype=dtype), np.zeros(0, dtype=np.int64))
+        return cls(PackedBuckets.empty(), np.zeros((0, num_values), dtype=dtype), np.zeros(0, dtype=np.int64))
 
     @classmethod
     def build(cls, hasher: BandHasher, sketches: np.ndarray, seqs: np.ndarray) -> LSHSegment:
-        return cls(SortedBuckets(band_entries(hasher, sketches)), sketches, seqs)
+        n, prefix = sketches.shape[0], prefix_bits(hasher.bands)
+        _check_pages(n)
+        form = sort_form(keys_in_slices(hasher, sketches), 0, n, prefix)
+        return cls(PackedBuckets.from_sort_form(form, n, prefix), sketches, seqs)
 
     @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray], num_values: int, width: int) -> LSHSegment:
+    def from_arrays(cls, arrays: dict[str, np.ndarray], num_values: int, prefix: int) -> LSHSegment:
         """A segment over its files' arrays (memory-mapped), checked for shape: a damaged file
         raises ValueError, never gives a wrong answer later."""
         seqs, flat = arrays["lsh_seqs"], arrays["lsh_sketches"]
@@ -90,8 +79,7 @@ class LSHSegment:
         # seqs stay as mapped (uint32 while they fit: 4 bytes a page, no copy at open)
         if seqs.size > 1 and not bool((seqs[1:] > seqs[:-1]).all()):
             raise ValueError("the segment's seqs are not ascending")
-        entries = arrays["lsh_entries"]
-        buckets = SortedBuckets.from_parts(entries, arrays["lsh_directory"], width)
+        buckets = PackedBuckets(arrays["lsh_entries"], arrays["lsh_directory"], int(seqs.size), prefix)
         segment = cls(buckets, sketches, seqs)
         dead = arrays["lsh_dead"]
         if dead.size:
@@ -151,14 +139,20 @@ class LSHSegment:
         """A new segment: this one's pages, then ``sketches`` (seqs above all of this one's).
 
         While at most an eighth of this one's pages are dead they are carried along, still dead
-        (:data:`DEAD_SHARE`): the merge then only inserts the new entries into the sorted ones and
-        adds their counts to the directory, instead of rewriting every entry's id (~10x slower at
-        1M pages); past that share they are dropped and the ids renumbered."""
+        (:data:`DEAD_SHARE`): the merge then writes each entry again for the larger segment's split
+        of its prefix (linear, nothing hashed again) and inserts the new ones, instead of renumbering
+        every id; past that share they are dropped and the ids renumbered."""
         n = int(self.seqs.shape[0])
         if self.dead * DEAD_SHARE > n:
             return self._compacted().merged(hasher, sketches, seqs)
-        fresh = band_entries(hasher, sketches, first_id=n) if sketches.size else fresh_none()
-        buckets = self.buckets.merged(fresh)
+        if not n:
+            return LSHSegment.build(hasher, sketches, seqs)
+        total, prefix = n + sketches.shape[0], self.buckets.prefix
+        _check_pages(total)
+        buckets = self.buckets
+        if sketches.shape[0]:
+            fresh = sort_form(keys_in_slices(hasher, sketches), n, total, prefix)
+            buckets = buckets.merged(fresh, total)
         all_sketches = np.concatenate([np.asarray(self.sketches), sketches.astype(self.sketches.dtype)])
         all_seqs = np.concatenate([np.asarray(self.seqs, dtype=np.int64), seqs.astype(np.int64)])
         out = LSHSegment(buckets, all_sketches, all_seqs)
@@ -172,11 +166,15 @@ class LSHSegment:
         """This segment without its dead pages (ids renumbered, order kept), in memory."""
         live = np.flatnonzero(self.alive)
         new_id = np.cumsum(self.alive, dtype=np.int64) - 1
-        old = self.buckets.entries
-        ids = (old & LO).astype(np.int64)
+        pages, prefix = int(live.size), self.buckets.prefix
+        form = self.buckets.sort_form()
+        ids = self.buckets.ids()
         keep = self.alive[ids]
-        kept = (old[keep] & HI) | new_id[ids[keep]].astype(np.uint64)
-        return LSHSegment(SortedBuckets(kept), np.asarray(self.sketches)[live], np.asarray(self.seqs)[live])
+        prefixes = form[keep] >> np.uint64(self.buckets.id_bits)
+        # ids renumbered in their order, so (prefix, id) order is kept: still sorted
+        kept = (prefixes << np.uint64(packed_id_bits(pages))) | new_id[ids[keep]].astype(np.uint64)
+        buckets = PackedBuckets.from_sort_form(kept, pages, prefix)
+        return LSHSegment(buckets, np.asarray(self.sketches)[live], np.asarray(self.seqs)[live])
 
     # -- answers -------------------------------------------------------------------------------------
     def query(
@@ -212,10 +210,10 @@ class LSHSegment:
         (as :meth:`query`), ordered by query, then best first, ties oldest first."""
         if not len(self) or not batch.shape[0]:
             return []
-        hi = (band_keys & HI).ravel()
+        flat = np.ascontiguousarray(band_keys, dtype=np.uint64).ravel()
         parts_q, parts_ids = [], []
-        for start in range(0, hi.shape[0], _CHUNK):  # bounds the lookups' temporary arrays
-            k, found = self.buckets.lookup(hi[start : start + _CHUNK])
+        for start in range(0, flat.shape[0], _CHUNK):  # bounds the lookups' temporary arrays
+            k, found = self.buckets.lookup(flat[start : start + _CHUNK])
             parts_q.append((k + start) // bands)
             parts_ids.append(found)
         q, ids = np.concatenate(parts_q), np.concatenate(parts_ids)
@@ -269,3 +267,8 @@ class LSHSegment:
         ok = counts >= min_matches
         ok &= eq[:, :width].reshape(-1, bands, rows).all(axis=2).any(axis=1)
         return np.where(ok, counts, -1).astype(np.int32)
+
+
+def _check_pages(pages: int) -> None:
+    if pages > MAX_PAGES:
+        raise ValueError(f"an LSH segment holds at most {MAX_PAGES} pages")

@@ -26,6 +26,7 @@ import numpy as np
 from .delta_runs import DeltaRuns
 from .layouts import Layout
 from .manifest import load_generation
+from .packed_tables import PackedTables
 from .tables import Hits, Pending, Segment, brute_force, brute_force_one
 
 DELTA_RATIO = 4  # a new base generation when the in-memory delta reaches base / DELTA_RATIO
@@ -38,8 +39,10 @@ class Layers:
     def __init__(self, path: Path, layout: Layout, pending_max: int, delta_min: int) -> None:
         self.path, self.layout = path, layout
         self._pending_max, self._delta_min = max(1, pending_max), max(1, delta_min)
-        self.base, self.base_max_seq, self.generation = Segment.empty(layout), 0, 0
-        """The on-disk tables, the largest seq they hold, their generation (0: none yet)."""
+        self.base: Segment | PackedTables = Segment.empty(layout)
+        """The on-disk tables (packed; an empty segment while there are none)."""
+        self.base_max_seq, self.generation = 0, 0
+        """The largest seq the on-disk tables hold, their generation (0: none yet)."""
         self.manifest: dict[str, Any] | None = None
         """The manifest of the base generation (its other files: the sketches' LSH)."""
         self.delta = DeltaRuns()
@@ -128,7 +131,7 @@ class Layers:
         """The dead seqs a merge of base and merging drops (those of newer rows stay listed)."""
         return np.fromiter((s for s in self.dead if s <= self.merging_max_seq), dtype=np.int64)
 
-    def switch(self, manifest: dict[str, Any], base: Segment, dropped: np.ndarray) -> None:
+    def switch(self, manifest: dict[str, Any], base: PackedTables, dropped: np.ndarray) -> None:
         """The generation written from base + merging (without ``dropped``) becomes the base."""
         self.base, self.manifest = base, manifest
         self.generation, self.base_max_seq = int(manifest["generation"]), self.merging_max_seq

@@ -1,8 +1,8 @@
 """Table files on disk: written once, replaced atomically, checked on open.
 
-One generation of the bulk tables is four ``.npy`` files (combined keys, rows,
-fingerprints, sequence numbers) named after the generation, plus ``manifest.json`` that
-names them with their sizes and CRC-32s. A new generation is written to new files, each
+One generation of the bulk tables is four ``.npy`` files (the packed table entries and their
+directory, :mod:`.packed_tables`; fingerprints; sequence numbers) named after the generation, plus
+``manifest.json`` that names them with their sizes and CRC-32s. A new generation is written to new files, each
 fsynced, then the manifest is written to a temporary file, fsynced and renamed over the
 old one, and the directory fsynced: a crash leaves either the old or the new generation,
 never a mix. Files of other generations are garbage and removed.
@@ -26,15 +26,18 @@ from typing import Any
 
 import numpy as np
 
+from ..packed_buckets import PackedBuckets
 from . import prefault
 from .layouts import Layout
-from .tables import Segment
+from .packed_tables import ENTRY_FORMAT, PackedTables, prefix_bits
 
 FORMAT = "scrapy-simhash-index/1"
 MANIFEST = "manifest.json"
-_PARTS = ("keys", "rows", "hashes", "seqs")
+_PARTS = ("entries", "directory", "hashes", "seqs")
+_EARLIER_PARTS = ("keys", "rows")
+"""The table files of the earlier layout (8 bytes a table entry): rebuilt from the database."""
 _SEQ_NARROW_MAX = (1 << 32) - 1
-"""Seqs up to this are written as uint32 (4 of the 144 bytes a fingerprint's table files take on disk)."""
+"""Seqs up to this are written as uint32 (4 bytes a fingerprint on disk)."""
 _TOUCH_CHUNK = 1 << 20
 
 
@@ -61,7 +64,7 @@ def _crc(path: Path) -> int:
 def write_files(
     directory: Path,
     generation: int,
-    segment: Segment,
+    segment: PackedTables,
     layout: Layout,
     info: dict[str, Any],
     extra: dict[str, np.ndarray] | None = None,
@@ -71,13 +74,21 @@ def write_files(
     the next open deletes. ``extra``: more one-dimensional arrays of the same generation (the
     sketches' LSH: :mod:`.lsh_segment`), written, named and checked alike."""
     files: dict[str, Any] = {}
-    arrays = {part: getattr(segment, part) for part in _PARTS}
+    arrays = {
+        "entries": segment.buckets.entries,
+        "directory": segment.buckets.directory,
+        "hashes": segment.hashes,
+        "seqs": segment.seqs,
+    }
     for part, given in {**arrays, **(extra or {})}.items():
         name = f"tables-{generation:06d}.{part}.npy"
         path = directory / name
         array = np.ascontiguousarray(given)
         if part == "seqs" and (not array.size or int(array.max()) <= _SEQ_NARROW_MAX):
             array = array.astype(np.uint32)  # 4 bytes a seq on disk while they fit; widened when loaded
+        # a new file, never the old one rewritten in place: a mapping of a generation written
+        # before under this name (a rebuild reuses its number) keeps its pages, never cut short
+        path.unlink(missing_ok=True)
         with path.open("wb") as f:
             np.save(f, array, allow_pickle=False)
             f.flush()
@@ -93,6 +104,8 @@ def write_files(
         "generation": generation,
         "layout": layout.spec,
         "count": len(segment),
+        "tables": ENTRY_FORMAT,
+        "prefix_bits": segment.buckets.prefix,
         "files": files,
         **info,
     }
@@ -131,12 +144,15 @@ def read_manifest(directory: Path) -> dict[str, Any] | None:
         manifest = json.loads(path.read_text())
         if manifest.get("format") != FORMAT:
             raise TablesInvalid(f"manifest format {manifest.get('format')!r} is not {FORMAT}")
+        earlier = all(part in manifest.get("files", ()) for part in _EARLIER_PARTS)
+        if manifest.get("tables") != ENTRY_FORMAT and earlier:
+            raise TablesInvalid("the table files have an earlier layout (8 bytes a table entry)")
         for part in _PARTS:
             entry = manifest["files"][part]
             if not isinstance(entry["name"], str) or "/" in entry["name"]:
                 raise TablesInvalid("manifest names a file outside the index")
             _require_ints(entry, "bytes", "crc32")
-        _require_ints(manifest, "generation", "count", "max_seq")
+        _require_ints(manifest, "generation", "count", "max_seq", "prefix_bits")
         if not isinstance(manifest["layout"], str) or not isinstance(manifest["db_id"], str):
             raise TablesInvalid("manifest.json is damaged (layout or db_id is not a string)")
         return manifest
@@ -209,7 +225,8 @@ def _load_part(directory: Path, entry: dict[str, Any], verify: bool, background:
     a file that vanishes meanwhile is simply invalid)."""
     path = directory / entry["name"]
     try:
-        size = path.stat().st_size
+        stat = path.stat()
+        size = stat.st_size
         if size != entry["bytes"]:
             raise TablesInvalid(f"{entry['name']} has {size} bytes, expected {entry['bytes']}")
         if verify and _crc(path) != entry["crc32"]:
@@ -222,7 +239,8 @@ def _load_part(directory: Path, entry: dict[str, Any], verify: bool, background:
             touch_pages(array)
         else:
             # not at open: MAP_POPULATE and the CRC are linear in the index
-            prefault.in_background(array, None if verify else path, entry["crc32"])
+            identity = (stat.st_ino, stat.st_mtime_ns)
+            prefault.in_background(array, None if verify else path, entry["crc32"], identity)
         return array
     except (ValueError, OSError, SyntaxError, TokenError) as exc:  # numpy parses the header as Python
         raise TablesInvalid(f"{entry['name']} is not a valid array file ({exc})") from None
@@ -251,7 +269,7 @@ def load_parts(
 
 def load_generation(
     directory: Path, manifest: dict[str, Any], layout: Layout, verify: bool = True, background: bool = False
-) -> Segment:
+) -> PackedTables:
     """Memory-map the generation named by ``manifest``, after checking sizes and CRCs (``background``:
     as :func:`load_parts`)."""
     if manifest["layout"] != layout.spec:
@@ -259,7 +277,14 @@ def load_generation(
     arrays = {part: _load_part(directory, manifest["files"][part], verify, background) for part in _PARTS}
     if arrays["seqs"].dtype == np.uint32:  # narrowed on disk (generations written before: int64)
         arrays["seqs"] = arrays["seqs"].astype(np.int64)
-    segment = Segment(**arrays)
+    prefix = prefix_bits(layout)
+    if manifest["prefix_bits"] != prefix:
+        raise TablesInvalid(f"table entries keep {manifest['prefix_bits']} key bits, not {prefix}")
+    try:
+        buckets = PackedBuckets(arrays["entries"], arrays["directory"], arrays["hashes"].shape[0], prefix)
+    except ValueError as exc:
+        raise TablesInvalid(f"the table entries do not fit their directory ({exc})") from None
+    segment = PackedTables(buckets, arrays["hashes"], arrays["seqs"])
     problem = segment.check(layout)
     if problem is None and len(segment) != int(manifest["count"]):
         problem = f"tables hold {len(segment)} fingerprints, manifest says {manifest['count']}"

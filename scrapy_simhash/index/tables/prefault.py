@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 
 MADV_POPULATE_READ = 22
 _CHUNK = 1 << 23  # bytes a call: short enough to stop soon when the process exits
-_queue: queue.SimpleQueue[tuple[np.ndarray, Path | None, int]] = queue.SimpleQueue()
+_queue: queue.SimpleQueue[tuple[np.ndarray, Path | None, int, tuple[int, int] | None]] = queue.SimpleQueue()
 _lock = threading.Lock()
 _worker: threading.Thread | None = None
 _populate = True
@@ -64,16 +64,19 @@ def _madvise() -> object | None:
 _MADVISE = _madvise()
 
 
-def in_background(array: np.ndarray, path: Path | None = None, crc32: int = 0) -> None:
+def in_background(
+    array: np.ndarray, path: Path | None = None, crc32: int = 0, identity: tuple[int, int] | None = None
+) -> None:
     """Fault ``array``'s pages in soon, in this process's prefault thread (started on first use);
-    with ``path``, the file ``array`` maps, check it against ``crc32`` too."""
+    with ``path``, the file ``array`` maps, check it against ``crc32`` too (``identity``: the file's
+    (inode, mtime) when it was mapped: a file written again under its name since is not judged)."""
     global _worker
     if not array.size or (_MADVISE is None and path is None):
         return
     with _lock:
         global _pending
         _pending += 1
-    _queue.put((array, path, crc32))
+    _queue.put((array, path, crc32, identity))
     with _lock:
         if _worker is None:
             _worker = threading.Thread(target=_run, name="scrapy-simhash-prefault", daemon=True)
@@ -83,12 +86,12 @@ def in_background(array: np.ndarray, path: Path | None = None, crc32: int = 0) -
 def _run() -> None:
     global _done, _pending
     while True:
-        array, path, crc32 = _queue.get()
+        array, path, crc32, identity = _queue.get()
         try:
             if path is None:
                 _fault_in(array)
             else:
-                _check(array, path, crc32)
+                _check(array, path, crc32, identity)
         except Exception:  # a hint to the kernel: a failure costs only page faults later
             logger.debug("prefault failed", exc_info=True)
         del array  # the mapping may be unmapped once nothing else holds it
@@ -97,17 +100,24 @@ def _run() -> None:
             _pending -= 1
 
 
-def _check(array: np.ndarray, path: Path, expected: int) -> None:
-    """The CRC-32 of ``path`` (its small header read from the file, its data from the mapping)."""
+def _check(array: np.ndarray, path: Path, expected: int, identity: tuple[int, int] | None = None) -> None:
+    """The CRC-32 of ``path`` (its small header read from the file, its data from the mapping). No
+    verdict when the file under that name is no longer the one mapped (``identity``): an open that
+    found the generation damaged wrote it again, and the new files are checked by their own open."""
     global damage_found
     data = array.reshape(-1).view(np.uint8)
     with path.open("rb") as f:
-        crc = zlib.crc32(f.read(path.stat().st_size - data.size))
+        stat = os.fstat(f.fileno())
+        if identity is not None and (stat.st_ino, stat.st_mtime_ns) != identity:
+            return
+        crc = zlib.crc32(f.read(stat.st_size - data.size))
     for start in range(0, data.size, _CHUNK):
         crc = zlib.crc32(data[start : start + _CHUNK].data, crc)
     if crc != expected:
-        logger.error("index %s: %s fails its CRC-32 check", path.parent, path.name)
         stat = os.stat(path)
+        if identity is not None and (stat.st_ino, stat.st_mtime_ns) != identity:
+            return
+        logger.error("index %s: %s fails its CRC-32 check", path.parent, path.name)
         found = (stat.st_ino, stat.st_mtime_ns, f"{path.name} fails its CRC-32 check")
         _damage.setdefault(path.parent.resolve(), {})[path.name] = found
         damage_found += 1

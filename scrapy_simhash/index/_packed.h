@@ -1,0 +1,202 @@
+/* The packed 4-byte table entries (scrapy_simhash/index/packed_buckets.py) in C: lookups, the
+ * simhash tables' single-query probe over them, and their sort values for a merge. Included by
+ * _probe.c after its helpers (ints_t, hits_t, dir_at, lower32, POPCOUNT64), which these use. */
+#ifndef SCRAPY_SIMHASH_PACKED_H
+#define SCRAPY_SIMHASH_PACKED_H
+
+/* The ids of the packed LSH entries (packed_buckets.py) under band key ``key``: the key's top
+ * ``prefix`` bits name a cell of ``directory`` (high bits) and a tag (the low ``min(32 - id_bits, prefix)`` bits);
+ * the cell's entries ``tag << id_bits | id`` are sorted, so a binary search finds the first with the
+ * tag. Returns 0, -1 when the directory does not fit the entries, -2 out of memory. */
+static int packed_scan(const uint32_t *ev, Py_ssize_t n, const void *directory, int dsize, Py_ssize_t ndir,
+                       int prefix, int id_bits, uint64_t key, ints_t *out_pos, int64_t position, ints_t *out_ids) {
+    int tag_bits = 32 - id_bits < prefix ? 32 - id_bits : prefix;
+    uint64_t p = key >> (64 - prefix);
+    uint64_t cell = p >> tag_bits, tag = p & ((1ULL << tag_bits) - 1), id_mask = (1ULL << id_bits) - 1;
+    if ((Py_ssize_t)cell + 1 >= ndir) return -1;
+    Py_ssize_t lo = dir_at(directory, dsize, cell), hi = dir_at(directory, dsize, cell + 1);
+    if (lo < 0 || hi > n || lo > hi) return -1;
+    uint32_t first = (uint32_t)(tag << id_bits);
+    for (Py_ssize_t at = lo + lower32(ev + lo, hi - lo, first); at < hi && ((uint64_t)ev[at] >> id_bits) == tag; at++) {
+        if (out_pos && ints_push(out_pos, position) < 0) return -2;
+        if (ints_push(out_ids, (int64_t)(ev[at] & id_mask)) < 0) return -2;
+    }
+    return 0;
+}
+
+/* Whether (prefix, id_bits) describe packed entries of 32 bits that a directory of ``ndir``
+ * cells can index: what packed_scan relies on. */
+static int packed_ok(int prefix, int id_bits, Py_ssize_t ndir) {
+    if (id_bits < 1 || id_bits > 32 || prefix < 1 || prefix + id_bits > 64) return 0;
+    int tag_bits = 32 - id_bits < prefix ? 32 - id_bits : prefix;
+    return ndir == ((Py_ssize_t)1 << (prefix - tag_bits)) + 1;
+}
+
+/* packed_lookup(entries, directory, dir_itemsize, prefix, id_bits, keys) -> (positions bytes, ids bytes)
+ *
+ * packed_buckets.PackedBuckets.lookup in one call: for each uint64 band key of ``keys``, the
+ * ids of the uint32 entries with its prefix. Both outputs are int64 arrays' bytes: the key's
+ * position in ``keys``, the id. */
+static PyObject *packed_lookup(PyObject *self, PyObject *args) {
+    Py_buffer entries, directory, keys;
+    int dsize, prefix, id_bits;
+    PyObject *result = NULL;
+    ints_t pos = {NULL, 0, 0}, ids = {NULL, 0, 0};
+    if (!PyArg_ParseTuple(args, "y*y*iiiy*", &entries, &directory, &dsize, &prefix, &id_bits, &keys)) return NULL;
+    Py_ssize_t n = entries.len / 4, ndir = (dsize == 4 || dsize == 8) ? directory.len / dsize : 0;
+    if ((dsize != 4 && dsize != 8) || entries.len % 4 || keys.len % 8 || directory.len != ndir * dsize ||
+        !packed_ok(prefix, id_bits, ndir)) {
+        PyErr_SetString(PyExc_ValueError, "packed_lookup: inconsistent array sizes");
+        goto done;
+    }
+    {
+        const uint64_t *kv = keys.buf;
+        for (Py_ssize_t j = 0; j < keys.len / 8 && n; j++) {
+            int rc = packed_scan(entries.buf, n, directory.buf, dsize, ndir, prefix, id_bits, kv[j], &pos, j, &ids);
+            if (rc == -2) { PyErr_NoMemory(); goto done; }
+            if (rc < 0) { PyErr_SetString(PyExc_ValueError, "packed_lookup: the directory does not fit the entries"); goto done; }
+        }
+        static const char empty[1] = {0};
+        result = Py_BuildValue("(y#y#)", pos.items ? (const char *)pos.items : empty, pos.len * 8,
+                               ids.items ? (const char *)ids.items : empty, ids.len * 8);
+    }
+done:
+    free(pos.items);
+    free(ids.items);
+    PyBuffer_Release(&entries);
+    PyBuffer_Release(&directory);
+    PyBuffer_Release(&keys);
+    return result;
+}
+
+/* packed_probe(entries, directory, dir_itemsize, prefix, id_bits, hashes, seqs, shifts, masks, outs,
+ *              tables, depth, key_bits, key_width, query, k) -> list of (seq, simhash, distance)
+ *
+ * probe() over the simhash tables' packed base (tables/packed_tables.py): each table's combined
+ * key, left-aligned (``key_width`` bits), looked up as packed_lookup does; each row found kept when
+ * within ``k`` of the query, once. */
+static PyObject *packed_probe(PyObject *self, PyObject *args) {
+    Py_buffer entries, directory, hashes, seqs, shifts, masks, outs;
+    int dsize, prefix, id_bits, ntables, depth, key_bits, width, k;
+    unsigned long long query;
+    PyObject *result = NULL;
+    hits_t hits = {NULL, 0, 0};
+    ints_t rows = {NULL, 0, 0};
+    if (!PyArg_ParseTuple(args, "y*y*iiiy*y*y*y*y*iiiiKi", &entries, &directory, &dsize, &prefix, &id_bits, &hashes,
+                          &seqs, &shifts, &masks, &outs, &ntables, &depth, &key_bits, &width, &query, &k))
+        return NULL;
+    Py_ssize_t n = entries.len / 4, ndir = (dsize == 4 || dsize == 8) ? directory.len / dsize : 0;
+    Py_ssize_t nrows = hashes.len / 8;
+    if ((dsize != 4 && dsize != 8) || entries.len % 4 || directory.len != ndir * dsize ||
+        !packed_ok(prefix, id_bits, ndir) || seqs.len != nrows * 8 || shifts.len != (Py_ssize_t)ntables * depth * 8 ||
+        masks.len != shifts.len || outs.len != shifts.len || key_bits < 0 || key_bits > 64 || width < 1 ||
+        width > 64 || ntables < 1 || depth < 1) {
+        PyErr_SetString(PyExc_ValueError, "packed_probe: inconsistent array sizes");
+        goto done;
+    }
+    const uint64_t *sh = shifts.buf, *mk = masks.buf, *ou = outs.buf, *hv = hashes.buf;
+    const uint64_t q = (uint64_t)query;
+    for (int t = 0; t < ntables && n; t++) {
+        uint64_t key = 0;
+        for (int s = 0; s < depth; s++) {
+            Py_ssize_t i = (Py_ssize_t)t * depth + s;
+            key |= ((q >> sh[i]) & mk[i]) << ou[i];
+        }
+        if (key_bits < 64) key |= (uint64_t)t << key_bits;
+        if (width < 64) key <<= (64 - width);
+        rows.len = 0;
+        int rc = packed_scan(entries.buf, n, directory.buf, dsize, ndir, prefix, id_bits, key, NULL, 0, &rows);
+        if (rc == -2) goto nomem;
+        if (rc < 0) goto corrupt;
+        for (Py_ssize_t j = 0; j < rows.len; j++) {
+            int64_t row = rows.items[j];
+            if (row >= nrows) goto corrupt;
+            uint32_t d = (uint32_t)POPCOUNT64(hv[row] ^ q);
+            if ((int)d <= k && hits_push(&hits, (uint32_t)row, d) < 0) goto nomem;
+        }
+    }
+    if (hits.len > 1) qsort(hits.items, (size_t)hits.len, sizeof(hit_t), cmp_row);
+    result = PyList_New(0);
+    if (!result) goto done;
+    {
+        const int64_t *sv = seqs.buf;
+        for (Py_ssize_t i = 0; i < hits.len; i++) {
+            if (i > 0 && hits.items[i].row == hits.items[i - 1].row) continue;
+            uint32_t row = hits.items[i].row;
+            PyObject *item = Py_BuildValue("(LKI)", (long long)sv[row], (unsigned long long)hv[row],
+                                           (unsigned int)hits.items[i].dist);
+            if (!item || PyList_Append(result, item) < 0) {
+                Py_XDECREF(item);
+                Py_CLEAR(result);
+                goto done;
+            }
+            Py_DECREF(item);
+        }
+    }
+    goto done;
+corrupt:
+    PyErr_SetString(PyExc_ValueError, "packed_probe: the directory or a row does not fit (damaged table)");
+    goto done;
+nomem:
+    PyErr_NoMemory();
+done:
+    free(hits.items);
+    free(rows.items);
+    PyBuffer_Release(&entries);
+    PyBuffer_Release(&directory);
+    PyBuffer_Release(&hashes);
+    PyBuffer_Release(&seqs);
+    PyBuffer_Release(&shifts);
+    PyBuffer_Release(&masks);
+    PyBuffer_Release(&outs);
+    return result;
+}
+
+/* packed_sort_form(entries, directory, dir_itemsize, prefix, id_bits, new_id_bits, out): each packed
+ * entry as ``key prefix << new_id_bits | id`` (uint64 ``out``, one per entry, in stored order): what
+ * packed_buckets.PackedBuckets.sort_form computes, in one pass (a merge writes every entry again). */
+static PyObject *packed_sort_form(PyObject *self, PyObject *args) {
+    Py_buffer entries, directory, out;
+    int dsize, prefix, id_bits, new_bits;
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*iiiiw*", &entries, &directory, &dsize, &prefix, &id_bits, &new_bits, &out))
+        return NULL;
+    Py_ssize_t n = entries.len / 4, ndir = (dsize == 4 || dsize == 8) ? directory.len / dsize : 0;
+    if ((dsize != 4 && dsize != 8) || entries.len % 4 || directory.len != ndir * dsize ||
+        !packed_ok(prefix, id_bits, ndir) || new_bits < id_bits || new_bits > 32 || prefix + new_bits > 64 ||
+        out.len != n * 8) {
+        PyErr_SetString(PyExc_ValueError, "packed_sort_form: inconsistent array sizes");
+        goto done;
+    }
+    {
+        int tag_bits = 32 - id_bits < prefix ? 32 - id_bits : prefix;
+        const uint32_t *ev = entries.buf;
+        uint64_t *ov = out.buf, id_mask = (1ULL << id_bits) - 1;
+        Py_ssize_t end = 0;
+        for (Py_ssize_t c = 0; c + 1 < ndir; c++) {
+            Py_ssize_t lo = dir_at(directory.buf, dsize, (uint64_t)c), hi = dir_at(directory.buf, dsize, (uint64_t)c + 1);
+            if (lo != end || hi < lo || hi > n) {
+                PyErr_SetString(PyExc_ValueError, "packed_sort_form: the directory does not fit the entries");
+                goto done;
+            }
+            for (Py_ssize_t at = lo; at < hi; at++) {
+                uint64_t e = ev[at], p = ((uint64_t)c << tag_bits) | (e >> id_bits);
+                ov[at] = (p << new_bits) | (e & id_mask);
+            }
+            end = hi;
+        }
+        if (end != n) {
+            PyErr_SetString(PyExc_ValueError, "packed_sort_form: the directory does not fit the entries");
+            goto done;
+        }
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&entries);
+    PyBuffer_Release(&directory);
+    PyBuffer_Release(&out);
+    return result;
+}
+
+#endif

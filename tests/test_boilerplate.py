@@ -130,6 +130,20 @@ def test_lines_outside_a_short_article_are_template():
     assert cleaned.template_chars == len("Autoplay:ONSpecialfeature")
 
 
+def test_a_brief_keeps_the_items_of_its_numbered_lists():
+    """Resiliparse numbers the items of an ordered list (``1. ...``): the number is not page text, the
+    item is the article's."""
+    html = (
+        "<html><body><div><p>Autoplay: ON</p></div><article><h1>Agenda</h1><ol><li>Welcome and coffee</li>"
+        "<li>Two lightning talks of ten minutes each</li><li>Discussion of the next meeting</li></ol>"
+        "</article></body></html>"
+    )
+    items = (
+        "1. Welcome and coffee\n2. Two lightning talks of ten minutes each\n3. Discussion of the next meeting"
+    )
+    assert split_template(html, f"Autoplay: ON\nAgenda\n{items}").text == f"Agenda\n{items}"
+
+
 def test_a_long_article_or_no_marked_one_keeps_the_lines_outside():
     """Only a short marked article decides: a long one (its headline outside it), several ``article``
     elements none of which holds the ``h1``, or none at all leave the extraction as it is."""

@@ -161,7 +161,7 @@ def _short_article(body: etree._Element, text: str) -> str | None:
     article, own = chosen[0], _text(chosen[0])
     if len(own) >= SHORT_ARTICLE or any(len(_text(a)) > len(own) for a in articles):
         return None
-    if not any((key := _key(line)) and key in own for line in text.splitlines()):
+    if not any((key := _key(line)) and _in_article(key, own) for line in text.splitlines()):
         return None
     parents: dict[etree._Element | None, int] = {}
     for paragraph in _LONG_PARAGRAPHS_XPATH(body):
@@ -221,6 +221,15 @@ def _key(line: str) -> str:
     return _flat(line).lstrip(_BULLETS)
 
 
+_LIST_NUMBER = re.compile(r"^\d+[.)]")
+
+
+def _in_article(key: str, article: str) -> bool:
+    """Whether an extracted line (its :func:`_key`) is text of the article, also when the extractor
+    numbered it as an item of an ordered list (``1. ...``: the number is not in the page's text)."""
+    return key in article or _LIST_NUMBER.sub("", key, count=1) in article
+
+
 def parse_page(html: str) -> etree._Element | None:
     """``html`` as this step reads it: the document's root element, comments left out; None when lxml
     cannot read it."""
@@ -271,7 +280,7 @@ def split_tree(doc: etree._Element | None, text: str) -> Cleaned:
     own_chars = template_chars = 0
     for line in text.splitlines():
         key = _key(line)
-        if brief is not None and key and key not in brief:
+        if brief is not None and key and not _in_article(key, brief):
             template_chars += len(key)
             continue
         if len(key) > 1 and key in template:

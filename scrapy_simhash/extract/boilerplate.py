@@ -15,7 +15,8 @@ when it parsed the page with lxml (trafilatura: :func:`reusable_tree`), else a p
   (``article``, ``main``, an ``h1``, ``role=main``, ``itemprop=articleBody``, three long paragraphs) is
   never template: a page wrapped in one big ``form`` keeps its text;
 - a **brief** is a page whose marked article is short: its only ``article`` element (nested ones not
-  counted), or the only one that holds an ``h1``, with fewer than :data:`SHORT_ARTICLE` characters. On such
+  counted), or the only one that holds an ``h1``, with fewer than :data:`SHORT_ARTICLE` characters (and
+  the guards of :func:`_short_article`, which keep full articles out). On such
   a page the extractors' own rules are weakest (the article alone looks too small to be the main text) and
   they keep chrome no markup names: a video player's controls, teasers, a newsletter prompt. There, every
   extracted line not found in that element is template;

@@ -10,8 +10,8 @@ extractor and feature set it reports precision, recall and F1 per kind of change
 per minimum token count, distance histograms, and the distance distribution over all pairs of
 different corpus pages, with the expected number of false pairs extrapolated to 10 million pages.
 
-Extracted texts are cached in ``bench/results/`` (git-ignored), keyed by seed and transform version
-and, within, by each extractor's description (library version and options):
+Extracted texts are cached in ``bench/results/`` (git-ignored), keyed by seed, transform version and
+the extraction code's sources and, within, by each extractor's description (library version and options):
 the first run extracts ~10,000 pages (about 10 minutes on 2 cores), later runs take seconds.
 """
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import os
 import random
@@ -144,6 +145,22 @@ def _extract_variant(job: tuple[str, str | None, int, tuple[str, ...]]) -> tuple
 
 def variant_key(page_id: str, kind: str | None, seed: int) -> str:
     return page_id if kind is None else f"{page_id}#{kind}@{seed}"
+
+
+EXTRACT_CODE = REPO / "scrapy_simhash" / "extract"
+
+
+def texts_cache_path(cache_dir: Path, seed: int, code: Path = EXTRACT_CODE) -> Path:
+    """The texts cache for ``seed``, the transforms' version and the extraction code in ``code``.
+
+    Descriptions name an extractor's library versions and options, not every change of this project's
+    own steps (the template step keeps ``;boilerplate=1`` through changes of its rules): a digest of the
+    extraction package's sources keeps a run from scoring texts an older step made.
+    """
+    digest = hashlib.sha256()
+    for path in sorted(code.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return cache_dir / f"quality-texts-seed{seed}-v{TRANSFORMS_VERSION}-x{digest.hexdigest()[:10]}.json.gz"
 
 
 def load_cache(path: Path) -> dict[str, dict[str, str | None]]:
@@ -477,7 +494,7 @@ def main(argv: list[str] | None = None) -> int:
     jobs_spec += [(p.id, kind) for p in base for kind in KINDS]
     templates = brief_templates(confirmed, args.briefs, args.seed)
     jobs_spec += [(p.id, kind) for p in templates for kind in BRIEF_KINDS]
-    cache_path = args.cache_dir / f"quality-texts-seed{args.seed}-v{TRANSFORMS_VERSION}.json.gz"
+    cache_path = texts_cache_path(args.cache_dir, args.seed)
     texts = extract_all(args.corpus, jobs_spec, args.seed, names, args.jobs, cache_path)
 
     positives = {kind: [(p.id, variant_key(p.id, kind, args.seed)) for p in base] for kind in KINDS}

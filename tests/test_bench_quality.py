@@ -89,3 +89,20 @@ def test_a_wrong_default_says_what_to_pass_before_any_work(
     assert done.returncode == 2
     assert f"--default: {message}" in done.stderr
     assert "extracting" not in done.stderr and not (tmp_path / "cache").exists()
+
+
+def test_the_texts_cache_follows_the_extraction_code(tmp_path: Path):
+    """A change of the template step keeps the extractors' descriptions, so texts cached before it must
+    not be read after it: the cache file is named after the extraction code too."""
+    sys.path.insert(0, str(BENCH))
+    from quality import texts_cache_path
+
+    code = tmp_path / "extract"
+    code.mkdir()
+    (code / "boilerplate.py").write_text("SHORT_ARTICLE = 1000\n")
+    before = texts_cache_path(tmp_path, 0, code)
+    assert texts_cache_path(tmp_path, 0, code) == before
+    (code / "boilerplate.py").write_text("SHORT_ARTICLE = 800\n")
+    after = texts_cache_path(tmp_path, 0, code)
+    assert after != before and after.parent == before.parent
+    assert texts_cache_path(tmp_path, 1, code) != after

@@ -54,6 +54,115 @@ def test_short_briefs_in_one_template_are_not_near_duplicates(extractor):
     assert fingerprint_page(BRIEF_PAGES["/news/weather.html"], extractor=extractor).reason == "boilerplate"
 
 
+_UNNAMED_CHROME = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title}</title></head>
+<body><div id="wrap"><div class="stage"><div class="vp"><div class="vp-box">
+<p>Battle of the riverside robot baristas</p><p>Autoplay: ON Autoplay: OFF</p>
+<table><tr><td>player version</td><td>1.7.2</td></tr><tr><td>playback state</td><td>1</td></tr>
+<tr><td>duration</td><td>15</td></tr><tr><td>current time</td><td>7.00</td></tr></table>
+<p>0:07 / 0:15 captions fullscreen</p></div></div></div>
+<article class="brief"><h1>{title}</h1><p class="dateline">{date}, by the newsdesk</p><p>{text}</p></article>
+<div class="more">{teasers}</div>
+<div class="fly"><p>Share your ideas with the community, receive exclusive offers and get the latest
+news, reviews and guides from Riverside Daily in your inbox every morning.</p>
+<p>No, thanks.</p></div>
+</div></body></html>"""
+_TEASERS = (
+    (
+        "Special feature",
+        "How the old mill became the town's busiest market hall",
+        "Twenty years after the last flour left the building, traders and visitors have made it the heart of "
+        "the riverside.",
+    ),
+    (
+        "Exclusive interview",
+        "The ferry captain who has crossed the estuary forty thousand times",
+        "After four decades at the wheel she talks about storms, tides and the passengers she will never "
+        "forget.",
+    ),
+    (
+        "Long read",
+        "Inside the council's plan to rebuild the harbour wall before the winter storms",
+        "Engineers, fishermen and residents explain what the new wall will change along the seafront.",
+    ),
+)
+
+
+def _unnamed_chrome_page(title: str, text: str, date: str) -> bytes:
+    """A brief in a template whose video player, teasers and newsletter prompt carry no name, role or
+    tag that says they are template: only the page's ``article`` element tells its own text apart."""
+    teasers = "".join(
+        f'<div class="tile"><span class="kicker">{kicker}</span><h3><a href="/f/{n}">{headline}</a></h3>'
+        f"<p>{summary}</p></div>"
+        for n, (kicker, headline, summary) in enumerate(_TEASERS)
+    )
+    return _UNNAMED_CHROME.format(title=title, text=text, date=date, teasers=teasers).encode()
+
+
+@pytest.mark.parametrize("extractor", EXTRACTORS, ids=IDS)
+def test_briefs_in_a_template_without_named_chrome_are_not_near_duplicates(extractor):
+    """The extractors keep a video player's controls, teasers and a newsletter prompt around a short
+    article; outside the page's short ``article`` element, those lines are template."""
+    pages = [
+        _unnamed_chrome_page(title, text, f"{day} March 2026")
+        for day, (title, text) in enumerate(list(BRIEFS.values())[:4], 2)
+    ]
+    prints = [fingerprint_page(body, extractor=extractor) for body in pages]
+    matched = [
+        (a, b)
+        for (a, pa), (b, pb) in itertools.combinations(enumerate(prints), 2)
+        if pa.simhash is not None and pb.simhash is not None and compare(pa, pb).near_duplicate
+    ]
+    assert matched == []
+    for body in pages:
+        result = extractor(body)
+        assert result.reason in (None, "boilerplate")
+        assert "player version" not in (result.text or "") and "No, thanks" not in (result.text or "")
+
+
+def test_lines_outside_a_short_article_are_template():
+    html = (
+        "<html><body><div><p>Autoplay: ON</p><p>Special feature</p></div>"
+        "<article><h1>Weather</h1><p>Cloudy with showers later. Highs of nine.</p></article></body></html>"
+    )
+    text = "Autoplay: ON\nWeather\nCloudy with showers later. Highs of nine.\nSpecial feature"
+    cleaned = split_template(html, text)
+    assert cleaned.text == "Weather\nCloudy with showers later. Highs of nine."
+    assert cleaned.template_chars == len("Autoplay:ONSpecialfeature")
+
+
+def test_a_brief_keeps_the_items_of_its_numbered_lists():
+    """Resiliparse numbers the items of an ordered list (``1. ...``): the number is not page text, the
+    item is the article's."""
+    html = (
+        "<html><body><div><p>Autoplay: ON</p></div><article><h1>Agenda</h1><ol><li>Welcome and coffee</li>"
+        "<li>Two lightning talks of ten minutes each</li><li>Discussion of the next meeting</li></ol>"
+        "</article></body></html>"
+    )
+    items = (
+        "1. Welcome and coffee\n2. Two lightning talks of ten minutes each\n3. Discussion of the next meeting"
+    )
+    assert split_template(html, f"Autoplay: ON\nAgenda\n{items}").text == f"Agenda\n{items}"
+
+
+def test_a_long_article_or_no_marked_one_keeps_the_lines_outside():
+    """Only a short marked article decides: a long one (its headline outside it), several ``article``
+    elements none of which holds the ``h1``, or none at all leave the extraction as it is."""
+    body = "".join(
+        f"<p>{'The harbour board met again on Tuesday to discuss the cranes. ' * 3}{n}</p>" for n in range(8)
+    )
+    lines = "\n".join(
+        f"{'The harbour board met again on Tuesday to discuss the cranes. ' * 3}{n}" for n in range(8)
+    )
+    pages = [
+        f"<html><body><h1>Harbour cranes</h1><article>{body}</article></body></html>",
+        f"<html><body><h1>Harbour cranes</h1><article>{body[:300]}</article><article>Other</article>"
+        f"<div>{body}</div></body></html>",
+        f"<html><body><h1>Harbour cranes</h1><div>{body}</div></body></html>",
+    ]
+    for html in pages:
+        assert split_template(html, f"Harbour cranes\n{lines}").text == f"Harbour cranes\n{lines}", html
+
+
 @pytest.mark.parametrize("extractor", EXTRACTORS, ids=IDS)
 def test_a_longer_story_in_the_template_keeps_its_own_text(extractor):
     story = " ".join(

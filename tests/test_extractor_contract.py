@@ -19,14 +19,16 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from scrapy_simhash import tokens
 from scrapy_simhash.extract import Extraction, Extractor, decode_html, extractor_names, get_extractor
 from scrapy_simhash.page import fingerprint_page
 
-REASONS = {"empty", "binary", "too_large", "no_text", "extractor_error"}
+REASONS = {"empty", "binary", "too_large", "no_text", "boilerplate", "extractor_error"}
+"""Every reason an extractor gives (``boilerplate``: what it found was the page's template, e.g. the text
+outside a short ``article``, as on ``00<article>0``)."""
 
 ARTICLE = (
     "<html><head>{meta}</head><body><article>"
@@ -253,6 +255,7 @@ _HOSTILE = st.lists(st.one_of(_PIECES, st.text(max_size=40)), max_size=80).map("
     as_bytes=st.sampled_from([None, "utf-8", "utf-16", "latin-1"]),
     declared=st.sampled_from([None, "utf-8", "latin-1", "rot13", "utf-16", "bogus"]),
 )
+@example(page="00<article>0", as_bytes=None, declared=None)  # the line outside a short article: boilerplate
 def test_hostile_html_gives_a_text_or_a_reason(
     extractor: Extractor, page: str, as_bytes: str | None, declared: str | None
 ) -> None:

@@ -14,8 +14,14 @@ when it parsed the page with lxml (trafilatura: :func:`reusable_tree`), else a p
   with two or more links, whose text is mostly link text). A region that holds the article
   (``article``, ``main``, an ``h1``, ``role=main``, ``itemprop=articleBody``, three long paragraphs) is
   never template: a page wrapped in one big ``form`` keeps its text;
+- a **brief** is a page whose marked article is short: its only ``article`` element (nested ones not
+  counted), or the only one that holds an ``h1``, with fewer than :data:`SHORT_ARTICLE` characters (and
+  the guards of :func:`_short_article`, which keep full articles out). On such
+  a page the extractors' own rules are weakest (the article alone looks too small to be the main text) and
+  they keep chrome no markup names: a video player's controls, teasers, a newsletter prompt. There, every
+  extracted line not found in that element is template;
 - an extracted **line is template** when its text occurs in a template region and nowhere else on the
-  page (a headline that is also a menu entry stays);
+  page (a headline that is also a menu entry stays), or, on a brief, when it is not in its article;
 - template lines are dropped; when what remains of the page's own text is short
   (:data:`MIN_OWN_CHARS`) and the template text dropped is longer, the page has **no main text of its
   own** (reason ``boilerplate``).
@@ -39,6 +45,10 @@ template is ``boilerplate`` (a news brief of two sentences with its headline has
 LONG_PARAGRAPH = 100
 """An element that holds three paragraphs of this many characters is the article, not the template,
 whatever its tag or name (``class="article-body no-share"``)."""
+
+SHORT_ARTICLE = 1000
+"""A page whose marked article (an ``article`` element) has fewer non-space characters than this is a
+brief: the extraction's lines found outside that element are the site's template."""
 
 LINK_DENSITY = 0.7
 """A block whose text is at least this share link text is a link list (menus, footers, related links)."""
@@ -86,6 +96,7 @@ _ANCHORS_XPATH = etree.XPath(
     "descendant::article | descendant::main | descendant::h1"
     " | descendant::*[@role='main' or @itemprop='articleBody']"
 )
+_ARTICLES_XPATH = etree.XPath("descendant::article[not(ancestor::article)]")
 _LONG_PARAGRAPHS_XPATH = etree.XPath(f"descendant::p[string-length(normalize-space()) >= {LONG_PARAGRAPH}]")
 _STRING = etree.XPath("string()", smart_strings=False)
 _INVISIBLE = ("script", "style", "noscript", "template", "head")
@@ -132,6 +143,33 @@ def _content_holders(body: etree._Element) -> set[etree._Element]:
             paragraphs[ancestor] = paragraphs.get(ancestor, 0) + 1
     holders.update(el for el, count in paragraphs.items() if count >= 3)
     return holders
+
+
+def _short_article(body: etree._Element, text: str) -> str | None:
+    """The text (without spaces) of the element the page marks as its article when the page is a brief,
+    else None.
+
+    That element is the only ``article`` (nested ones not counted), or the only one that holds an ``h1``;
+    it must be the longest ``article``, shorter than :data:`SHORT_ARTICLE`, hold a line of the extraction
+    ``text``, and no element outside it may hold three long paragraphs side by side (an ``article`` that
+    is a photo box or a teaser beside the story is not the page's article; teasers' summaries each sit in
+    a card of their own).
+    """
+    articles = _ARTICLES_XPATH(body)
+    chosen = articles if len(articles) == 1 else [a for a in articles if a.find(".//h1") is not None]
+    if len(chosen) != 1:
+        return None
+    article, own = chosen[0], _text(chosen[0])
+    if len(own) >= SHORT_ARTICLE or any(len(_text(a)) > len(own) for a in articles):
+        return None
+    if not any((key := _key(line)) and _in_article(key, own) for line in text.splitlines()):
+        return None
+    parents: dict[etree._Element | None, int] = {}
+    for paragraph in _LONG_PARAGRAPHS_XPATH(body):
+        if article not in paragraph.iterancestors():
+            parent = paragraph.getparent()
+            parents[parent] = parents.get(parent, 0) + 1
+    return None if any(count >= 3 for count in parents.values()) else own
 
 
 def _outermost(elements: list[etree._Element], holders: set[etree._Element]) -> list[etree._Element]:
@@ -184,6 +222,15 @@ def _key(line: str) -> str:
     return _flat(line).lstrip(_BULLETS)
 
 
+_LIST_NUMBER = re.compile(r"^\d+[.)]")
+
+
+def _in_article(key: str, article: str) -> bool:
+    """Whether an extracted line (its :func:`_key`) is text of the article, also when the extractor
+    numbered it as an item of an ordered list (``1. ...``: the number is not in the page's text)."""
+    return key in article or _LIST_NUMBER.sub("", key, count=1) in article
+
+
 def parse_page(html: str) -> etree._Element | None:
     """``html`` as this step reads it: the document's root element, comments left out; None when lxml
     cannot read it."""
@@ -219,6 +266,7 @@ def split_tree(doc: etree._Element | None, text: str) -> Cleaned:
     if body is None:
         return Cleaned(text, len(_flat(text)), 0)
     etree.strip_elements(doc, *_INVISIBLE, with_tail=False)
+    brief = _short_article(body, text)
     holders = _content_holders(body)
     parts = []
     for find in (_marked_regions, _link_lists):  # link lists among what the marked regions leave
@@ -226,13 +274,16 @@ def split_tree(doc: etree._Element | None, text: str) -> Cleaned:
             parts.append(_text(region))
             _remove(region)
     template = "\x00".join(parts)
-    if not template:
+    if not template and brief is None:
         return Cleaned(text, len(_flat(text)), 0)
     own: str | None = None
     kept: list[str] = []
     own_chars = template_chars = 0
     for line in text.splitlines():
         key = _key(line)
+        if brief is not None and key and not _in_article(key, brief):
+            template_chars += len(key)
+            continue
         if len(key) > 1 and key in template:
             if own is None:
                 own = _text(doc)

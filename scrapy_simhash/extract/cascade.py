@@ -19,6 +19,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
 
 from .base import Extractor
+from .identity import parse_description
 from .resiliparse import ResiliparseExtractor
 from .trafilatura import TrafilaturaExtractor
 
@@ -40,12 +41,6 @@ def has_words(text: str, count: int) -> bool:
     return count <= 0
 
 
-def _split(identity: str) -> tuple[str, list[str]]:
-    """``name/version;a=1;b=2`` as (``version``, [``a=1``, ``b=2``])."""
-    head, *options = identity.split(";")
-    return head.partition("/")[2], options
-
-
 @dataclass(frozen=True)
 class ResiliparseTrafilaturaExtractor(Extractor):
     """Resiliparse's main text; trafilatura's where Resiliparse's has fewer than ``min_words`` words."""
@@ -60,14 +55,13 @@ class ResiliparseTrafilaturaExtractor(Extractor):
     def identity(self) -> str:
         """``resiliparse+trafilatura/<resiliparse version>+<trafilatura version>;min_words=N;fast.*;slow.*``:
         both libraries' versions (a new one of either is a warning) and both configurations."""
-        fast_version, fast_options = _split(self.fast.identity)
-        slow_version, slow_options = _split(self.slow.identity)
+        fast, slow = parse_description(self.fast.identity), parse_description(self.slow.identity)
         options = [
             f"min_words={self.min_words}",
-            *(f"fast.{option}" for option in fast_options),
-            *(f"slow.{option}" for option in slow_options),
+            *(f"fast.{key}={value}" for key, value in fast.options),
+            *(f"slow.{key}={value}" for key, value in slow.options),
         ]
-        return f"{self.name}/{fast_version}+{slow_version};" + ";".join(options)
+        return f"{self.name}/{fast.version}+{slow.version};" + ";".join(options)
 
     def main_text(self, html: str, url: str | None) -> str | None:
         return self.main_text_and_tree(html, url)[0]

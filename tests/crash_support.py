@@ -129,8 +129,9 @@ def run_and_kill(child_code: str, path: Path, round_: int, rng: random.Random, s
         # Read through the same buffered stream as readline() above: reading the raw pipe would drop
         # what readline() had already buffered (acks lost to the check, or a line cut in two).
         out = stdout.read()
-        stderr.read()
-    assert forker.exit_status() == -signal.SIGKILL
+        errors = stderr.read()
+    status = forker.exit_status()
+    assert status == -signal.SIGKILL, f"the child ended by itself (exit status {status}):\n{errors}"
     lines = out.splitlines()
     if out and not out.endswith("\n"):  # killed in the middle of writing it: not an acknowledgement
         lines.pop()

@@ -4,6 +4,7 @@ and the runs over the corpus that several test files only read (made once a sess
 from __future__ import annotations
 
 import contextlib
+import gzip
 import io
 import os
 from collections.abc import Callable, Iterator
@@ -36,6 +37,31 @@ def corpus() -> Path:
 @pytest.fixture(scope="session")
 def spec() -> Path:
     return _require(SPEC)
+
+
+@pytest.fixture(scope="session")
+def corpus_pages(corpus: Path) -> list[Path]:
+    """The corpus's HTML pages (``pages/**/*.html.gz``), sorted."""
+    return sorted((corpus / "pages").rglob("*.html.gz"))
+
+
+@pytest.fixture(scope="session")
+def corpus_page_extractions(corpus_pages: list[Path]) -> Callable[[str], dict[Path, Any]]:
+    """Every corpus page's :class:`~scrapy_simhash.extract.Extraction` by the named extractor (as
+    ``get_extractor(name)`` makes it), made once a session for each name: the extractor contract checks
+    them all, the shared-parse check compares a third of them with the two-parse extraction (each pass
+    over the corpus is tens of seconds). An exception of the extractor fails the test that asked."""
+    from scrapy_simhash.extract import get_extractor
+
+    made: dict[str, dict[Path, Any]] = {}
+
+    def extractions(name: str) -> dict[Path, Any]:
+        if name not in made:
+            extractor = get_extractor(name)
+            made[name] = {path: extractor(gzip.decompress(path.read_bytes())) for path in corpus_pages}
+        return made[name]
+
+    return extractions
 
 
 @pytest.fixture(scope="session")

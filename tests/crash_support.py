@@ -1,11 +1,19 @@
 """Crash tests' shared steps: start a writer process, SIGKILL it at a random moment, return its acks;
-the verified index's writer program and the reading of its acks."""
+the verified index's writer program and the reading of its acks.
+
+The writers are forked from one process that imported the package once (:class:`_Forker`): each kill
+round used to pay a fresh interpreter's import of numpy and the package before its child could open the
+index. A forked writer is still a process of its own, killed by a real SIGKILL in the middle of its
+writes; only the imports it would have repeated are already done."""
 
 from __future__ import annotations
 
+import atexit
+import json
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -13,27 +21,117 @@ from pathlib import Path
 
 import numpy as np
 
+FORKER = r"""
+import json, os, socket, sys, traceback
+import numpy, scrapy_simhash, scrapy_simhash.index  # what every writer imports, imported once here
+
+control = socket.socket(fileno=int(sys.argv[1]))
+while True:
+    # one request a message ({"code", "argv"}), its stdout and stderr pipes passed beside it
+    message, fds, _, _ = socket.recv_fds(control, 1 << 20, 2)
+    if not message:
+        break
+    request = json.loads(message)
+    pid = os.fork()
+    if pid == 0:
+        control.close()
+        os.dup2(fds[0], 1)
+        os.dup2(fds[1], 2)
+        os.close(fds[0])
+        os.close(fds[1])
+        sys.argv = ["-c", *request["argv"]]
+        try:
+            exec(compile(request["code"], "<string>", "exec"), {"__name__": "__main__"})
+            status = 0
+        except SystemExit as exc:
+            status = exc.code if isinstance(exc.code, int) else 1
+        except BaseException:
+            traceback.print_exc()
+            status = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    os.close(fds[0])
+    os.close(fds[1])
+    control.send(str(pid).encode())
+    _, wait_status = os.waitpid(pid, 0)
+    control.send(str(os.waitstatus_to_exitcode(wait_status)).encode())
+"""
+"""The forking server: imports the package, then for each request forks a writer that runs the
+request's code as ``python -c CODE ARGV...`` would, on the pipes passed with it; answers the writer's
+pid, then its exit status (negative: the signal that ended it) once it ended."""
+
+
+class _Forker:
+    """One :data:`FORKER` process for the test session, started at the first crash test."""
+
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}  # no threads to fork
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", FORKER, str(theirs.fileno())],
+            pass_fds=[theirs.fileno()],
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+        theirs.close()
+        self.control = ours
+
+    def start(self, code: str, argv: list[str]) -> tuple[int, int, int]:
+        """Fork a writer running ``code``: its pid and the read ends of its stdout and stderr."""
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        request = json.dumps({"code": code, "argv": argv}).encode()
+        socket.send_fds(self.control, [request], [out_write, err_write])
+        os.close(out_write)
+        os.close(err_write)
+        return self._answer(), out_read, err_read
+
+    def exit_status(self) -> int:
+        """The last writer's exit status, once it ended (negative: the signal that ended it)."""
+        return self._answer()
+
+    def _answer(self) -> int:
+        answer = self.control.recv(64)
+        if not answer:
+            status = self.process.wait()
+            raise AssertionError(f"the crash tests' forking process ended (exit status {status})")
+        return int(answer)
+
+    def close(self) -> None:
+        self.control.close()
+        self.process.wait(timeout=30)
+
+
+_forker: _Forker | None = None
+
+
+def _the_forker() -> _Forker:
+    global _forker
+    if _forker is None or _forker.process.poll() is not None:
+        _forker = _Forker()
+        atexit.register(_forker.close)
+    return _forker
+
 
 def run_and_kill(child_code: str, path: Path, round_: int, rng: random.Random, sync: str) -> list[str]:
     """The complete lines the child printed after ``OPEN`` before it was killed (a cut last line dropped)."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", child_code, str(path), str(round_), str(rng.getrandbits(32)), sync],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None and child.stderr is not None
-    first = child.stdout.readline()
-    if first.strip() != "OPEN":
-        child.kill()
-        raise AssertionError(f"child failed to open the index: {first}{child.stderr.read()}")
-    time.sleep(rng.uniform(0.0, 0.25))
-    os.kill(child.pid, signal.SIGKILL)
-    # Read through the same buffered stream as readline() above: communicate() reads the raw pipe and
-    # would drop what readline() had already buffered (acks lost to the check, or a line cut in two).
-    out = child.stdout.read()
-    child.stderr.read()
-    assert child.wait() == -signal.SIGKILL
+    forker = _the_forker()
+    pid, out_fd, err_fd = forker.start(child_code, [str(path), str(round_), str(rng.getrandbits(32)), sync])
+    with open(out_fd, encoding="utf-8") as stdout, open(err_fd, encoding="utf-8") as stderr:
+        first = stdout.readline()
+        if first.strip() != "OPEN":
+            os.kill(pid, signal.SIGKILL)
+            forker.exit_status()
+            raise AssertionError(f"child failed to open the index: {first}{stderr.read()}")
+        time.sleep(rng.uniform(0.0, 0.25))
+        os.kill(pid, signal.SIGKILL)
+        # Read through the same buffered stream as readline() above: reading the raw pipe would drop
+        # what readline() had already buffered (acks lost to the check, or a line cut in two).
+        out = stdout.read()
+        errors = stderr.read()
+    status = forker.exit_status()
+    assert status == -signal.SIGKILL, f"the child ended by itself (exit status {status}):\n{errors}"
     lines = out.splitlines()
     if out and not out.endswith("\n"):  # killed in the middle of writing it: not an acknowledgement
         lines.pop()

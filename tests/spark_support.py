@@ -18,6 +18,16 @@ the conftest's ``dedupe_report``. The whole example crawl (tens of seconds of ex
 would add nothing there: its rows from Spark are compared with the pipeline's in test_spark.py, and
 the rows read through Hadoop with the streamed ones in test_spark_sources.py."""
 
+QUICK_SPARK = {
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "2",
+    "spark.ui.enabled": "false",
+    # the JVM's quick compiler only: the tests' jobs are short, and the optimising compiler costs more
+    # CPU than it wins back (two small fingerprint-and-join jobs: 26 s of CPU in all instead of 42 s)
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+}
+"""Settings of every test's local Spark: small shuffles, no UI, a quick JVM."""
+
 
 @contextmanager
 def local_spark(app: str, **config: str) -> Iterator[Any]:
@@ -35,15 +45,7 @@ def local_spark(app: str, **config: str) -> Iterator[Any]:
             "fixture (tests/conftest.py) instead of starting another"
         )
 
-    defaults = {
-        "spark.sql.shuffle.partitions": "4",
-        "spark.default.parallelism": "2",
-        "spark.ui.enabled": "false",
-        # the JVM's quick compiler only: the tests' jobs are short, and the optimising compiler costs more
-        # CPU than it wins back (two small fingerprint-and-join jobs: 26 s of CPU in all instead of 42 s)
-        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
-    }
-    session = spark_session(app, "local[2]", {**defaults, **config})
+    session = spark_session(app, "local[2]", {**QUICK_SPARK, **config})
     session.sparkContext.setLogLevel("ERROR")
     try:
         yield session

@@ -15,6 +15,8 @@ pyspark = pytest.importorskip(
     "pyspark", reason="pyspark is not installed (pip install -e '.[test]' installs it)"
 )
 
+from spark_support import QUICK_SPARK  # noqa: E402
+
 from scrapy_simhash.spark.session import is_local_master  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent
@@ -32,12 +34,20 @@ def foreign_python3(tmp_path: Path) -> dict[str, str]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "python3").symlink_to(base)
+    # the user's spark-defaults.conf: the in-process tests' quick settings (tests/spark_support.py), which
+    # spark-submit reads from SPARK_CONF_DIR when the command starts its session
+    conf = tmp_path / "spark-conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text(
+        "".join(f"{name} {value}\n" for name, value in QUICK_SPARK.items()), encoding="utf-8"
+    )
     kept = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and Path(p) != VENV_BIN]
     env = {
         "PATH": os.pathsep.join([str(bin_dir), *kept]),
         "HOME": str(tmp_path / "home"),
         "LANG": "C.UTF-8",
         "SPARK_LOCAL_IP": "127.0.0.1",  # bind to the loopback only
+        "SPARK_CONF_DIR": str(conf),
     }
     if "JAVA_HOME" in os.environ:
         env["JAVA_HOME"] = os.environ["JAVA_HOME"]

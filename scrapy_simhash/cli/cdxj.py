@@ -10,17 +10,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..warc.cdxj import (
-    CdxjLine,
-    CdxjSummary,
-    Options,
-    SortedWriter,
-    has_keys,
-    index_lines,
-    iter_lines,
-    merge_index,
-    replace_atomically,
-)
 from ..warc.commandline import add_extractor_argument, extractor_from
 
 HELP = "write CDXJ index lines with simhash fields (or add them to an existing CDXJ index)"
@@ -69,6 +58,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_cdxj(args: argparse.Namespace) -> int:
+    # imported here, not with the parser: every other command would pay for the WARC writer and numpy
+    from ..warc.cdxj import (
+        CdxjLine,
+        CdxjSummary,
+        Options,
+        SortedWriter,
+        has_keys,
+        index_lines,
+        iter_lines,
+        merge_index,
+        replace_atomically,
+    )
+
     summary = CdxjSummary()
     if args.workers < 1:
         raise ValueError(f"--workers must be at least 1, not {args.workers}")

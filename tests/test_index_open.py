@@ -321,3 +321,22 @@ def test_index_check_repair_rebuilds_damaged_table_files(tmp_path: Path) -> None
     with open_index(path) as index:
         assert prefault.wait()
         assert len(list(index)) == 300
+
+
+def test_index_check_calls_table_files_of_the_earlier_layout_sound_and_repair_rewrites_them(
+    tmp_path: Path,
+) -> None:
+    """Files of the 8-byte layout are not damage: ``index check`` says ok (exit 0) with a note that
+    names the way to write them again, and ``--repair`` does so."""
+    from index_old_layouts import eight_byte_table_files
+
+    path = tmp_path / "ix"
+    _verified(path, 300)
+    eight_byte_table_files(path)
+    done = _cli_check(path)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert "note: the table files have an earlier layout" in done.stdout and "--repair" in done.stdout
+    assert "ok (300 rows" in done.stdout and "damaged" not in done.stdout
+    done = _cli_check(path, "--repair")
+    assert done.returncode == 0 and "repair: the table files were written again" in done.stdout
+    assert "note:" not in done.stdout and "ok (300 rows" in done.stdout

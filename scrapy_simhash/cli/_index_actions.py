@@ -235,6 +235,8 @@ def run_check(args: argparse.Namespace) -> int:
         return 1
     except (SimhashIndexError, OSError) as exc:
         return _fail(args, exc)
+    for note in report.notes:
+        print(f"note: {note}")
     for problem in report.problems:
         print(f"damaged: {problem}")
     verdict = "DAMAGED" if report.problems else "ok"

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..base import IndexCorruptError
-from ..tables.manifest import TablesInvalid, crc_problems, read_manifest
+from ..tables.manifest import EarlierLayout, TablesInvalid, crc_problems, read_manifest
 
 
 @dataclass
@@ -23,6 +23,8 @@ class CheckReport:
     rows: int = 0
     files: int = 0
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What is not damage but worth knowing (table files of an earlier layout)."""
 
 
 def check_index(path: str | Path, progress: Callable[[str], None] | None = None) -> CheckReport:
@@ -35,17 +37,30 @@ def check_index(path: str | Path, progress: Callable[[str], None] | None = None)
     report = CheckReport()
     say = progress or (lambda line: None)
     directory = Path(path)
+    earlier = False
+    try:
+        read_manifest(directory)
+    except EarlierLayout:
+        earlier = True  # sound files a writer will write again: the open below reads the rows
+    except TablesInvalid:
+        pass  # reported below, after the database
     try:
         with SimhashIndex(directory, read_only=True, verify="full") as index:
             say("database: SQLite's integrity_check passed; reading every row")
             for _ in index:
                 report.rows += 1
-            if index.stats()["rebuilds"]:
+            if index.stats()["rebuilds"] and not earlier:
                 report.problems.append("the table files do not describe the database (see the log)")
     except IndexCorruptError as exc:
         report.problems.append(str(exc))
     try:
         manifest = read_manifest(directory)
+    except EarlierLayout as exc:
+        report.notes.append(
+            f"{exc}: each open reads the rows until a writer (a crawl, `tag --index`, or "
+            "`scrapy-simhash index check --repair`) writes them again in this version's layout"
+        )
+        return report
     except TablesInvalid as exc:
         report.problems.append(f"table files: {exc}")
         return report

@@ -45,6 +45,11 @@ class TablesInvalid(Exception):
     """The table files cannot be trusted (the reason says why); rebuild them."""
 
 
+class EarlierLayout(TablesInvalid):
+    """Sound table files of the earlier layout (8 bytes a table entry): not damage, but a writer
+    writes them again in this version's layout (until then the index answers from the rows)."""
+
+
 def _fsync_dir(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
@@ -146,7 +151,7 @@ def read_manifest(directory: Path) -> dict[str, Any] | None:
             raise TablesInvalid(f"manifest format {manifest.get('format')!r} is not {FORMAT}")
         earlier = all(part in manifest.get("files", ()) for part in _EARLIER_PARTS)
         if manifest.get("tables") != ENTRY_FORMAT and earlier:
-            raise TablesInvalid("the table files have an earlier layout (8 bytes a table entry)")
+            raise EarlierLayout("the table files have an earlier layout (8 bytes a table entry)")
         for part in _PARTS:
             entry = manifest["files"][part]
             if not isinstance(entry["name"], str) or "/" in entry["name"]:

@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import io
 import json
+import multiprocessing
 import os
 import re
 import shutil
@@ -298,6 +299,43 @@ def test_a_worker_crash_costs_only_its_page(corpus: Path, tmp_path: Path) -> Non
     assert summary.exit_status == 1  # a page was lost: the exit status says so
     tagged = {h["WARC-Target-URI"] for h, _ in _metadata(entries[0].sidecar)}
     assert tagged == {u for u in uris if "crash-me" not in u}  # every other page, before and after
+
+
+_RUN_STATE: dict[str, int] = {}
+
+
+def fingerprint_in_a_worker_forked_from_the_run(
+    body: bytes, url: str | None, encoding: str | None, **options
+) -> PageFingerprint:
+    """Fingerprints only in a worker that inherited the running process's memory."""
+    if _RUN_STATE.get("pid") != os.getppid():
+        raise RuntimeError("this worker did not inherit the run's memory (its warmed extractor with it)")
+    return fingerprint_page(body, url, encoding, **options)
+
+
+def test_workers_inherit_the_warmed_process_whatever_the_default_start_method(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """Python 3.14 starts pool workers by forkserver on Linux unless told: they would import everything
+    again and could not call a function defined outside an importable module."""
+    multiprocessing.set_start_method("spawn", force=True)  # a default other than fork, as 3.14's
+    try:
+        _RUN_STATE["pid"] = os.getpid()
+        pages = sorted((corpus / "pages" / "scrapinghub-aeb").glob("*.html.gz"))[:6]
+        writer = RollingWarcWriter(tmp_path / "in", "fork")
+        head = http_head("HTTP/1.1 200 OK", [("Content-Type", "text/html")])
+        for i, page in enumerate(pages):
+            writer.write(
+                response_record(f"http://e.test/{i}", warc_date(), head, gzip.decompress(page.read_bytes()))
+            )
+        [warc] = writer.close()
+        entries = plan_inputs([warc], tmp_path / "out")
+        summary = tag(entries, Options(workers=2, function=fingerprint_in_a_worker_forked_from_the_run))
+    finally:
+        multiprocessing.set_start_method(None, force=True)
+        _RUN_STATE.clear()
+    assert summary.exit_status == 0, summary.reasons
+    assert len(_metadata(entries[0].sidecar)) == len(pages)
 
 
 # -- issue 13: the verified rule is the default decision ---------------------------------------------

@@ -11,6 +11,7 @@ flight, so memory stays bounded on archives of any size.
 
 from __future__ import annotations
 
+import multiprocessing
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -152,8 +153,22 @@ class _CrashTolerantPool:
 
     def __init__(self, options: Options) -> None:
         self.options = options
-        self.pool = ProcessPoolExecutor(max_workers=options.workers, initializer=exit_with_parent)
+        self.pool = self._new_pool()
         self.generation = 0
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        """Workers forked from this process where the platform can fork, whatever the interpreter's default
+        (Python 3.14 made it forkserver on Linux): they inherit the extractor :meth:`_Pipeline.run` warmed,
+        where a fresh interpreter would pay its import (about a second) on its first page, and they can run
+        the fingerprint functions tests and experiments define anywhere. Reprocessing runs no reactor
+        whose threads and sockets a fork would copy, as a crawl does (its workers are started by
+        :mod:`scrapy_simhash.workers`)."""
+        context = (
+            multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+        )
+        return ProcessPoolExecutor(
+            max_workers=self.options.workers, initializer=exit_with_parent, mp_context=context
+        )
 
     def _fingerprint(self, file: str, tasks: list[PageTask]) -> Future[list[PageResult]]:
         opts = self.options
@@ -183,7 +198,7 @@ class _CrashTolerantPool:
         if broken_generation != self.generation:
             return  # that pool was already replaced
         self.pool.shutdown(wait=False, cancel_futures=True)
-        self.pool = ProcessPoolExecutor(max_workers=self.options.workers, initializer=exit_with_parent)
+        self.pool = self._new_pool()
         self.generation += 1
 
     def close(self) -> None:

@@ -7,11 +7,16 @@ crawlers store them) is written to a temporary directory and deleted at the end.
 (1) reading only (records -> HTML payloads, no fingerprint): warcio vs FastWARC;
 (2) ``tag`` (read, fingerprint, write the sidecar) with 1 and 2 workers (the default, verified mode);
 (3) ``tag`` with an index, verified mode (sketches computed, written and verified) side by side with
-    simhash mode, 1 worker, order alternating.
+    simhash mode, 1 worker, order alternating;
+(4) with ``--stored N``: ``tag --index`` and ``dedupe --index`` (verified, 1 worker) into an index that
+    already holds N pages (synthetic fingerprints and sketches, as ``bench/index.py`` writes them,
+    compacted to its files as a long-lived index is) side by side with an empty index, order alternating.
 
 Run: python bench/reprocess.py [--pages 2000] [--workers 1 2] [--rounds 2] [--readers warcio fastwarc]
+                               [--stored 10000000] [--only-stored]
 Goals on 2 cores: (2) with 2 workers >= 1.8x 1 worker in records/s; (3) verified mode within 10 % of
-simhash mode in records per CPU-second (the figure a shared machine's load disturbs least).
+simhash mode in records per CPU-second (the figure a shared machine's load disturbs least); (4) an index of
+N stored pages within 20 % of an empty one in records per CPU-second.
 "cores busy" (CPU seconds of this process and its workers / wall seconds) shows how much CPU the run
 actually got: on a shared machine 2 workers cannot go faster than the cores they are given.
 """
@@ -30,11 +35,14 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _corpus import corpus
 
 from scrapy_simhash.index import open_index
+from scrapy_simhash.warc.dedupe import dedupe
 from scrapy_simhash.warc.read.payload import html_page
 from scrapy_simhash.warc.read.reader import ArchiveReader, ArchiveRecord, fastwarc_available
 from scrapy_simhash.warc.records import http_head, response_record, warc_date
@@ -79,15 +87,24 @@ def _cpu_seconds() -> float:
 
 
 def full(
-    path: Path, out: Path, workers: int, reader: str, mode: str = "verified", index: Path | None = None
+    path: Path,
+    out: Path,
+    workers: int,
+    reader: str,
+    mode: str = "verified",
+    index: Path | None = None,
+    command: str = "tag",
 ) -> tuple[int, int, float, float]:
     entries = plan_inputs([path], out)
     cpu, started = _cpu_seconds(), time.perf_counter()
+    options = Options(workers=workers, reader=reader, mode=mode)
     if index is None:
-        summary = tag(entries, Options(workers=workers, reader=reader, mode=mode))
+        summary = tag(entries, options)
     else:
         with open_index(index, k=3, mode=mode) as opened:
-            summary = tag(entries, Options(workers=workers, reader=reader, mode=mode), opened)
+            summary = (
+                dedupe(entries, options, opened)[0] if command == "dedupe" else tag(entries, options, opened)
+            )
     elapsed = time.perf_counter() - started
     cpu = _cpu_seconds() - cpu  # the pool is shut down when tag() returns, so its workers are counted
     if summary.exit_status:
@@ -104,6 +121,10 @@ def main() -> None:
     parser.add_argument("--readers", nargs="+", default=["warcio", "fastwarc"])
     parser.add_argument("--full-reader", default="auto", help="reader for the tag runs (default: auto)")
     parser.add_argument("--rounds", type=int, default=2, help="tag runs per setting, order alternating")
+    parser.add_argument(
+        "--stored", type=int, default=0, help="(4): pages the filled index holds (0: skip (4))"
+    )
+    parser.add_argument("--only-stored", action="store_true", help="run only (4)")
     args = parser.parse_args()
     readers = [r for r in args.readers if r != "fastwarc" or fastwarc_available()]
     if len(readers) < len(args.readers):
@@ -118,6 +139,9 @@ def main() -> None:
             f"({html_bytes / 1e6:.1f} MB HTML), built in {time.perf_counter() - started:.1f}s"
         )
         print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (shared: figures vary)")
+        if args.only_stored:
+            stored(base, path, args)
+            return
 
         print("\n(1) reading only, records/s (best of 3): records | records + HTML payloads")
         rates: dict[tuple[str, bool], float] = {}
@@ -159,6 +183,8 @@ def main() -> None:
                 f"cores allow is about {2 / (1 + cost):.2f}x)"
             )
         modes(base, path, args)
+        if args.stored:
+            stored(base, path, args)
         print(f"load average at the end: {os.getloadavg()[0]:.2f}")
 
 
@@ -183,6 +209,52 @@ def modes(base: Path, path: Path, args: argparse.Namespace) -> None:
         f"  verified / simhash: {ratio:.2f}x per CPU-second, {wall_ratio:.2f}x records/s "
         f"(goal >= 0.90x: within 10 %)"
     )
+
+
+def fill(index_path: Path, n: int, batch: int = 10_000) -> None:
+    """An index of ``n`` pages with bench/index.py's random fingerprints and sketches, compacted."""
+    from index import dataset, sketches
+
+    rng = np.random.default_rng(0)
+    with open_index(index_path, k=3, mode="verified") as index:
+        for start in range(0, n, batch):
+            count = min(batch, n - start)
+            hashes = dataset("random", count, rng).tolist()
+            values = sketches("random", count, rng)
+            keys = [f"https://site{(start + i) % 997}.example/article/{start + i}" for i in range(count)]
+            index.add_many(list(zip(hashes, keys, [None] * count, values, strict=True)))
+        index.compact()
+
+
+def stored(base: Path, path: Path, args: argparse.Namespace) -> None:
+    """(4): tag --index and dedupe --index into an index holding --stored pages, against an empty one."""
+    filled = base / "filled"
+    started = time.perf_counter()
+    fill(filled, args.stored)
+    size = sum(p.stat().st_size for p in filled.rglob("*") if p.is_file())
+    print(
+        f"\n(4) an index of {args.stored:,} stored pages ({size / 1e9:.2f} GB, filled in "
+        f"{time.perf_counter() - started:.0f}s) against an empty one, verified, 1 worker, "
+        f"{args.rounds} round(s)"
+    )
+    for command in ("tag", "dedupe"):
+        per_cpu: dict[str, list[float]] = {"empty": [], "stored": []}
+        for round_ in range(args.rounds):
+            for kind in ["empty", "stored"] if round_ % 2 == 0 else ["stored", "empty"]:
+                index = base / f"index-{command}-{kind}-{round_}"
+                if kind == "stored":
+                    shutil.copytree(filled, index)  # each run writes its pages: a fresh copy each time
+                out = base / f"{command}-{kind}-{round_}"
+                records, _, elapsed, cpu = full(path, out, 1, args.full_reader, "verified", index, command)
+                shutil.rmtree(out, ignore_errors=True)  # dedupe writes no sidecars
+                shutil.rmtree(index)
+                per_cpu[kind].append(records / cpu)
+                print(
+                    f"  {command:6s} {kind:6s}: {records / elapsed:8.1f} records/s, {records / cpu:8.1f} per "
+                    f"CPU-second (load {os.getloadavg()[0]:.1f})"
+                )
+        ratio = statistics.median(per_cpu["stored"]) / statistics.median(per_cpu["empty"])
+        print(f"  {command}: stored / empty {ratio:.2f}x per CPU-second (goal >= 0.80x: within 20 %)")
 
 
 if __name__ == "__main__":

@@ -197,22 +197,35 @@ class SimhashIndex(IndexReads):
                 key = check_key(key)
             h = check_simhash(h)
             given.append((h, key, None if meta is None else encode_meta(key, meta), sketch))
-        if not given:
+        return self.add_rows(given)
+
+    def add_rows(
+        self, rows: list[tuple[int, str, str | None, bytes | None]], sketches: np.ndarray | None = None
+    ) -> int:
+        """:meth:`add_many` for rows its caller checked (the verified index: each page is checked
+        once): ``(simhash, key, meta JSON or None, sketch bytes or None)``. ``sketches``: every row's
+        sketch as :meth:`.sketch_column.SketchColumn.encode_plain` gave them, handed on to the
+        column (None: it reads them from the bytes)."""
+        if not rows:
             return 0
-        last = {row[1]: i for i, row in enumerate(given)}
-        # the last of several items with one key wins, in its place
-        rows = given if len(last) == len(given) else [row for i, row in enumerate(given) if last[row[1]] == i]
+        count = len(rows)
+        last = {row[1]: i for i, row in enumerate(rows)}
+        if len(last) != count:  # the last of several items with one key wins, in its place
+            rows = [row for i, row in enumerate(rows) if last[row[1]] == i]
+            sketches = None  # its rows no longer line up with the rows
         with self._lock:
             self._check_open(writing=True)
-            self._insert(rows)
-        return len(given)
+            self._insert(rows, sketches)
+        return count
 
-    def _insert(self, rows: list[tuple[int, str, str | None, bytes | None]]) -> None:
+    def _insert(
+        self, rows: list[tuple[int, str, str | None, bytes | None]], sketches: np.ndarray | None = None
+    ) -> None:
         seqs, replaced = self._store.put_many(rows, tombstone_upto=self._layers.frozen_max_seq)
         if self._checkpoints is not None:
             self._checkpoints.written(len(rows))
         if self._column is not None:
-            self._column.stored([row[1] for row in rows], seqs, [row[3] for row in rows], replaced)
+            self._column.stored([row[1] for row in rows], seqs, [row[3] for row in rows], replaced, sketches)
         self._count += len(rows) - len(replaced)
         self._layers.inserted([row[0] for row in rows], seqs, replaced)
         self._generations.changed(removed=replaced)

@@ -274,7 +274,7 @@ def test_a_large_merge_of_the_tables_delta_runs_in_its_own_thread(
     layers.delta.publish(wait=True)
     assert answers() == want_pairs and len(layers.delta) == 6000
     assert max(merged["scrapy-simhash-run-merge"]) > 100
-    assert layers.delta.rows_merged_in_background > 0
+    assert layers.delta.copied_in_background > 0
     assert max(len(run) for run in layers.delta.runs) > 100  # a background result was published
 
 
@@ -305,7 +305,7 @@ def test_a_large_merge_of_the_recent_buckets_runs_in_its_own_thread(monkeypatch:
     for i in range(0, 60 * batch, 97):
         assert lsh.query(sketches[i])[0] == (f"k{i}", 1.0)
     assert max(merged["scrapy-simhash-run-merge"]) > 2 * batch * BANDS
-    assert lsh._runs.entries_merged_in_background > 0
+    assert lsh._runs.copied_in_background > 0
     lsh.compact()
     assert lsh.stats()["runs"] == 0 and lsh.query(sketches[5])[0] == ("k5", 1.0)
 

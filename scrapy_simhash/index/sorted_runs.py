@@ -7,7 +7,8 @@ Runs are merged geometrically (:func:`runs_to_merge`, like a binary counter): ea
 about log2(cap / batch) times, no merge copies more than ``cap`` entries, and a query probes a
 bounded number of runs. A merge larger than a few batches runs in a thread of its own
 (:class:`BackgroundMerge`): the write that starts it returns at once, queries go on probing the runs
-it reads (they are immutable), and a later write puts its result in their place.
+it reads (they are immutable), and a later write puts its result in their place. Both layers keep
+their runs in a :class:`MergedRuns`, which decides which merges run where.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -25,6 +26,8 @@ except ImportError:  # pragma: no cover - depends on the build
     _native_merge = None
 
 logger = logging.getLogger(__name__)
+
+Run = TypeVar("Run")
 
 GROWTH = 2
 """A run is merged with the newer ones while it is at most this many times their size."""
@@ -135,3 +138,64 @@ class BackgroundMerge:
             if all(a is b for a, b in zip(runs[i : i + n], self.inputs, strict=True)):
                 return [*runs[:i], self._result, *runs[i + n :]]
         return None
+
+
+class MergedRuns(Generic[Run]):
+    """A layer's immutable runs (oldest, largest first) and the merges that keep them few.
+
+    A new run is merged with the newer ones while they are of a size (:func:`runs_to_merge`): by
+    the writer when that copies at most ``inline_max`` entries, else by a :class:`BackgroundMerge`
+    (one at a time) that a later write publishes. What a run is and how runs merge is the owner's:
+    :meth:`size` and the ``merge`` given to :meth:`add_run`."""
+
+    def __init__(self, runs: Sequence[Run], inline_max: int) -> None:
+        self.runs: list[Run] = list(runs)
+        self.inline_max = inline_max
+        self.copied_here = 0
+        """Entries sorted or copied by :meth:`add_run` in the writer's thread (a batch's own, and
+        the runs it merged)."""
+        self.copied_in_background = 0
+        """Entries copied by merges in their own thread (published or not)."""
+        self._merge: BackgroundMerge | None = None
+
+    def size(self, run: Run) -> int:
+        """How many entries ``run`` holds (what a merge of it copies)."""
+        raise NotImplementedError
+
+    def add_run(self, fresh: Run, cap: int, merge: Callable[[list[Run]], Run]) -> None:
+        """``fresh`` (newer than every run) as the newest run, merged with the newer runs while they
+        are of a size (never more than ``cap`` entries copied): here when that is small, else in a
+        thread (one at a time)."""
+        self.publish()
+        runs = [*self.runs, fresh]
+        self.copied_here += self.size(fresh)
+        k = runs_to_merge([self.size(run) for run in runs], cap) if self._merge is None else 1
+        if k > 1:
+            size = sum(self.size(run) for run in runs[-k:])
+            if size <= self.inline_max:
+                runs[-k:] = [merge(runs[-k:])]
+                self.copied_here += size
+            else:
+                self._merge = BackgroundMerge(runs[-k:], merge)
+                self.copied_in_background += size
+        self.runs = runs
+
+    def publish(self, wait: bool = False) -> None:
+        """Put a finished background merge's result in place of its runs (``wait``: for it to finish)."""
+        merge = self._merge
+        if merge is None or not (wait or merge.done()):
+            return
+        merge.wait()
+        self._merge = None
+        runs = merge.publish(self.runs)
+        if runs is not None:
+            self.runs = runs
+
+    def drop_merge(self) -> None:
+        """Forget a merge under way (its result would replace runs the owner took away)."""
+        self._merge = None
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled with any merge under way finished and published (a thread does not pickle)."""
+        self.publish(wait=True)
+        return self.__dict__.copy()

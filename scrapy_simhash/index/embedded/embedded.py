@@ -9,6 +9,8 @@ its files are missing or damaged. One process may write an index at a time (an `
 ``read_only=True`` and see the state as of their opening.
 Damage to the database itself cannot be repaired; :mod:`.integrity` detects it and it is
 raised as :class:`IndexCorruptError`, never answered from.
+
+This module opens, writes and closes the index; its lookups are :mod:`.reads`'s.
 """
 
 from __future__ import annotations
@@ -16,15 +18,14 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..base import IndexCorruptError, LayoutError, Match, Meta, NearDuplicateIndex, SimhashIndexError
+from ..base import IndexCorruptError, Match, Meta, SimhashIndexError
 from ..tables import prefault
-from ..tables.batch import as_hash_array
 from ..tables.layers import Layers
 from ..tables.layouts import DEFAULT_K, Layout, resolve, settle
 from ..tables.manifest import remove_stale
@@ -40,6 +41,7 @@ from .integrity import (
     sqlite_check_at_open,
 )
 from .loading import load_layers
+from .reads import IndexReads
 from .storage import Store
 
 logger = logging.getLogger(__name__)
@@ -47,10 +49,9 @@ logger = logging.getLogger(__name__)
 DATABASE = "index.sqlite3"
 NOTE = "note:"
 """Settings named ``note:<name>`` hold the index's notes (:meth:`SimhashIndex.note`)."""
-_QUERY_CHUNK = 262_144  # queries per vectorised pass: denser needles walk the tables more cache-friendly
 
 
-class SimhashIndex(NearDuplicateIndex):
+class SimhashIndex(IndexReads):
     """Persistent exact near-duplicate index in directory ``path`` (created if missing).
 
     ``k``: default query distance (default: the one the index was created with, else 3).
@@ -181,17 +182,6 @@ class SimhashIndex(NearDuplicateIndex):
         names = {entry.get("name") for entry in files.values() if isinstance(entry, dict)}
         return [problem for name, problem in prefault.damage_in(self.path) if name in names]
 
-    def _query_k(self, k: int | None) -> int:
-        if k is None:
-            return self.k
-        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-            raise ValueError(f"k must be a non-negative int, got {k!r}")
-        if k > self.layout.max_k:
-            raise LayoutError(
-                f"this index's layout {self.layout.spec} answers exactly only up to k={self.layout.max_k}"
-            )
-        return k
-
     # writing
     def add(self, simhash: int, key: str, meta: Meta | None = None) -> None:
         self.add_many([(simhash, key, meta)])
@@ -207,22 +197,35 @@ class SimhashIndex(NearDuplicateIndex):
                 key = check_key(key)
             h = check_simhash(h)
             given.append((h, key, None if meta is None else encode_meta(key, meta), sketch))
-        if not given:
+        return self.add_rows(given)
+
+    def add_rows(
+        self, rows: list[tuple[int, str, str | None, bytes | None]], sketches: np.ndarray | None = None
+    ) -> int:
+        """:meth:`add_many` for rows its caller checked (the verified index: each page is checked
+        once): ``(simhash, key, meta JSON or None, sketch bytes or None)``. ``sketches``: every row's
+        sketch as :meth:`.sketch_column.SketchColumn.encode_plain` gave them, handed on to the
+        column (None: it reads them from the bytes)."""
+        if not rows:
             return 0
-        last = {row[1]: i for i, row in enumerate(given)}
-        # the last of several items with one key wins, in its place
-        rows = given if len(last) == len(given) else [row for i, row in enumerate(given) if last[row[1]] == i]
+        count = len(rows)
+        last = {row[1]: i for i, row in enumerate(rows)}
+        if len(last) != count:  # the last of several items with one key wins, in its place
+            rows = [row for i, row in enumerate(rows) if last[row[1]] == i]
+            sketches = None  # its rows no longer line up with the rows
         with self._lock:
             self._check_open(writing=True)
-            self._insert(rows)
-        return len(given)
+            self._insert(rows, sketches)
+        return count
 
-    def _insert(self, rows: list[tuple[int, str, str | None, bytes | None]]) -> None:
+    def _insert(
+        self, rows: list[tuple[int, str, str | None, bytes | None]], sketches: np.ndarray | None = None
+    ) -> None:
         seqs, replaced = self._store.put_many(rows, tombstone_upto=self._layers.frozen_max_seq)
         if self._checkpoints is not None:
             self._checkpoints.written(len(rows))
         if self._column is not None:
-            self._column.stored([row[1] for row in rows], seqs, [row[3] for row in rows], replaced)
+            self._column.stored([row[1] for row in rows], seqs, [row[3] for row in rows], replaced, sketches)
         self._count += len(rows) - len(replaced)
         self._layers.inserted([row[0] for row in rows], seqs, replaced)
         self._generations.changed(removed=replaced)
@@ -303,28 +306,6 @@ class SimhashIndex(NearDuplicateIndex):
             self._generations.after_write()
             return changed
 
-    def rows_by_seq(self, seqs: list[int]) -> dict[int, tuple[str, dict[str, Any], int]]:
-        """The rows ``seq -> (key, meta, simhash)`` of ``seqs`` (those still stored), each verified."""
-        with self._lock:
-            self._check_open()
-            return self._store.fetch(seqs) if seqs else {}
-
-    def sketch_rows(self, keys: list[str]) -> dict[str, tuple[int, bytes]]:
-        """``key -> (seq, sketch bytes)`` of the stored ``keys`` that have a sketch, each row verified."""
-        with self._lock:
-            self._check_open()
-            return self._store.sketch_rows(keys) if keys else {}
-
-    def keys_with_sketch(self, exclude: set[str]) -> list[str]:
-        with self._lock:
-            self._check_open()
-            return [key for key in self._store.keys(with_sketch=True) if key not in exclude]
-
-    def keys_without_sketch(self) -> set[str]:
-        with self._lock:
-            self._check_open()
-            return set(self._store.keys(without_sketch=True))
-
     def compact(self) -> None:
         """Merge recent inserts and removals into a new on-disk generation (after the one being
         written in the background, if any); checkpoint the WAL. A failure to write it is raised."""
@@ -334,109 +315,6 @@ class SimhashIndex(NearDuplicateIndex):
             self._store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # reading
-    def query(self, simhash: int, k: int | None = None) -> list[Match]:
-        h = check_simhash(simhash)
-        with self._lock:
-            self._check_open()
-            return self._search(np.array([h], dtype=np.uint64), self._query_k(k))[0]
-
-    def query_many(self, simhashes: Iterable[int] | np.ndarray, k: int | None = None) -> list[list[Match]]:
-        """Vectorised ``query`` over many fingerprints (a numpy uint64 array is fastest)."""
-        queries = as_hash_array(simhashes)
-        if queries.size and not queries.all():
-            raise ValueError("the fingerprint 0 (a text without tokens) cannot be queried")
-        with self._lock:
-            self._check_open()
-            k = self._query_k(k)
-            if len(self._layers.pending) * queries.size > 1 << 22:
-                self._layers.merge_pending()  # brute force over the buffer would dominate
-            out: list[list[Match]] = []
-            for start in range(0, queries.size, _QUERY_CHUNK):
-                out.extend(self._search(queries[start : start + _QUERY_CHUNK], k))
-            return out
-
-    def _search_one(self, h: int, k: int) -> list[Match]:
-        found = self._layers.probe_one(h, k)
-        if not found:
-            return []
-        rows = self._store.fetch([seq for seq, _, _ in found])
-        matches = [
-            Match(row[0], stored, distance, row[1], seq)
-            for seq, stored, distance in found
-            if (row := rows.get(seq)) is not None
-        ]
-        matches.sort(key=lambda m: (m.distance, m.seq))
-        return matches
-
-    def _search(self, queries: np.ndarray, k: int) -> list[list[Match]]:
-        if queries.shape[0] == 1:
-            return [self._search_one(int(queries[0]), k)]
-        hits = self._layers.probe(queries, k)
-        results: list[list[Match]] = [[] for _ in range(queries.shape[0])]
-        if not hits.query.size:
-            return results
-        seq_list = hits.seq.tolist()
-        rows = self._store.fetch(sorted(set(seq_list)))
-        for q, seq, h, d in zip(
-            hits.query.tolist(), seq_list, hits.simhash.tolist(), hits.distance.tolist(), strict=True
-        ):
-            row = rows.get(seq)
-            if row is not None:
-                results[q].append(Match(row[0], h, d, row[1], seq))
-        for matches in results:
-            if len(matches) > 1:
-                matches.sort(key=lambda m: (m.distance, m.seq))
-        return results
-
-    def get(self, key: str) -> Match | None:
-        key = check_key(key)
-        with self._lock:
-            self._check_open()
-            row = self._store.get(key)
-        if row is None:
-            return None
-        seq, h, meta = row
-        return Match(key, h, 0, meta, seq)
-
-    def get_many(self, keys: Iterable[str]) -> dict[str, Match]:
-        """``get`` for many keys in one database read; keys not stored are absent."""
-        rows = self.rows_many([check_key(key) for key in keys])
-        return {key: Match(key, h, 0, meta, seq) for key, (seq, h, meta) in rows.items()}
-
-    def rows_many(
-        self, keys: list[str], seq_hints: list[int] | None = None
-    ) -> dict[str, tuple[int, int, dict[str, Any]]]:
-        """:meth:`get_many`'s rows as ``key -> (seq, simhash, meta)``, for a caller that builds its own
-        answers from them (the verified index: no Match made twice). ``seq_hints``: each key's seq
-        if known (0: not), to read rows by seq (a wrong hint costs only a second read by key)."""
-        with self._lock:
-            self._check_open()
-            return self._store.get_many(keys, seq_hints) if keys else {}
-
-    def key_seqs(self) -> list[tuple[str, int]]:
-        """Every stored ``(key, seq)``, in no particular order (one read, no rows decoded)."""
-        with self._lock:
-            self._check_open()
-            return [pair for chunk in self._store.key_seqs() for pair in chunk]
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and bool(key) and self.get(key) is not None
-
-    def __len__(self) -> int:
-        return self._count
-
-    def keys(self) -> list[str]:
-        """Every stored key, in no particular order (one read of the database, no rows decoded)."""
-        with self._lock:
-            self._check_open()
-            return list(self._store.keys())
-
-    def __iter__(self) -> Iterator[Match]:
-        """Every stored fingerprint, oldest first (distance 0)."""
-        self._check_open()
-        for seq, key, h, meta in self._store.iterate():
-            yield Match(key, h, 0, meta, seq)
-
     def stats(self) -> dict[str, Any]:
         with self._lock:
             self._check_open()

@@ -97,20 +97,20 @@ class SketchColumn:
             raise ValueError(f"this index holds {SCHEME} sketches, not {scheme}")
         return self._bits.encode(self._bits.reduce(as_sketch(sketch, self.num_values)))
 
-    def encode_many(self, sketches: list[Any]) -> list[bytes]:
-        """:meth:`encode` for a batch: in one array operation when every sketch is ``num_values``
-        uint32 values of this column's scheme (a batch of plain sketches), else one at a time."""
-        values = [getattr(sketch, "values", sketch) for sketch in sketches]
-        plain = all(
-            type(v) is np.ndarray and v.dtype == np.uint32 and v.shape == (self.num_values,) for v in values
-        )
-        if not plain or any(getattr(sketch, "scheme", SCHEME) != SCHEME for sketch in sketches):
-            return [self.encode(sketch) for sketch in sketches]
-        if not values:
-            return []
-        blob = self._bits.encode(self._bits.reduce(np.stack(values)))
-        size = len(blob) // len(values)
-        return [blob[i : i + size] for i in range(0, len(blob), size)]
+    def encode_plain(self, sketches: list[Any]) -> tuple[list[bytes], np.ndarray] | None:
+        """:meth:`encode` for a batch of plain sketches (numpy arrays of ``num_values`` uint32 values,
+        checked here in one pass) in one array operation: each row's bytes, and the batch as one
+        matrix as the LSH keeps it (a view of the same bytes), to hand to :meth:`stored` so that
+        the rows are not joined back. None when a sketch is not plain: :meth:`encode` each."""
+        shape = (self.num_values,)
+        if not sketches or not all(
+            type(s) is np.ndarray and s.dtype == np.uint32 and s.shape == shape for s in sketches
+        ):
+            return None
+        blob = self._bits.encode(self._bits.reduce(np.stack(sketches)))
+        size = len(blob) // len(sketches)
+        matrix = np.frombuffer(blob, dtype=f"<u{self._bits.width}").reshape(len(sketches), self.num_values)
+        return [blob[i : i + size] for i in range(0, len(blob), size)], matrix
 
     def _decode(self, data: bytes) -> np.ndarray:
         """A row's sketch as the LSH keeps it (a byte a value at 8 bits: no uint32 copy)."""
@@ -172,10 +172,16 @@ class SketchColumn:
             self._lsh.load(keys, matrix, tags=seqs)
 
     def stored(
-        self, keys: list[str], seqs: list[int], sketches: list[bytes | None], replaced: Iterable[int] = ()
+        self,
+        keys: list[str],
+        seqs: list[int],
+        sketches: list[bytes | None],
+        replaced: Iterable[int] = (),
+        matrix: np.ndarray | None = None,
     ) -> None:
         """After a commit: ``keys`` now hold these rows (seq, sketch or None); ``replaced``: the seqs
-        the keys held before (their base copies die, as do those of rows whose sketch changed)."""
+        the keys held before (their base copies die, as do those of rows whose sketch changed).
+        ``matrix``: every row's sketch as :meth:`encode_plain` gave it (None: read from the bytes)."""
         with self._lock:
             lsh = self._lsh
             if len(self._base.seqs):
@@ -189,7 +195,9 @@ class SketchColumn:
                 for key, data in zip(keys, sketches, strict=True):
                     if not data and key in lsh:
                         lsh.remove(key)  # replaced by a page without sketch: its old sketch goes
-            if with_sketch:
+            if matrix is not None and len(with_sketch) == len(keys) == matrix.shape[0]:
+                lsh.add_matrix(keys, matrix, seqs)
+            elif with_sketch:
                 lsh.add_matrix(
                     [keys[i] for i in with_sketch],
                     self._decode_many([sketches[i] for i in with_sketch]),  # type: ignore[misc]

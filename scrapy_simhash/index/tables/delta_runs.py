@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..sorted_runs import BackgroundMerge, runs_to_merge
+from ..sorted_runs import MergedRuns
 from .layouts import Layout
 from .tables import Hits, Segment
 
@@ -23,19 +23,12 @@ INLINE_MAX = 1 << 16
 in a thread of their own."""
 
 
-class DeltaRuns:
+class DeltaRuns(MergedRuns[Segment]):
     """Sorted runs of fingerprints, oldest first (rows of each run in seq order)."""
 
     def __init__(self, runs: list[Segment] | None = None, cap: int | None = None) -> None:
-        self.runs = [run for run in runs or [] if len(run)]
+        super().__init__([run for run in runs or [] if len(run)], INLINE_MAX)
         self.cap = RUN_CAP if cap is None else cap
-        self.inline_max = INLINE_MAX
-        self.rows_copied = 0
-        """Fingerprints sorted or copied by :meth:`add` in the writer's thread (a batch's own, and
-        the runs it merged)."""
-        self.rows_merged_in_background = 0
-        """Fingerprints copied by merges in their own thread (published or not)."""
-        self._merge: BackgroundMerge | None = None
 
     def __len__(self) -> int:
         return sum(len(run) for run in self.runs)
@@ -44,35 +37,14 @@ class DeltaRuns:
     def nbytes(self) -> int:
         return sum(run.nbytes for run in self.runs)
 
-    def add(self, layout: Layout, fresh: Segment) -> None:
-        """``fresh`` (newer than every run) as the newest run, merged with the newer runs while
-        they are of a size: here when that is small, else in a thread (one at a time)."""
-        if not len(fresh):
-            return
-        self.publish()
-        runs = [*self.runs, fresh]
-        self.rows_copied += len(fresh)
-        k = runs_to_merge([len(run) for run in runs], self.cap) if self._merge is None else 1
-        if k > 1:
-            size = sum(len(run) for run in runs[-k:])
-            if size <= self.inline_max:
-                runs[-k:] = [_merged(layout, runs[-k:])]
-                self.rows_copied += size
-            else:
-                self._merge = BackgroundMerge(runs[-k:], lambda parts: _merged(layout, parts))
-                self.rows_merged_in_background += size
-        self.runs = runs
+    def size(self, run: Segment) -> int:
+        return len(run)
 
-    def publish(self, wait: bool = False) -> None:
-        """Put a finished background merge's result in place of its runs (``wait``: for it to finish)."""
-        merge = self._merge
-        if merge is None or not (wait or merge.done()):
-            return
-        merge.wait()
-        self._merge = None
-        runs = merge.publish(self.runs)
-        if runs is not None:
-            self.runs = runs
+    def add(self, layout: Layout, fresh: Segment) -> None:
+        """``fresh`` (newer than every run) as the newest run (merged as
+        :meth:`~..sorted_runs.MergedRuns.add_run` says, at most :attr:`cap` fingerprints at once)."""
+        if len(fresh):
+            self.add_run(fresh, self.cap, lambda parts: _merged(layout, parts))
 
     def whole(self, layout: Layout) -> Segment:
         """Every run as one segment (a generation's merge, in the background)."""

@@ -9,7 +9,7 @@ batch's in one read, each Match made once (:meth:`EmbeddedVerifiedIndex._sketch_
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +18,7 @@ import numpy as np
 from ...decision import Rule
 from ..base import Match, Meta
 from ..embedded.sketch_column import SketchColumn
-from ..values import check_key, check_simhash
+from ..values import check_key, check_simhash, encode_meta
 from .verified import VerifiedIndex, _ordered
 
 if TYPE_CHECKING:
@@ -72,27 +72,35 @@ class EmbeddedVerifiedIndex(VerifiedIndex):
         stores nothing; a key given twice ends as its last item says, sketch or none."""
         given = [(*item, None, None)[:4] for item in items]
         sketched = [i for i, item in enumerate(given) if item[3] is not None]
-        encoded = dict(zip(sketched, self._encode_many([given[i][3] for i in sketched]), strict=True))
+        encoded, matrix = self._encode_many([given[i][3] for i in sketched])
+        data: Sequence[bytes | None] = encoded
+        if len(sketched) < len(given):  # the matrix would hold only some rows: the column reads the bytes
+            by_item = dict(zip(sketched, encoded, strict=True))
+            data, matrix = [by_item.get(i) for i in range(len(given))], None
+        checked = [  # each page checked here once: the simhash store takes the rows as they are
+            (check_simhash(simhash), check_key(key), meta, sketch)
+            for (simhash, key, meta, _), sketch in zip(given, data, strict=True)
+        ]
         rows = [
-            (check_simhash(simhash), check_key(key), meta, encoded.get(i))
-            for i, (simhash, key, meta, _) in enumerate(given)
+            (h, key, None if meta is None else encode_meta(key, meta), sk) for h, key, meta, sk in checked
         ]
         last = {row[1]: row[3] is not None for row in rows}
         with (
             self._writing,
             self._tracking([k for k, has in last.items() if has], [k for k, has in last.items() if not has]),
         ):
-            return self.simhashes.add_many(rows)
+            return self.simhashes.add_rows(rows, matrix)
 
-    def _encode_many(self, sketches: list[Any]) -> list[bytes]:
-        """The rows' bytes of a batch's sketches (in one array operation when they are plain uint32
-        arrays; else each as :meth:`_sketch_values` reads it)."""
+    def _encode_many(self, sketches: list[Any]) -> tuple[list[bytes], np.ndarray | None]:
+        """The rows' bytes of a batch's sketches, and the batch as one matrix when they are plain
+        uint32 arrays (encoded in one array operation; else each as :meth:`_sketch_values` reads it)."""
         if not sketches:
-            return []
+            return [], None
         column = self._writable_sketches()
-        if all(type(s) is np.ndarray and s.dtype == np.uint32 for s in sketches):
-            return column.encode_many(sketches)
-        return [column.encode(self._sketch_values(sketch)) for sketch in sketches]
+        plain = column.encode_plain(sketches)
+        if plain is not None:
+            return plain
+        return [column.encode(self._sketch_values(sketch)) for sketch in sketches], None
 
     def check_and_add(
         self, simhash: int, key: str, meta: Meta | None = None, *, sketch: Any = None

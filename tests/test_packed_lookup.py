@@ -109,3 +109,27 @@ def test_the_built_packed_lookups_ask_for_their_reads_ahead() -> None:
         pytest.skip("the extension's code names none of its own functions (stripped)")
     # the directory read ahead, and the cell's first and last entries
     assert sum(packed.values()) >= 3, f"prefetches by function: {counts}"
+
+
+def test_a_table_entry_naming_a_row_past_the_fingerprints_raises_in_every_probe() -> None:
+    """The single-query probes (C, over the packed base and over a segment) and the batch probe share
+    the end of a probe (distance, each row once): a row past the fingerprints is damage, not a hit."""
+    from scrapy_simhash.index.tables.layouts import resolve
+    from scrapy_simhash.index.tables.packed_tables import PackedTables
+    from scrapy_simhash.index.tables.tables import Segment
+
+    layout = resolve(None, 3)
+    hashes = np.random.default_rng(9).integers(1, 2**64, size=300, dtype=np.uint64)
+    segment = Segment.build(layout, hashes, np.arange(300, dtype=np.int64))
+    base = PackedTables.from_segment(layout, segment)
+    query = int(hashes[-1])  # row 299, past the 200 fingerprints kept below
+    assert [(s, d) for s, _, d in base.probe_one(layout, query, 3)] == [(299, 0)]
+    short = PackedTables(base.buckets, hashes[:200], np.arange(200, dtype=np.int64))
+    with pytest.raises(ValueError, match=r"does not fit|past the fingerprints"):
+        short.probe_one(layout, query, 3)
+    q = np.array([query], dtype=np.uint64)
+    with pytest.raises(ValueError, match="past the fingerprints"):
+        short.probe(layout, q, layout.combined_keys(q), 3)
+    cut = Segment(segment.keys, segment.rows, hashes[:200], np.arange(200, dtype=np.int64))
+    with pytest.raises(ValueError, match="out of range"):
+        cut.probe_one(layout, query, 3)

@@ -1,6 +1,7 @@
 /* The packed 4-byte table entries (scrapy_simhash/index/packed_buckets.py) in C: lookups, the
  * simhash tables' single-query probe over them, and their sort values for a merge. Included by
- * _probe.c after its helpers, which these use (ints_t, hits_t, dir_at, lower32, POPCOUNT64, PREFETCH). */
+ * _probe.c after its helpers, which these use (ints_t, hits_t, hit_if_near, hits_to_list, dir_at,
+ * lower32, PREFETCH). */
 #ifndef SCRAPY_SIMHASH_PACKED_H
 #define SCRAPY_SIMHASH_PACKED_H
 
@@ -171,29 +172,11 @@ static PyObject *packed_probe(PyObject *self, PyObject *args) {
         if (rc < 0) goto corrupt;
     }
     for (Py_ssize_t j = 0; j < rows.len; j++) {
-        int64_t row = rows.items[j];
-        if (row >= nrows) goto corrupt;
-        uint32_t d = (uint32_t)POPCOUNT64(hv[row] ^ q);
-        if ((int)d <= k && hits_push(&hits, (uint32_t)row, d) < 0) goto nomem;
+        int rc = hit_if_near(&hits, hv, nrows, rows.items[j], q, k);
+        if (rc == -1) goto corrupt;
+        if (rc == -2) goto nomem;
     }
-    if (hits.len > 1) qsort(hits.items, (size_t)hits.len, sizeof(hit_t), cmp_row);
-    result = PyList_New(0);
-    if (!result) goto done;
-    {
-        const int64_t *sv = seqs.buf;
-        for (Py_ssize_t i = 0; i < hits.len; i++) {
-            if (i > 0 && hits.items[i].row == hits.items[i - 1].row) continue;
-            uint32_t row = hits.items[i].row;
-            PyObject *item = Py_BuildValue("(LKI)", (long long)sv[row], (unsigned long long)hv[row],
-                                           (unsigned int)hits.items[i].dist);
-            if (!item || PyList_Append(result, item) < 0) {
-                Py_XDECREF(item);
-                Py_CLEAR(result);
-                goto done;
-            }
-            Py_DECREF(item);
-        }
-    }
+    result = hits_to_list(&hits, seqs.buf, hv);
     goto done;
 corrupt:
     PyErr_SetString(PyExc_ValueError, "packed_probe: the directory or a row does not fit (damaged table)");

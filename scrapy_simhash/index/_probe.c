@@ -63,6 +63,30 @@ static int cmp_row(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* Keeps ``row`` when its fingerprint (of ``nrows`` in ``hashes``) is within ``k`` of ``query``.
+ * Returns 0, -1 when the row is past the fingerprints (a damaged table), -2 out of memory. */
+static int hit_if_near(hits_t *hits, const uint64_t *hashes, Py_ssize_t nrows, int64_t row, uint64_t query, int k) {
+    if (row < 0 || row >= nrows) return -1;
+    uint32_t d = (uint32_t)POPCOUNT64(hashes[row] ^ query);
+    return (int)d <= k && hits_push(hits, (uint32_t)row, d) < 0 ? -2 : 0;
+}
+
+/* The kept rows as a new list of (seq, simhash, distance), by row, each row once (a row close to the
+ * query is found by several tables): the end of every single-query probe. NULL with an exception set. */
+static PyObject *hits_to_list(hits_t *hits, const int64_t *seqs, const uint64_t *hashes) {
+    if (hits->len > 1) qsort(hits->items, (size_t)hits->len, sizeof(hit_t), cmp_row);
+    PyObject *result = PyList_New(0);
+    for (Py_ssize_t i = 0; result && i < hits->len; i++) {
+        uint32_t row = hits->items[i].row;
+        if (i > 0 && row == hits->items[i - 1].row) continue;
+        PyObject *item = Py_BuildValue("(LKI)", (long long)seqs[row], (unsigned long long)hashes[row],
+                                       (unsigned int)hits->items[i].dist);
+        if (!item || PyList_Append(result, item) < 0) Py_CLEAR(result);
+        Py_XDECREF(item);
+    }
+    return result;
+}
+
 static Py_ssize_t lower32(const uint32_t *a, Py_ssize_t n, uint32_t v) {
     Py_ssize_t lo = 0, hi = n;
     while (lo < hi) {
@@ -111,43 +135,21 @@ static PyObject *probe(PyObject *self, PyObject *args) {
         }
         if (key_bits < 64) key |= (uint64_t)t << key_bits;
         Py_ssize_t at;
+        int rc = 0;
         if (itemsize == 4) {
             const uint32_t *kv = keys.buf;
             uint32_t key32 = (uint32_t)key;
-            for (at = lower32(kv, n, key32); at < n && kv[at] == key32; at++) {
-                uint32_t row = rv[at];
-                if ((Py_ssize_t)row >= nrows) goto corrupt;
-                uint32_t d = (uint32_t)POPCOUNT64(hv[row] ^ q);
-                if ((int)d <= k && hits_push(&hits, row, d) < 0) goto nomem;
-            }
+            for (at = lower32(kv, n, key32); at < n && kv[at] == key32 && !rc; at++)
+                rc = hit_if_near(&hits, hv, nrows, rv[at], q, k);
         } else {
             const uint64_t *kv = keys.buf;
-            for (at = lower64(kv, n, key); at < n && kv[at] == key; at++) {
-                uint32_t row = rv[at];
-                if ((Py_ssize_t)row >= nrows) goto corrupt;
-                uint32_t d = (uint32_t)POPCOUNT64(hv[row] ^ q);
-                if ((int)d <= k && hits_push(&hits, row, d) < 0) goto nomem;
-            }
+            for (at = lower64(kv, n, key); at < n && kv[at] == key && !rc; at++)
+                rc = hit_if_near(&hits, hv, nrows, rv[at], q, k);
         }
+        if (rc == -1) goto corrupt;
+        if (rc == -2) goto nomem;
     }
-    if (hits.len > 1) qsort(hits.items, (size_t)hits.len, sizeof(hit_t), cmp_row);
-    result = PyList_New(0);
-    if (!result) goto done;
-    {
-        const int64_t *sv = seqs.buf;
-        for (Py_ssize_t i = 0; i < hits.len; i++) {
-            if (i > 0 && hits.items[i].row == hits.items[i - 1].row) continue;
-            uint32_t row = hits.items[i].row;
-            PyObject *item = Py_BuildValue("(LKI)", (long long)sv[row], (unsigned long long)hv[row],
-                                           (unsigned int)hits.items[i].dist);
-            if (!item || PyList_Append(result, item) < 0) {
-                Py_XDECREF(item);
-                Py_CLEAR(result);
-                goto done;
-            }
-            Py_DECREF(item);
-        }
-    }
+    result = hits_to_list(&hits, seqs.buf, hv);
     goto done;
 corrupt:
     PyErr_SetString(PyExc_ValueError, "probe: a row number is out of range (damaged table)");

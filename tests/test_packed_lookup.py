@@ -114,6 +114,8 @@ def test_the_built_packed_lookups_ask_for_their_reads_ahead() -> None:
         pytest.skip("the extension's code names none of its own functions (stripped)")
     # the directory read ahead, and the cell's first and last entries
     assert sum(packed.values()) >= 3, f"prefetches by function: {counts}"
+    # the 8-byte buckets' lookups (the in-memory LSH runs): the directory and the entries read ahead
+    assert sum(c for name, c in counts.items() if name.startswith("bucket_")) >= 2, counts
 
 
 def test_a_table_entry_naming_a_row_past_the_fingerprints_raises_in_every_probe() -> None:

@@ -276,33 +276,3 @@ def test_merged_segments_answer_exactly_the_live_pages(seed, n, m, kills, rounds
         assert got == want
         many = segment.query_many(v[None, :], band_keys[None, :], lsh.bands, lsh.rows, lsh.min_matches)
         assert [(s, c) for _, s, c in many] == want
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(1, 600), st.sampled_from([1, 4, 16, 32, 64]))
-def test_packed_buckets_find_every_entry_of_a_key_prefix_in_c_and_numpy(seed, n, bands) -> None:
-    """Each band key finds exactly the pages whose key shares its prefix (no entry lost in the
-    split between directory and tag), whatever the segment's size, and both lookups agree."""
-    from scrapy_simhash.index.packed_buckets import PackedBuckets, prefix_bits, sort_form
-
-    rng = np.random.default_rng(seed)
-    prefix = prefix_bits(bands)
-    keys = rng.integers(0, 2**64, size=(n, bands), dtype=np.uint64)
-    keys[rng.random(keys.shape) < 0.3] = keys[0, 0]  # many pages under one key: long cells
-    buckets = PackedBuckets.from_sort_form(sort_form(keys.copy(), 0, n, prefix), n, prefix)
-    wanted = np.concatenate([keys[rng.integers(0, n, 20), 0], rng.integers(0, 2**64, 20, dtype=np.uint64)])
-    shift = np.uint64(64 - prefix)
-    want = {
-        (j, page)
-        for j, key in enumerate(wanted)
-        for page in np.flatnonzero(((keys >> shift) == (key >> shift)).any(axis=1)).tolist()
-    }
-    for native in (True, False):
-        at, ids = buckets.lookup(wanted, native=native)
-        assert set(zip(at.tolist(), ids.tolist(), strict=True)) == want
-    # renumbered for a larger segment (a merge), every entry is kept; C and numpy write the same
-    form = buckets.sort_form(4 * n + 3)
-    assert np.array_equal(form, buckets.sort_form(4 * n + 3, native=False))
-    again = PackedBuckets.from_sort_form(np.sort(form), 4 * n + 3, prefix)
-    at, ids = again.lookup(wanted)
-    assert set(zip(at.tolist(), ids.tolist(), strict=True)) == want

@@ -1,25 +1,83 @@
 /* The packed 4-byte table entries (scrapy_simhash/index/packed_buckets.py) in C: lookups, the
  * simhash tables' single-query probe over them, and their sort values for a merge. Included by
- * _probe.c after its helpers (ints_t, hits_t, dir_at, lower32, POPCOUNT64), which these use. */
+ * _probe.c after its helpers, which these use (ints_t, hits_t, hit_if_near, hits_to_list, dir_at,
+ * lower32, PREFETCH). */
 #ifndef SCRAPY_SIMHASH_PACKED_H
 #define SCRAPY_SIMHASH_PACKED_H
 
-/* The ids of the packed LSH entries (packed_buckets.py) under band key ``key``: the key's top
- * ``prefix`` bits name a cell of ``directory`` (high bits) and a tag (the low ``min(32 - id_bits, prefix)`` bits);
- * the cell's entries ``tag << id_bits | id`` are sorted, so a binary search finds the first with the
- * tag. Returns 0, -1 when the directory does not fit the entries, -2 out of memory. */
-static int packed_scan(const uint32_t *ev, Py_ssize_t n, const void *directory, int dsize, Py_ssize_t ndir,
-                       int prefix, int id_bits, uint64_t key, ints_t *out_pos, int64_t position, ints_t *out_ids) {
-    int tag_bits = 32 - id_bits < prefix ? 32 - id_bits : prefix;
-    uint64_t p = key >> (64 - prefix);
-    uint64_t cell = p >> tag_bits, tag = p & ((1ULL << tag_bits) - 1), id_mask = (1ULL << id_bits) - 1;
-    if ((Py_ssize_t)cell + 1 >= ndir) return -1;
-    Py_ssize_t lo = dir_at(directory, dsize, cell), hi = dir_at(directory, dsize, cell + 1);
-    if (lo < 0 || hi > n || lo > hi) return -1;
-    uint32_t first = (uint32_t)(tag << id_bits);
-    for (Py_ssize_t at = lo + lower32(ev + lo, hi - lo, first); at < hi && ((uint64_t)ev[at] >> id_bits) == tag; at++) {
+/* One packed table as the lookups read it: uint32 entries ``tag << id_bits | id``, sorted within each
+ * cell, and the directory of the cells' starts (``dsize`` 4 or 8 bytes an offset, ``ndir`` offsets). A
+ * key's top ``prefix`` bits name its cell (high bits) and its tag (the low ``tag_bits``). */
+typedef struct {
+    const uint32_t *ev;
+    Py_ssize_t n;
+    const void *directory;
+    int dsize;
+    Py_ssize_t ndir;
+    int prefix, id_bits, tag_bits;
+} packed_t;
+
+static packed_t packed_view(const void *entries, Py_ssize_t n, const void *directory, int dsize, Py_ssize_t ndir,
+                            int prefix, int id_bits) {
+    packed_t p = {entries, n, directory, dsize, ndir, prefix, id_bits, 32 - id_bits < prefix ? 32 - id_bits : prefix};
+    return p;
+}
+
+static inline uint64_t packed_cell(const packed_t *p, uint64_t key) {
+    return (key >> (64 - p->prefix)) >> p->tag_bits;
+}
+
+/* Lookups of a batch are independent random reads of two large arrays (the directory, then the cell's
+ * entries), each a cache and TLB miss: one after the other, each waits ~100-300 ns. packed_scan_many
+ * asks for the directory offsets PACKED_CELL_AHEAD keys ahead and for the entries those offsets point to
+ * PACKED_ENTRIES_AHEAD keys ahead, so that the misses of several keys overlap (as bucket_lookup does).
+ * A prefetch is only a hint and never faults: every read is checked as before. */
+#define PACKED_CELL_AHEAD PREFETCH_AHEAD
+#define PACKED_ENTRIES_AHEAD (PREFETCH_AHEAD / 2)
+
+static inline void packed_prefetch_cell(const packed_t *p, uint64_t key) {
+    uint64_t cell = packed_cell(p, key);
+    if ((Py_ssize_t)cell + 1 < p->ndir) PREFETCH((const char *)p->directory + cell * (uint64_t)p->dsize);
+}
+
+static inline void packed_prefetch_entries(const packed_t *p, uint64_t key) {
+    uint64_t cell = packed_cell(p, key);
+    if ((Py_ssize_t)cell + 1 >= p->ndir) return;
+    Py_ssize_t lo = dir_at(p->directory, p->dsize, cell), hi = dir_at(p->directory, p->dsize, cell + 1);
+    if (lo < 0 || hi > p->n || lo >= hi) return;
+    PREFETCH(p->ev + lo);
+    PREFETCH(p->ev + hi - 1); /* a cell of ~16 entries may cross a cache line */
+}
+
+/* The ids of the entries under ``key`` (a full uint64 key, left-aligned): a binary search of the key's
+ * cell finds the first entry with its tag. Appended to ``out_ids`` (and ``position`` to ``out_pos``
+ * for each, when given). Returns 0, -1 when the directory does not fit the entries, -2 out of memory. */
+static int packed_scan(const packed_t *p, uint64_t key, ints_t *out_pos, int64_t position, ints_t *out_ids) {
+    uint64_t pre = key >> (64 - p->prefix);
+    uint64_t cell = pre >> p->tag_bits, tag = pre & ((1ULL << p->tag_bits) - 1), id_mask = (1ULL << p->id_bits) - 1;
+    if ((Py_ssize_t)cell + 1 >= p->ndir) return -1;
+    Py_ssize_t lo = dir_at(p->directory, p->dsize, cell), hi = dir_at(p->directory, p->dsize, cell + 1);
+    if (lo < 0 || hi > p->n || lo > hi) return -1;
+    const uint32_t *ev = p->ev;
+    uint32_t first = (uint32_t)(tag << p->id_bits);
+    for (Py_ssize_t at = lo + lower32(ev + lo, hi - lo, first); at < hi && ((uint64_t)ev[at] >> p->id_bits) == tag; at++) {
         if (out_pos && ints_push(out_pos, position) < 0) return -2;
         if (ints_push(out_ids, (int64_t)(ev[at] & id_mask)) < 0) return -2;
+    }
+    return 0;
+}
+
+/* packed_scan of each of the ``m`` keys (``out_pos``, when given, receives the key's index), the reads
+ * of later keys asked for ahead (see PACKED_CELL_AHEAD). Returns as packed_scan. */
+static int packed_scan_many(const packed_t *p, const uint64_t *keys, Py_ssize_t m, ints_t *out_pos, ints_t *out_ids) {
+    if (!p->n) return 0;
+    for (Py_ssize_t j = 0; j < m && j < PACKED_CELL_AHEAD; j++) packed_prefetch_cell(p, keys[j]);
+    for (Py_ssize_t j = 0; j < m && j < PACKED_ENTRIES_AHEAD; j++) packed_prefetch_entries(p, keys[j]);
+    for (Py_ssize_t j = 0; j < m; j++) {
+        if (j + PACKED_CELL_AHEAD < m) packed_prefetch_cell(p, keys[j + PACKED_CELL_AHEAD]);
+        if (j + PACKED_ENTRIES_AHEAD < m) packed_prefetch_entries(p, keys[j + PACKED_ENTRIES_AHEAD]);
+        int rc = packed_scan(p, keys[j], out_pos, j, out_ids);
+        if (rc < 0) return rc;
     }
     return 0;
 }
@@ -50,12 +108,10 @@ static PyObject *packed_lookup(PyObject *self, PyObject *args) {
         goto done;
     }
     {
-        const uint64_t *kv = keys.buf;
-        for (Py_ssize_t j = 0; j < keys.len / 8 && n; j++) {
-            int rc = packed_scan(entries.buf, n, directory.buf, dsize, ndir, prefix, id_bits, kv[j], &pos, j, &ids);
-            if (rc == -2) { PyErr_NoMemory(); goto done; }
-            if (rc < 0) { PyErr_SetString(PyExc_ValueError, "packed_lookup: the directory does not fit the entries"); goto done; }
-        }
+        packed_t p = packed_view(entries.buf, n, directory.buf, dsize, ndir, prefix, id_bits);
+        int rc = packed_scan_many(&p, keys.buf, keys.len / 8, &pos, &ids);
+        if (rc == -2) { PyErr_NoMemory(); goto done; }
+        if (rc < 0) { PyErr_SetString(PyExc_ValueError, "packed_lookup: the directory does not fit the entries"); goto done; }
         static const char empty[1] = {0};
         result = Py_BuildValue("(y#y#)", pos.items ? (const char *)pos.items : empty, pos.len * 8,
                                ids.items ? (const char *)ids.items : empty, ids.len * 8);
@@ -82,6 +138,7 @@ static PyObject *packed_probe(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     hits_t hits = {NULL, 0, 0};
     ints_t rows = {NULL, 0, 0};
+    uint64_t *keys = NULL;
     if (!PyArg_ParseTuple(args, "y*y*iiiy*y*y*y*y*iiiiKi", &entries, &directory, &dsize, &prefix, &id_bits, &hashes,
                           &seqs, &shifts, &masks, &outs, &ntables, &depth, &key_bits, &width, &query, &k))
         return NULL;
@@ -96,7 +153,9 @@ static PyObject *packed_probe(PyObject *self, PyObject *args) {
     }
     const uint64_t *sh = shifts.buf, *mk = masks.buf, *ou = outs.buf, *hv = hashes.buf;
     const uint64_t q = (uint64_t)query;
-    for (int t = 0; t < ntables && n; t++) {
+    keys = malloc(sizeof(uint64_t) * (size_t)ntables);
+    if (!keys) goto nomem;
+    for (int t = 0; t < ntables; t++) { /* every table's key first: their lookups then overlap */
         uint64_t key = 0;
         for (int s = 0; s < depth; s++) {
             Py_ssize_t i = (Py_ssize_t)t * depth + s;
@@ -104,35 +163,20 @@ static PyObject *packed_probe(PyObject *self, PyObject *args) {
         }
         if (key_bits < 64) key |= (uint64_t)t << key_bits;
         if (width < 64) key <<= (64 - width);
-        rows.len = 0;
-        int rc = packed_scan(entries.buf, n, directory.buf, dsize, ndir, prefix, id_bits, key, NULL, 0, &rows);
+        keys[t] = key;
+    }
+    {
+        packed_t p = packed_view(entries.buf, n, directory.buf, dsize, ndir, prefix, id_bits);
+        int rc = packed_scan_many(&p, keys, ntables, NULL, &rows);
         if (rc == -2) goto nomem;
         if (rc < 0) goto corrupt;
-        for (Py_ssize_t j = 0; j < rows.len; j++) {
-            int64_t row = rows.items[j];
-            if (row >= nrows) goto corrupt;
-            uint32_t d = (uint32_t)POPCOUNT64(hv[row] ^ q);
-            if ((int)d <= k && hits_push(&hits, (uint32_t)row, d) < 0) goto nomem;
-        }
     }
-    if (hits.len > 1) qsort(hits.items, (size_t)hits.len, sizeof(hit_t), cmp_row);
-    result = PyList_New(0);
-    if (!result) goto done;
-    {
-        const int64_t *sv = seqs.buf;
-        for (Py_ssize_t i = 0; i < hits.len; i++) {
-            if (i > 0 && hits.items[i].row == hits.items[i - 1].row) continue;
-            uint32_t row = hits.items[i].row;
-            PyObject *item = Py_BuildValue("(LKI)", (long long)sv[row], (unsigned long long)hv[row],
-                                           (unsigned int)hits.items[i].dist);
-            if (!item || PyList_Append(result, item) < 0) {
-                Py_XDECREF(item);
-                Py_CLEAR(result);
-                goto done;
-            }
-            Py_DECREF(item);
-        }
+    for (Py_ssize_t j = 0; j < rows.len; j++) {
+        int rc = hit_if_near(&hits, hv, nrows, rows.items[j], q, k);
+        if (rc == -1) goto corrupt;
+        if (rc == -2) goto nomem;
     }
+    result = hits_to_list(&hits, seqs.buf, hv);
     goto done;
 corrupt:
     PyErr_SetString(PyExc_ValueError, "packed_probe: the directory or a row does not fit (damaged table)");
@@ -142,6 +186,7 @@ nomem:
 done:
     free(hits.items);
     free(rows.items);
+    free(keys);
     PyBuffer_Release(&entries);
     PyBuffer_Release(&directory);
     PyBuffer_Release(&hashes);

@@ -22,7 +22,12 @@ static int POPCOUNT64(uint64_t x) {
 }
 #endif
 
-#if defined(__GNUC__) || defined(__clang__)
+/* A request to bring ``address``'s cache line in. On x86-64 an asm volatile: GCC 12 drops a
+ * __builtin_prefetch whose address is read from memory in some loops (with -fwrapv, which Python's
+ * build flags carry, it dropped every prefetch of a cell's entries), and a prefetch never faults. */
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#define PREFETCH(address) __asm__ __volatile__("prefetcht0 %0" : : "m"(*(const char *)(address)))
+#elif defined(__GNUC__) || defined(__clang__)
 #define PREFETCH(address) __builtin_prefetch(address)
 #else
 #define PREFETCH(address) ((void)0)
@@ -56,6 +61,30 @@ static int hits_push(hits_t *h, uint32_t row, uint32_t dist) {
 static int cmp_row(const void *a, const void *b) {
     uint32_t x = ((const hit_t *)a)->row, y = ((const hit_t *)b)->row;
     return (x > y) - (x < y);
+}
+
+/* Keeps ``row`` when its fingerprint (of ``nrows`` in ``hashes``) is within ``k`` of ``query``.
+ * Returns 0, -1 when the row is past the fingerprints (a damaged table), -2 out of memory. */
+static int hit_if_near(hits_t *hits, const uint64_t *hashes, Py_ssize_t nrows, int64_t row, uint64_t query, int k) {
+    if (row < 0 || row >= nrows) return -1;
+    uint32_t d = (uint32_t)POPCOUNT64(hashes[row] ^ query);
+    return (int)d <= k && hits_push(hits, (uint32_t)row, d) < 0 ? -2 : 0;
+}
+
+/* The kept rows as a new list of (seq, simhash, distance), by row, each row once (a row close to the
+ * query is found by several tables): the end of every single-query probe. NULL with an exception set. */
+static PyObject *hits_to_list(hits_t *hits, const int64_t *seqs, const uint64_t *hashes) {
+    if (hits->len > 1) qsort(hits->items, (size_t)hits->len, sizeof(hit_t), cmp_row);
+    PyObject *result = PyList_New(0);
+    for (Py_ssize_t i = 0; result && i < hits->len; i++) {
+        uint32_t row = hits->items[i].row;
+        if (i > 0 && row == hits->items[i - 1].row) continue;
+        PyObject *item = Py_BuildValue("(LKI)", (long long)seqs[row], (unsigned long long)hashes[row],
+                                       (unsigned int)hits->items[i].dist);
+        if (!item || PyList_Append(result, item) < 0) Py_CLEAR(result);
+        Py_XDECREF(item);
+    }
+    return result;
 }
 
 static Py_ssize_t lower32(const uint32_t *a, Py_ssize_t n, uint32_t v) {
@@ -106,43 +135,21 @@ static PyObject *probe(PyObject *self, PyObject *args) {
         }
         if (key_bits < 64) key |= (uint64_t)t << key_bits;
         Py_ssize_t at;
+        int rc = 0;
         if (itemsize == 4) {
             const uint32_t *kv = keys.buf;
             uint32_t key32 = (uint32_t)key;
-            for (at = lower32(kv, n, key32); at < n && kv[at] == key32; at++) {
-                uint32_t row = rv[at];
-                if ((Py_ssize_t)row >= nrows) goto corrupt;
-                uint32_t d = (uint32_t)POPCOUNT64(hv[row] ^ q);
-                if ((int)d <= k && hits_push(&hits, row, d) < 0) goto nomem;
-            }
+            for (at = lower32(kv, n, key32); at < n && kv[at] == key32 && !rc; at++)
+                rc = hit_if_near(&hits, hv, nrows, rv[at], q, k);
         } else {
             const uint64_t *kv = keys.buf;
-            for (at = lower64(kv, n, key); at < n && kv[at] == key; at++) {
-                uint32_t row = rv[at];
-                if ((Py_ssize_t)row >= nrows) goto corrupt;
-                uint32_t d = (uint32_t)POPCOUNT64(hv[row] ^ q);
-                if ((int)d <= k && hits_push(&hits, row, d) < 0) goto nomem;
-            }
+            for (at = lower64(kv, n, key); at < n && kv[at] == key && !rc; at++)
+                rc = hit_if_near(&hits, hv, nrows, rv[at], q, k);
         }
+        if (rc == -1) goto corrupt;
+        if (rc == -2) goto nomem;
     }
-    if (hits.len > 1) qsort(hits.items, (size_t)hits.len, sizeof(hit_t), cmp_row);
-    result = PyList_New(0);
-    if (!result) goto done;
-    {
-        const int64_t *sv = seqs.buf;
-        for (Py_ssize_t i = 0; i < hits.len; i++) {
-            if (i > 0 && hits.items[i].row == hits.items[i - 1].row) continue;
-            uint32_t row = hits.items[i].row;
-            PyObject *item = Py_BuildValue("(LKI)", (long long)sv[row], (unsigned long long)hv[row],
-                                           (unsigned int)hits.items[i].dist);
-            if (!item || PyList_Append(result, item) < 0) {
-                Py_XDECREF(item);
-                Py_CLEAR(result);
-                goto done;
-            }
-            Py_DECREF(item);
-        }
-    }
+    result = hits_to_list(&hits, seqs.buf, hv);
     goto done;
 corrupt:
     PyErr_SetString(PyExc_ValueError, "probe: a row number is out of range (damaged table)");
@@ -358,6 +365,44 @@ static inline Py_ssize_t dir_at(const void *directory, int dsize, uint64_t cell)
 
 #include "_packed.h"
 
+/* The ids of the 8-byte entries (``key prefix << 32 | id``, sorted, ``n`` of them) under each of the
+ * ``m`` key prefixes ``pv`` (the high 32 bits count), through the directory over the top bits
+ * (``shift``); ``out_pos``, when given, receives the prefix's index for each id. A batch's lookups are
+ * random reads of large arrays: the directory cell is asked for PREFETCH_AHEAD prefixes ahead, the
+ * entries it points to half as far. Returns 0, -1 when the directory does not fit the entries, -2 out
+ * of memory. */
+static int bucket_scan_many(const uint64_t *ev, Py_ssize_t n, const void *directory, int dsize, Py_ssize_t ndir,
+                            int shift, const uint64_t *pv, Py_ssize_t m, ints_t *out_pos, ints_t *out_ids) {
+    const uint64_t HI = 0xFFFFFFFF00000000ULL;
+    if (!n) return 0;
+    for (Py_ssize_t j = 0; j < m && j < PREFETCH_AHEAD; j++) { /* the first cells: all at once */
+        uint64_t cell = (pv[j] & HI) >> shift;
+        if ((Py_ssize_t)cell + 1 < ndir) PREFETCH((const char *)directory + cell * dsize);
+    }
+    for (Py_ssize_t j = 0; j < m; j++) {
+        if (j + PREFETCH_AHEAD < m) {
+            uint64_t ahead = (pv[j + PREFETCH_AHEAD] & HI) >> shift;
+            if ((Py_ssize_t)ahead + 1 < ndir) PREFETCH((const char *)directory + ahead * dsize);
+        }
+        if (j + PREFETCH_AHEAD / 2 < m) {
+            uint64_t ahead = (pv[j + PREFETCH_AHEAD / 2] & HI) >> shift;
+            if ((Py_ssize_t)ahead + 1 < ndir) {
+                Py_ssize_t at = dir_at(directory, dsize, ahead);
+                if (at >= 0 && at < n) PREFETCH(ev + at);
+            }
+        }
+        uint64_t p = pv[j] & HI, cell = p >> shift;
+        if ((Py_ssize_t)cell + 1 >= ndir) return -1;
+        Py_ssize_t lo = dir_at(directory, dsize, cell), hi = dir_at(directory, dsize, cell + 1);
+        if (lo < 0 || hi > n || lo > hi) return -1;
+        for (Py_ssize_t at = lo + lower64(ev + lo, hi - lo, p); at < hi && (ev[at] & HI) == p; at++) {
+            if (out_pos && ints_push(out_pos, (int64_t)j) < 0) return -2;
+            if (ints_push(out_ids, (int64_t)(ev[at] & 0xFFFFFFFFULL)) < 0) return -2;
+        }
+    }
+    return 0;
+}
+
 /* bucket_lookup(entries, directory, dir_itemsize, shift, prefixes) -> (positions bytes, ids bytes)
  *
  * The LSH buckets' lookup (lsh_buckets.SortedBuckets.lookup) in one call: for each 32-bit key
@@ -376,35 +421,10 @@ static PyObject *bucket_lookup(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "bucket_lookup: inconsistent array sizes");
         goto done;
     }
-    const uint64_t *ev = entries.buf, *pv = prefixes.buf;
-    const uint64_t HI = 0xFFFFFFFF00000000ULL;
-    for (Py_ssize_t j = 0; j < m; j++) {
-        /* a batch's lookups are random reads of a large array: ask for the directory cell
-         * PREFETCH_AHEAD lookups ahead, and for the entries that cell points to half as far */
-        if (j + PREFETCH_AHEAD < m) {
-            uint64_t ahead = (pv[j + PREFETCH_AHEAD] & HI) >> shift;
-            if ((Py_ssize_t)ahead + 1 < ndir) PREFETCH((const char *)directory.buf + ahead * dsize);
-        }
-        if (j + PREFETCH_AHEAD / 2 < m) {
-            uint64_t ahead = (pv[j + PREFETCH_AHEAD / 2] & HI) >> shift;
-            if ((Py_ssize_t)ahead + 1 < ndir) {
-                Py_ssize_t at = dir_at(directory.buf, dsize, ahead);
-                if (at >= 0 && at < n) PREFETCH(ev + at);
-            }
-        }
-        uint64_t p = pv[j] & HI;
-        uint64_t cell = p >> shift;
-        if ((Py_ssize_t)cell + 1 >= ndir) goto corrupt;
-        Py_ssize_t lo, hi;
-        lo = dir_at(directory.buf, dsize, cell);
-        hi = dir_at(directory.buf, dsize, cell + 1);
-        if (lo < 0 || hi > n || lo > hi) goto corrupt;
-        for (Py_ssize_t at = lo + lower64(ev + lo, hi - lo, p); at < hi && (ev[at] & HI) == p; at++) {
-            if (ints_push(&pos, (int64_t)j) < 0 || ints_push(&ids, (int64_t)(ev[at] & 0xFFFFFFFFULL)) < 0) {
-                PyErr_NoMemory();
-                goto done;
-            }
-        }
+    {
+        int rc = bucket_scan_many(entries.buf, n, directory.buf, dsize, ndir, shift, prefixes.buf, m, &pos, &ids);
+        if (rc == -2) { PyErr_NoMemory(); goto done; }
+        if (rc < 0) goto corrupt;
     }
     {
         static const char empty[1] = {0}; /* y# turns a NULL pointer into None: no hits are b"" */
@@ -576,7 +596,6 @@ static PyObject *lsh_query(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*Oy*y*y*iy*iii|i", &pre, &levels, &extra, &sk, &alive, &nv, &qv, &bands, &rows,
                           &min_matches, &width))
         return NULL;
-    const uint64_t HI = 0xFFFFFFFF00000000ULL;
     Py_ssize_t row_bytes = (Py_ssize_t)width * nv;
     Py_ssize_t nrows = nv > 0 ? sk.len / row_bytes : 0;
     if (nv < 1 || (width != 1 && width != 4) || bands < 1 || rows < 1 || (Py_ssize_t)bands * rows > nv ||
@@ -601,8 +620,9 @@ static PyObject *lsh_query(PyObject *self, PyObject *args) {
                 Py_ssize_t pn = entries.len / 4, pdir = (dsize == 4 || dsize == 8) ? directory.len / dsize : 0;
                 int bad = (dsize != 4 && dsize != 8) || entries.len % 4 || directory.len != pdir * dsize ||
                           !packed_ok(shift, id_bits, pdir);
-                for (Py_ssize_t j = 0; j < m && !bad && pn; j++) {
-                    int rc = packed_scan(entries.buf, pn, directory.buf, dsize, pdir, shift, id_bits, pv[j], NULL, 0, &cand);
+                if (!bad) {
+                    packed_t p = packed_view(entries.buf, pn, directory.buf, dsize, pdir, shift, id_bits);
+                    int rc = packed_scan_many(&p, pv, m, NULL, &cand);
                     bad = rc == -2 ? 2 : rc < 0;
                 }
                 PyBuffer_Release(&entries);
@@ -614,21 +634,9 @@ static PyObject *lsh_query(PyObject *self, PyObject *args) {
             Py_ssize_t n = entries.len / 8, ndir = dsize > 0 ? directory.len / dsize : 0;
             int bad = (dsize != 4 && dsize != 8) || entries.len % 8 || directory.len != ndir * dsize || ndir < 2 ||
                       shift < 1 || shift > 63;
-            const uint64_t *ev = entries.buf;
-            if (!bad && n && dsize == 4) /* the bands' cells are independent reads: ask for all at once */
-                for (Py_ssize_t j = 0; j < m; j++) {
-                    uint64_t cell = (pv[j] & HI) >> shift;
-                    if ((Py_ssize_t)cell + 1 < ndir) PREFETCH((const uint32_t *)directory.buf + cell);
-                }
-            for (Py_ssize_t j = 0; j < m && !bad && n; j++) {
-                uint64_t p = pv[j] & HI, cell = p >> shift;
-                Py_ssize_t lo, hi;
-                if ((Py_ssize_t)cell + 1 >= ndir) { bad = 1; break; }
-                lo = dir_at(directory.buf, dsize, cell);
-                hi = dir_at(directory.buf, dsize, cell + 1);
-                if (lo < 0 || hi > n || lo > hi) { bad = 1; break; }
-                for (Py_ssize_t at = lo + lower64(ev + lo, hi - lo, p); at < hi && (ev[at] & HI) == p; at++)
-                    if (ints_push(&cand, (int64_t)(ev[at] & 0xFFFFFFFFULL)) < 0) bad = 2;
+            if (!bad) {
+                int rc = bucket_scan_many(entries.buf, n, directory.buf, dsize, ndir, shift, pv, m, NULL, &cand);
+                bad = rc == -2 ? 2 : rc < 0;
             }
             PyBuffer_Release(&entries);
             PyBuffer_Release(&directory);

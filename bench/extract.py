@@ -69,7 +69,13 @@ class TrafilaturaTwoParses(TrafilaturaExtractor):
 BENCH_ONLY: dict[str, Extractor] = {
     "trafilatura-full": TrafilaturaExtractor(fast=False),
     "trafilatura-precision": TrafilaturaExtractor(fast=False, favor_precision=True),
-    "resiliparse-comments": ResiliparseExtractor(comments=True, post_meta=True),  # the library's defaults
+    "resiliparse-comments": ResiliparseExtractor(
+        comments=True, post_meta=True, captions=True
+    ),  # the library's defaults
+    "resiliparse-captions": ResiliparseExtractor(captions=True),
+    "resiliparse+trafilatura-captions": ResiliparseTrafilaturaExtractor(
+        fast=ResiliparseExtractor(drop_boilerplate=False, captions=True)
+    ),
     "resiliparse+trafilatura-300": ResiliparseTrafilaturaExtractor(min_words=300),
     # without the template step (scrapy_simhash/extract/boilerplate.py): what the step costs
     "trafilatura-raw": TrafilaturaExtractor(drop_boilerplate=False),

@@ -71,6 +71,18 @@ def test_picture_captions_and_credits_are_not_main_text(name: str) -> None:
     assert "captions=0" in options
 
 
+@pytest.mark.parametrize("name", ["resiliparse", "resiliparse+trafilatura"])
+def test_the_headline_is_not_main_text(name: str) -> None:
+    """The page's ``h1`` is its title, not its text: trafilatura's text and the corpus's truth omit it."""
+    page = ARTICLE.replace("<h1>Harbour lights</h1>", "<h1>HEADLINEMARKER Harbour lights</h1>").encode()
+    text = get_extractor(name)(page).text
+    assert "Paragraph 0 tells the reader" in text and "Paragraph 7" in text
+    assert "HEADLINEMARKER" not in text
+    assert "HEADLINEMARKER" in ResiliparseExtractor(headline=True)(page).text  # the option's other setting
+    options = [option.removeprefix("fast.") for option in get_extractor(name).description.split(";")]
+    assert "h1=0" in options
+
+
 def test_description_names_library_version_and_options():
     from importlib.metadata import version
 

@@ -13,7 +13,10 @@ what a reader reads:
   both by default; leaving them out raised token F1 against the corpus's ground truth;
 - picture captions and credits (elements whose class names a ``caption`` or a ``credit``) are left out:
   Resiliparse keeps them, trafilatura and the corpus's ground truth do not, and a photo's caption is not
-  the article (token F1 on scrapinghub-aeb's pages 0.941 -> 0.950, docs/quality.md).
+  the article (token F1 on scrapinghub-aeb's pages 0.941 -> 0.950, docs/quality.md);
+- the page's headline (``h1``) is left out: it is the page's title, not its text (trafilatura's text and
+  the corpus's ground truth leave it out too). A page whose ``h1`` swallows its article (an unclosed tag)
+  then has little text, and the cascade hands it to trafilatura.
 
 The parser never sees bytes: decoding happens once in :mod:`.base`, as for every extractor.
 """
@@ -41,6 +44,7 @@ class ResiliparseExtractor(Extractor):
     comments: bool = False
     post_meta: bool = False
     captions: bool = False
+    headline: bool = False
 
     def __post_init__(self) -> None:
         # Without the package every page would fail with ``extractor_error``: refuse at configuration.
@@ -64,8 +68,14 @@ class ResiliparseExtractor(Extractor):
             f"comments={int(self.comments)}",
             f"meta={int(self.post_meta)}",
             f"captions={int(self.captions)}",
+            f"h1={int(self.headline)}",
         ]
         return f"resiliparse/{version('resiliparse')};" + ";".join(options)
+
+    @cached_property
+    def _skipped(self) -> tuple[str, ...]:
+        """The CSS selectors of what is left out besides Resiliparse's own rules."""
+        return (() if self.captions else CAPTIONS) + (() if self.headline else ("h1",))
 
     def main_text(self, html: str, url: str | None) -> str | None:
         from resiliparse.extract.html2text import extract_plain_text
@@ -81,6 +91,6 @@ class ResiliparseExtractor(Extractor):
             noscript=False,
             comments=self.comments,
             post_meta=self.post_meta,
-            skip_elements=None if self.captions else CAPTIONS,
+            skip_elements=self._skipped or None,
         )
         return text or None

@@ -69,7 +69,13 @@ class TrafilaturaTwoParses(TrafilaturaExtractor):
 BENCH_ONLY: dict[str, Extractor] = {
     "trafilatura-full": TrafilaturaExtractor(fast=False),
     "trafilatura-precision": TrafilaturaExtractor(fast=False, favor_precision=True),
-    "resiliparse-comments": ResiliparseExtractor(comments=True, post_meta=True),  # the library's defaults
+    # the library's defaults: comments, post metadata, captions and the headline kept
+    "resiliparse-comments": ResiliparseExtractor(comments=True, post_meta=True, captions=True, headline=True),
+    # captions and the headline kept (the configuration before they were left out)
+    "resiliparse-h1-captions": ResiliparseExtractor(captions=True, headline=True),
+    "resiliparse+trafilatura-h1-captions": ResiliparseTrafilaturaExtractor(
+        fast=ResiliparseExtractor(drop_boilerplate=False, captions=True, headline=True)
+    ),
     "resiliparse+trafilatura-300": ResiliparseTrafilaturaExtractor(min_words=300),
     # without the template step (scrapy_simhash/extract/boilerplate.py): what the step costs
     "trafilatura-raw": TrafilaturaExtractor(drop_boilerplate=False),

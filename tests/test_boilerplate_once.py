@@ -153,11 +153,9 @@ def test_an_elements_text_is_the_join_of_its_itertext(corpus: Path) -> None:
 # with ``descendant::`` axes and ``descendant::a[2]``, which libxml2 evaluates in about half the time; they
 # must find the same elements, in the same order.
 PLAIN_SEARCHES = {
-    "_NAMED_XPATH": ".//*[@id or @class]",
-    "_ROLE_XPATH": ".//*[@role]",
+    "_ATTRIBUTED_XPATH": ".//*[@id or @class or @role or @itemprop]",
     "_LINK_BLOCKS_XPATH": ".//ul[not(ancestor::ul | ancestor::ol)] | .//ol[not(ancestor::ul | ancestor::ol)]"
     " | .//dl | .//p[count(.//a) >= 2] | .//div[count(.//a) >= 2][not(.//div | .//p)]",
-    "_ANCHORS_XPATH": ".//article | .//main | .//h1 | .//*[@role='main' or @itemprop='articleBody']",
     "_LONG_PARAGRAPHS_XPATH": f".//p[string-length(normalize-space()) >= {boilerplate.LONG_PARAGRAPH}]",
 }
 
@@ -184,4 +182,32 @@ def test_each_search_finds_what_its_plain_spelling_finds(search: str, parsed_bod
     for name, body in parsed_bodies.items():
         if body is not None and fast(body) != plain(body):
             differ.append(name)
+    assert differ == []
+
+
+def test_one_walk_over_attributes_finds_what_the_separate_searches_found(
+    parsed_bodies: dict[str, Any],
+) -> None:
+    """The rules that read id, class, role and itemprop share one walk of the tree (and search each distinct
+    name once): the template elements and the article's markers are those the separate searches found."""
+    from lxml import etree
+
+    named, roles = etree.XPath(".//*[@id or @class]"), etree.XPath(".//*[@role]")
+    anchors = etree.XPath(".//*[@role='main' or @itemprop='articleBody']")
+    assert len(parsed_bodies) > 100
+    differ, found = [], 0
+    for name, body in parsed_bodies.items():
+        if body is None:
+            continue
+        template = {el for el in roles(body) if el.get("role") in boilerplate._ROLES}
+        template |= {
+            el
+            for el in named(body)
+            if boilerplate._NAMED.search(f"{el.get('id', '')} {el.get('class', '')}".lower())
+        }
+        attributed = boilerplate._by_attributes(body)
+        found += len(template)
+        if set(attributed.template) != template or set(attributed.article) != set(anchors(body)):
+            differ.append(name)
+    assert found > 1000
     assert differ == []

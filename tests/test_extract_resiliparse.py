@@ -51,6 +51,38 @@ def test_main_text_without_alt_texts_form_fields_noscript_comments_or_footer():
         assert marker not in text, marker
 
 
+CAPTIONED = ARTICLE.replace(
+    '<img src="/lamp.jpg" alt="ALTTEXTMARKER">',
+    '<div class="wp-caption"><img src="/lamp.jpg">'
+    '<p class="wp-caption-text">CAPTIONMARKER The lamp room at dusk.</p>'
+    '<div class="InlineImage-imageEmbedCredit">CREDITMARKER Harbour Museum</div></div>',
+)
+
+
+@pytest.mark.parametrize("name", ["resiliparse", "resiliparse+trafilatura"])
+def test_picture_captions_and_credits_are_not_main_text(name: str) -> None:
+    """A photo's caption and credit are not the article (Resiliparse keeps them, the corpus's truth not)."""
+    text = get_extractor(name)(CAPTIONED.encode()).text
+    assert "Paragraph 0 tells the reader" in text and "Paragraph 7" in text
+    assert "CAPTIONMARKER" not in text and "CREDITMARKER" not in text
+    kept = ResiliparseExtractor(captions=True)(CAPTIONED.encode()).text
+    assert "CAPTIONMARKER" in kept and "CREDITMARKER" in kept  # the option's other setting
+    options = [option.removeprefix("fast.") for option in get_extractor(name).description.split(";")]
+    assert "captions=0" in options
+
+
+@pytest.mark.parametrize("name", ["resiliparse", "resiliparse+trafilatura"])
+def test_the_headline_is_not_main_text(name: str) -> None:
+    """The page's ``h1`` is its title, not its text: trafilatura's text and the corpus's truth omit it."""
+    page = ARTICLE.replace("<h1>Harbour lights</h1>", "<h1>HEADLINEMARKER Harbour lights</h1>").encode()
+    text = get_extractor(name)(page).text
+    assert "Paragraph 0 tells the reader" in text and "Paragraph 7" in text
+    assert "HEADLINEMARKER" not in text
+    assert "HEADLINEMARKER" in ResiliparseExtractor(headline=True)(page).text  # the option's other setting
+    options = [option.removeprefix("fast.") for option in get_extractor(name).description.split(";")]
+    assert "h1=0" in options
+
+
 def test_description_names_library_version_and_options():
     from importlib.metadata import version
 

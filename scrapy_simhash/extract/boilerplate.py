@@ -83,19 +83,17 @@ _ROLES = frozenset({"navigation", "banner", "contentinfo", "search"})
 # The searches below walk the tree in libxml2. They say ``descendant::x`` rather than ``.//x`` (which
 # libxml2 reads as ``descendant-or-self::node()/child::x``, a step more for every node) and
 # ``descendant::a[2]`` rather than ``count(.//a) >= 2`` (it stops at the second link instead of counting
-# them all): the same elements, found in about half the time.
-_NAMED_XPATH = etree.XPath("descendant::*[@id or @class]")
-_ROLE_XPATH = etree.XPath("descendant::*[@role]")
+# them all): the same elements, found in about half the time. The rules that read attributes (id, class,
+# role, itemprop) share one walk of the tree (:func:`_by_attributes`); the rules that read tags iterate by tag
+# (``iter``, without XPath).
+_ATTRIBUTED_XPATH = etree.XPath("descendant::*[@id or @class or @role or @itemprop]")
 _LINK_BLOCKS_XPATH = etree.XPath(
     "descendant::ul[not(ancestor::ul or ancestor::ol)] | descendant::ol[not(ancestor::ul or ancestor::ol)]"
     " | descendant::dl | descendant::p[descendant::a[2]]"
     " | descendant::div[descendant::a[2]][not(descendant::div or descendant::p)]"
 )
 _IN_CONTENT = etree.XPath("boolean(ancestor::article | ancestor::main | ancestor::section)")
-_ANCHORS_XPATH = etree.XPath(
-    "descendant::article | descendant::main | descendant::h1"
-    " | descendant::*[@role='main' or @itemprop='articleBody']"
-)
+_ANCHOR_TAGS = ("article", "main", "h1")
 _ARTICLES_XPATH = etree.XPath("descendant::article[not(ancestor::article)]")
 _LONG_PARAGRAPHS_XPATH = etree.XPath(f"descendant::p[string-length(normalize-space()) >= {LONG_PARAGRAPH}]")
 _STRING = etree.XPath("string()", smart_strings=False)
@@ -129,12 +127,44 @@ def _is_link_list(block: etree._Element) -> bool:
     return text > 0 and sum(len(_text(a)) for a in block.iter("a")) >= LINK_DENSITY * text
 
 
-def _content_holders(body: etree._Element) -> set[etree._Element]:
+@dataclass(frozen=True)
+class _Attributed:
+    """What the page's attributes say, from one walk of its tree: the elements whose role, id or class names
+    a template part, and those whose role or itemprop marks the article."""
+
+    template: list[etree._Element]
+    article: list[etree._Element]
+
+
+def _by_attributes(body: etree._Element) -> _Attributed:
+    template: list[etree._Element] = []
+    article: list[etree._Element] = []
+    named: dict[str, bool] = {}  # many elements share one class: each distinct name is searched once
+    for el in _ATTRIBUTED_XPATH(body):
+        role = el.get("role")
+        if role == "main" or el.get("itemprop") == "articleBody":
+            article.append(el)
+        if role in _ROLES:
+            template.append(el)
+            continue
+        ident, cls = el.get("id"), el.get("class")
+        if ident is None and cls is None:
+            continue
+        names = f"{ident or ''} {cls or ''}"
+        found = named.get(names)
+        if found is None:
+            found = named[names] = _NAMED.search(names.lower()) is not None
+        if found:
+            template.append(el)
+    return _Attributed(template, article)
+
+
+def _content_holders(body: etree._Element, attributed: _Attributed) -> set[etree._Element]:
     """The elements that hold the article, so are never template: ``article``, ``main``, an ``h1``,
     ``role=main``, ``itemprop=articleBody`` and their ancestors, and every element that holds three
     long paragraphs (:data:`LONG_PARAGRAPH`)."""
     holders: set[etree._Element] = set()
-    for anchor in _ANCHORS_XPATH(body):
+    for anchor in [*body.iter(*_ANCHOR_TAGS), *attributed.article]:
         holders.add(anchor)
         holders.update(anchor.iterancestors())
     paragraphs: dict[etree._Element, int] = {}
@@ -177,14 +207,13 @@ def _outermost(elements: list[etree._Element], holders: set[etree._Element]) -> 
     return [el for el in chosen if not any(a in chosen for a in el.iterancestors())]
 
 
-def _marked_regions(body: etree._Element, holders: set[etree._Element]) -> list[etree._Element]:
+def _marked_regions(
+    body: etree._Element, holders: set[etree._Element], attributed: _Attributed
+) -> list[etree._Element]:
     """The outermost elements whose tag, role, id or class says they are the site's template."""
     found = list(body.iter("nav", "aside", "form"))
     found += [el for el in body.iter("header", "footer") if not _IN_CONTENT(el)]
-    found += [el for el in _ROLE_XPATH(body) if el.get("role") in _ROLES]
-    found += [
-        el for el in _NAMED_XPATH(body) if _NAMED.search(f"{el.get('id', '')} {el.get('class', '')}".lower())
-    ]
+    found += attributed.template
     return _outermost(found, holders)
 
 
@@ -267,10 +296,14 @@ def split_tree(doc: etree._Element | None, text: str) -> Cleaned:
         return Cleaned(text, len(_flat(text)), 0)
     etree.strip_elements(doc, *_INVISIBLE, with_tail=False)
     brief = _short_article(body, text)
-    holders = _content_holders(body)
+    attributed = _by_attributes(body)
+    holders = _content_holders(body, attributed)
     parts = []
-    for find in (_marked_regions, _link_lists):  # link lists among what the marked regions leave
-        for region in find(body, holders):
+    for regions in (
+        lambda: _marked_regions(body, holders, attributed),
+        lambda: _link_lists(body, holders),  # link lists among what the marked regions leave
+    ):
+        for region in regions():
             parts.append(_text(region))
             _remove(region)
     template = "\x00".join(parts)

@@ -308,6 +308,72 @@ def test_records_that_are_not_pages_are_said(corpus: Path, tmp_path: Path) -> No
     assert texts[(warc, 1)].reason == f"no record starts at offset 1 of {warc}"
 
 
+def test_a_revisit_shows_the_text_of_the_record_it_repeats(tmp_path: Path) -> None:
+    """A crawl writes a page served byte for byte under a second URL as a revisit (no payload): the
+    report's diff shows the original's text for it, found by ``WARC-Refers-To`` in the revisit's own
+    file or beside it; a revisit whose original is not there keeps its reason."""
+    import io
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    from scrapy_simhash.report.texts import fetch_texts
+    from scrapy_simhash.warc.read.reader import ArchiveReader, ArchiveRecord
+
+    words = [
+        "harbour",
+        "lantern",
+        "meadow",
+        "treaty",
+        "weaver",
+        "council",
+        "orchard",
+        "furnace",
+        "almanac",
+        "quarry",
+    ]
+    body = (
+        "<html><head><title>Tram</title></head><body><article>"
+        + "".join(f"<p>{' '.join(words[(p + i) % 10] for i in range(30))}.</p>" for p in range(6))
+        + "</article></body></html>"
+    ).encode()
+    http = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+    date = "2026-11-20T08:00:00Z"
+
+    def write(path: Path, records: list[tuple[str, str, dict[str, str]]]) -> None:
+        with open(path, "wb") as out:
+            writer = WARCWriter(out, gzip=True, warc_version="1.1")
+            for uri, kind, headers in records:
+                payload = io.BytesIO(body if kind == "response" else b"")
+                fields = {"WARC-Date": date, **headers}
+                record = writer.create_warc_record(
+                    uri, kind, payload=payload, http_headers=http, warc_headers_dict=fields
+                )
+                writer.write_record(record)
+
+    original_id = "<urn:uuid:00000000-0000-4000-8000-000000000001>"
+    refers = {"WARC-Profile": "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"}
+    write(tmp_path / "a.warc.gz", [("http://a/story", "response", {"WARC-Record-ID": original_id})])
+    write(
+        tmp_path / "b.warc.gz",
+        [
+            ("http://a/story?utm_source=x", "revisit", {**refers, "WARC-Refers-To": original_id}),
+            ("http://a/gone", "revisit", {**refers, "WARC-Refers-To": "<urn:uuid:not-in-these-files>"}),
+        ],
+    )
+    records = {
+        r.target_uri: (r.file, r.offset)
+        for path in ("a.warc.gz", "b.warc.gz")
+        for r in ArchiveReader("auto").read(str(tmp_path / path))
+        if isinstance(r, ArchiveRecord)
+    }
+    texts = fetch_texts(list(records.values()))
+    original = texts[records["http://a/story"]]
+    assert original.text and "harbour lantern" in original.text
+    assert texts[records["http://a/story?utm_source=x"]] == original
+    assert texts[records["http://a/gone"]].reason == "the record is not an HTML page (revisit)"
+
+
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """``scrapy-simhash ARGS`` in a subprocess with a clean environment (no variable the tests set)."""
     tool = Path(sys.executable).with_name("scrapy-simhash")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..warc.read.payload import html_page
 from ..warc.read.reader import ArchiveReader, ArchiveRecord
-from ..warc.read.wacz import archive_exists
+from ..warc.read.wacz import archive_exists, split_location
 from .archive_files import archive_files
 
 if TYPE_CHECKING:
@@ -96,10 +96,44 @@ def fetch_texts(
     from ..extract import DEFAULT_EXTRACTOR
 
     chosen = extractor or DEFAULT_EXTRACTOR
-    return {
-        where: found if isinstance(found, Text) else text_of(found, chosen)
-        for where, found in fetch_records(locators, backend=backend).items()
-    }
+    records = fetch_records(locators, backend=backend)
+    originals = revisited_records(records, backend=backend)
+    texts: dict[Locator, Text] = {}
+    for where, found in records.items():
+        if isinstance(found, ArchiveRecord) and found.record_type == "revisit":
+            found = originals.get(found.links.refers_to if found.links else None, found)
+        texts[where] = found if isinstance(found, Text) else text_of(found, chosen)
+    return texts
+
+
+def revisited_records(
+    records: dict[Locator, ArchiveRecord | Text], *, backend: str = "auto"
+) -> dict[str | None, ArchiveRecord]:
+    """The originals of the ``revisit`` records among ``records``, by the id their ``WARC-Refers-To``
+    names, looked for in the files that hold the revisits: a revisit repeats its original's payload
+    without a copy of it, so the text shown for it is its original's (a crawl writes identical
+    payloads as revisits of the first one it wrote)."""
+    wanted: set[str] = set()
+    files: list[str] = []  # each revisit's own file first (where a crawl writes the original), then
+    around: list[str] = []  # the directory or WACZ that holds it
+    for found in records.values():
+        if isinstance(found, ArchiveRecord) and found.record_type == "revisit" and found.links:
+            if not found.links.refers_to:
+                continue
+            wanted.add(found.links.refers_to)
+            files.append(found.file)
+            member = split_location(found.file)
+            around.append(member[0] if member else os.path.dirname(found.file) or ".")
+    if not wanted:
+        return {}
+    located = locate_records(wanted, list(dict.fromkeys(files + around)), backend=backend)
+    fetched = fetch_records(list(located.values()), backend=backend)
+    out: dict[str | None, ArchiveRecord] = {}
+    for record_id, where in located.items():
+        record = fetched.get(where)
+        if isinstance(record, ArchiveRecord) and record.record_type != "revisit":
+            out[record_id] = record
+    return out
 
 
 def text_of(record: ArchiveRecord, extractor: object) -> Text:

@@ -63,6 +63,15 @@ def test_a_verified_batch_checks_each_page_once_and_keeps_its_sketches_a_matrix(
             assert np.array_equal(index.sketch(key).values, sketch & 0xFF)
 
 
+class ForeignSketch:
+    """A sketch object of a scheme of one's own: its values alone would pass every other check."""
+
+    scheme = "someone-elses/2"
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.values = values
+
+
 BAD_ITEMS: dict[str, tuple[tuple[Any, ...], type[Exception], str]] = {
     "key not a str": ((5, 5, None, sketches(1)[0]), TypeError, "a key is a str, not int"),
     "key None": ((5, None, None, sketches(1)[0]), TypeError, "a key is a str, not NoneType"),
@@ -113,6 +122,11 @@ BAD_ITEMS: dict[str, tuple[tuple[Any, ...], type[Exception], str]] = {
         (5, "b", None, np.full(NV, 2**40, dtype=np.uint64)),
         ValueError,
         "sketch values must be integers in 0 .. 2**32-1",
+    ),
+    "sketch of another scheme": (
+        (5, "b", None, ForeignSketch(sketches(1)[0])),
+        ValueError,
+        "this index holds minhash-doc/1 sketches, not someone-elses/2",
     ),
     "meta not JSON, with a sketch": (
         (5, "b", {"x": object()}, sketches(1)[0]),
@@ -165,3 +179,24 @@ def test_a_batch_with_a_key_twice_and_pages_without_sketch_ends_as_its_last_item
         index.add_many([(6, "a", None), (7, "d", None, s[0])])
         assert index.sketch("a") is None and index.get("a").simhash == 6
         assert index.query(7, sketch=s[0])[0].key == "d"
+
+
+def test_a_sketch_of_another_scheme_is_refused_by_every_verified_call(tmp_path: Path) -> None:
+    """Values of another sketch scheme would be compared as if they were minhash-doc/1's: a
+    similarity that means nothing. Each call that takes a sketch refuses it, naming both schemes."""
+    items = good_items(3)
+    h, _key, _meta, sketch = items[0]
+    foreign = ForeignSketch(sketch)
+    calls = {
+        "add": lambda index: index.add(h, "x", sketch=foreign),
+        "check_and_add": lambda index: index.check_and_add(h, "x", sketch=foreign),
+        "query": lambda index: index.query(h, sketch=foreign),
+        "query_many": lambda index: index.query_many([h], sketches=[foreign]),
+    }
+    with open_index(tmp_path / "ix") as index:
+        index.add_many(items)
+        for name, call in calls.items():
+            with pytest.raises(ValueError, match="not someone-elses/2") as raised:
+                call(index)
+            assert "minhash-doc/1" in str(raised.value), name
+        assert len(index) == 3 and "x" not in index

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ...decision import Rule
-from ...fingerprint.minhash import MinHash
+from ...fingerprint.minhash import SCHEME, MinHash
 from ..base import Match, Meta, NearDuplicateIndex
 from ..values import check_key, check_simhash, encode_meta
 
@@ -98,6 +98,9 @@ class VerifiedIndex(NearDuplicateIndex):
     def _sketch_values(self, sketch: Any) -> np.ndarray | None:
         if sketch is None:
             return None
+        scheme = getattr(sketch, "scheme", SCHEME)  # a bare array is taken as this scheme's values
+        if scheme != SCHEME:
+            raise ValueError(f"this index holds {SCHEME} sketches, not {scheme}")
         values = np.asarray(getattr(sketch, "values", sketch))
         if values.dtype != np.uint32:
             values = MinHash(values).values

@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import forked_map
 
 from scrapy_simhash import defaults
 from scrapy_simhash.decision import DEFAULT_RULE, Verdict, compare
@@ -79,23 +78,21 @@ def originals(subset: list[Page]) -> dict[str, PageFingerprint]:
     return {p.id: fingerprint_page(p.html(), p.url) for p in subset}
 
 
-def _verdicts(kind: str, base: list[Page], pages: list[Page], originals: dict[str, PageFingerprint]) -> list:
-    verdicts: list[Verdict | None] = []
-    for page in base:
-        copy = fingerprint_page(transform(page, kind, pages, SEED), page.url)
-        verdicts.append(None if copy.simhash is None else compare(originals[page.id], copy))
-    return verdicts
-
-
 @pytest.fixture(scope="module")
 def positive_verdicts(
     pages: list[Page], subset: list[Page], originals: dict[str, PageFingerprint]
 ) -> dict[str, list[Verdict | None]]:
     """Per kind: the shipped rule's verdict on each fingerprinted page and its changed copy
-    (None: the copy has no fingerprint); the kinds shared among processes (conftest.forked_map)."""
+    (None: the copy has no fingerprint)."""
     base = [p for p in subset if originals[p.id].simhash is not None and article_matches_truth(p)]
-    ours = {p.id: originals[p.id] for p in base}
-    return dict(zip(KINDS, forked_map(_verdicts, [(kind, base, pages, ours) for kind in KINDS]), strict=True))
+    out: dict[str, list[Verdict | None]] = {}
+    for kind in KINDS:
+        verdicts: list[Verdict | None] = []
+        for page in base:
+            copy = fingerprint_page(transform(page, kind, pages, SEED), page.url)
+            verdicts.append(None if copy.simhash is None else compare(originals[page.id], copy))
+        out[kind] = verdicts
+    return out
 
 
 @pytest.fixture(scope="module")

@@ -287,7 +287,7 @@ def test_sample_takes_extractor_and_records_it_and_score_says_it(corpus: Path, t
 
 
 def test_sample_from_archives_without_fingerprints_says_to_tag_them_first(
-    corpus: Path, tmp_path: Path
+    corpus: Path, tmp_path: Path, example_crawl_sidecar: Path
 ) -> None:
     """A raw archive's pages carry no fingerprint (only simhash metadata records do): ``calibrate
     sample`` on it refuses with the way out, and following it (``tag``, then the archive with its
@@ -297,9 +297,9 @@ def test_sample_from_archives_without_fingerprints_says_to_tag_them_first(
     refused = run_cli("calibrate", "sample", str(warc), "-o", str(out))
     assert refused.returncode == 2 and not out.exists()
     assert "scrapy-simhash tag ARCHIVES" in refused.stderr and ".simhash.warc.gz" in refused.stderr
-    tagged = run_cli("tag", "--workers", "1", "--no-progress", "--out", str(tmp_path), str(warc))
-    assert tagged.returncode == 0, tagged.stderr
-    sidecar = tmp_path / "example.warc.gz.simhash.warc.gz"
+    # the way out's ``tag``: the session's ``tag --out DIR`` of this archive (conftest), tagged once
+    sidecar = example_crawl_sidecar
+    assert sidecar.name == "example.warc.gz.simhash.warc.gz"
     done = run_cli("calibrate", "sample", str(warc), str(sidecar), "-o", str(out), "--pairs", "5")
     assert done.returncode == 0, done.stderr
     assert _payload(out)["pairs"]

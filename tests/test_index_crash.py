@@ -95,9 +95,7 @@ def test_sigkill_loses_no_acknowledged_insert(tmp_path: Path, sync: str) -> None
             for probe in probes:
                 got = sorted((m.key, m.distance) for m in index.query(probe))
                 expected = sorted(
-                    (key, bin(probe ^ h).count("1"))
-                    for key, h in stored.items()
-                    if bin(probe ^ h).count("1") <= 3
+                    (key, d) for key, h in stored.items() if (d := (probe ^ h).bit_count()) <= 3
                 )
                 assert got == expected
             # the unacknowledged tail is now simply part of the index

@@ -10,6 +10,7 @@ built from the reopened rows in their order.
 
 from __future__ import annotations
 
+import functools
 import random
 import zlib
 from pathlib import Path
@@ -74,6 +75,7 @@ while True:
 """
 
 
+@functools.cache
 def sketch(key: str, version: int) -> np.ndarray:
     rng = np.random.default_rng(zlib.crc32(f"{key}/{version}".encode()))
     return rng.integers(0, 3, NV, dtype=np.uint32)
@@ -112,12 +114,15 @@ def test_sigkill_loses_no_acknowledged_write(tmp_path: Path, sync: str) -> None:
             present.pop(in_doubt, None)
         with MinHashIndex(path) as index:
             stored = index.keys()
+            # each stored key's meta and sketch, read once for the checks below (a key not stored has none)
+            metas = {key: index.meta(key) for key in stored}
+            sketches = {key: index.get(key) for key in stored}
             lost = []
             for key, v in present.items():
-                meta = index.meta(key)
+                meta = metas.get(key)
                 allowed = {v, intents.get(key, v)}
                 kept = meta is not None and meta.get("v") in allowed
-                if not kept or not np.array_equal(index.get(key), sketch(key, meta["v"])):  # type: ignore[index]
+                if not kept or not np.array_equal(sketches[key], sketch(key, meta["v"])):  # type: ignore[index]
                     lost.append(key)
             assert not lost, f"round {round_}: acknowledged writes lost: {lost[:5]}"
             # a removed key that the unacknowledged write was adding again may be back
@@ -129,13 +134,13 @@ def test_sigkill_loses_no_acknowledged_write(tmp_path: Path, sync: str) -> None:
             )
             assert len(index) == len(stored)
             reference = MinHashLSH(index.threshold, NV, index.bands, index.rows)
-            reference.add_many((key, index.get(key)) for key in stored)
+            reference.add_many((key, sketches[key]) for key in stored)
             for key in stored:
-                meta = index.meta(key)
-                assert meta is not None and np.array_equal(index.get(key), sketch(key, meta["v"]))
+                meta = metas[key]
+                assert meta is not None and np.array_equal(sketches[key], sketch(key, meta["v"]))
             for key in rng.sample(stored, min(30, len(stored))):
-                probe = index.get(key)
+                probe = sketches[key]
                 assert [(m.key, m.similarity) for m in index.query(probe)] == reference.query(probe)
-            present = {key: index.meta(key)["v"] for key in stored}  # type: ignore[index]
+            present = {key: metas[key]["v"] for key in stored}  # type: ignore[index]
             removed -= set(stored)
     assert len(present) > 100

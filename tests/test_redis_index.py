@@ -719,15 +719,19 @@ def test_cli_stats_on_redis(uri: str) -> None:
         idx.clear()
 
 
-def _outage_crawl(tmp_path: Path, srv: RedisServer, uri: str, restart_after: int, **settings: Any) -> Any:
-    """A crawl of the demo site (~100 pages) through ``crawl_outage.OutageDrill``, which stops
-    redis-server after 10 pages and restarts it ``restart_after`` pages later; its result."""
+def _outage_crawl(
+    tmp_path: Path, srv: RedisServer, uri: str, restart_after: int, articles: int, **settings: Any
+) -> Any:
+    """A crawl of the demo site (``articles`` articles: about 3.4 pages each) through
+    ``crawl_outage.OutageDrill``, which stops redis-server after 10 pages and restarts it
+    ``restart_after`` pages later; its result. The pages left after the restart only need to show
+    that tagging resumed: a few dozen are plenty, and each costs the crawl's download delay."""
     from crawl_support import demo_site, run_crawl
 
     settings = {
         "SIMHASH_INDEX": uri,
         "SIMHASH_WORKERS": 1,
-        "DOWNLOAD_DELAY": 0.05,  # ~100 pages over a few seconds: room for a stop and a restart
+        "DOWNLOAD_DELAY": 0.05,  # a page every ~50 ms: room for a stop and a restart
         "DOWNLOADER_MIDDLEWARES": {"crawl_outage.OutageDrill": 100},
         "OUTAGE_REDIS_DIR": str(srv.directory),
         "OUTAGE_REDIS_PORT": srv.port,
@@ -737,7 +741,7 @@ def _outage_crawl(tmp_path: Path, srv: RedisServer, uri: str, restart_after: int
         **settings,
     }
     try:
-        with demo_site.serve(demo_site.build_site(40)) as base:
+        with demo_site.serve(demo_site.build_site(articles)) as base:
             return run_crawl(base + "/", tmp_path / "run", settings)
     finally:
         client = srv.client()
@@ -747,15 +751,16 @@ def _outage_crawl(tmp_path: Path, srv: RedisServer, uri: str, restart_after: int
         srv.stop()
 
 
-@pytest.mark.slow  # one Scrapy crawl of ~100 pages, with Redis stopped and restarted in the middle
+@pytest.mark.slow  # one Scrapy crawl of ~75 pages, with Redis stopped and restarted in the middle
 def test_crawl_rides_out_a_redis_outage_without_blocking_the_reactor(tmp_path: Path) -> None:
     """Redis goes down mid-crawl and comes back: pages pass untagged meanwhile, tagging resumes, and
     the reactor keeps running (a heartbeat keeps ticking) while the index client retries."""
     srv = RedisServer(tmp_path / "redis").start()
-    # ~4.5 s of back-off per failed call (the URI lifts the crawl's 1 s budget): the reactor must not wait it
-    retries = "retries=8&retry_cap=1&retry_budget=10"
+    # ~2 s of back-off per failed call, 7 pauses of 0.05-0.4 s (the URI lifts the crawl's 1 s budget): the
+    # reactor must not wait it
+    retries = "retries=8&retry_cap=0.4&retry_budget=10"
     uri = f"{srv.url}?prefix=outage-crawl&{retries}"
-    result = _outage_crawl(tmp_path, srv, uri, 8, SIMHASH_INDEX_RETRY_AFTER=0.3)
+    result = _outage_crawl(tmp_path, srv, uri, 8, 20, SIMHASH_INDEX_RETRY_AFTER=0.3)  # ~75 pages
     assert result.stats["finish_reason"] == "finished"
     assert result.stats["outage/phase"] == "back", result.log[-3000:]
     # while down: pages passed untagged, most without waiting for the index (the breaker)
@@ -769,16 +774,18 @@ def test_crawl_rides_out_a_redis_outage_without_blocking_the_reactor(tmp_path: P
     # the reactor kept running while the index retried: it ticked during the client's pauses between
     # retries of one call (a reactor blocked by the call would tick in none of them)
     assert result.stat("outage/ticks_while_down") >= 5
-    assert result.stat("outage/retry_pauses_with_ticks") >= 3  # of ~7 pauses of 0.05-1 s; blocked: 0
+    assert result.stat("outage/retry_pauses_with_ticks") >= 3  # of ~7 pauses of 0.05-0.4 s; blocked: 0
 
 
-@pytest.mark.slow  # one Scrapy crawl of ~100 pages, with Redis stopped in the middle
+@pytest.mark.slow  # one Scrapy crawl of ~135 pages, with Redis stopped in the middle
 def test_a_redis_outage_holds_pages_back_about_a_second_then_they_pass_untagged(tmp_path: Path) -> None:
     """With the URI's defaults, the first call that finds Redis down gives up within its retry budget
     (about a second; before, 10 retries took 11 s), and pages then pass untagged at once."""
     srv = RedisServer(tmp_path / "redis").start()
     # no retry options in the URI: the crawl's own
-    result = _outage_crawl(tmp_path, srv, f"{srv.url}?prefix=outage-gap", 20)
+    # ~135 pages: they pass untagged for the breaker's default 5 s (SIMHASH_INDEX_RETRY_AFTER) after the
+    # failure, and some must be left to be tagged after that
+    result = _outage_crawl(tmp_path, srv, f"{srv.url}?prefix=outage-gap", 20, 40)
     assert result.stats["finish_reason"] == "finished"
     assert result.stat("outage/untagged_while_down") >= 20
     assert result.stat("outage/tagged_after_restart") >= 1

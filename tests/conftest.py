@@ -45,20 +45,42 @@ def corpus_pages(corpus: Path) -> list[Path]:
     return sorted((corpus / "pages").rglob("*.html.gz"))
 
 
+def _extract_pages(extractor: Any, paths: list[Path]) -> list[Any]:
+    return [extractor(gzip.decompress(path.read_bytes())) for path in paths]
+
+
+EXTRACTION_PROCESSES = 2
+"""Worker processes that extract the corpus for :func:`corpus_page_extractions` (CI has two cores)."""
+
+
 @pytest.fixture(scope="session")
 def corpus_page_extractions(corpus_pages: list[Path]) -> Callable[[str], dict[Path, Any]]:
     """Every corpus page's :class:`~scrapy_simhash.extract.Extraction` by the named extractor (as
     ``get_extractor(name)`` makes it), made once a session for each name: the extractor contract checks
     them all, the shared-parse check compares a third of them with the two-parse extraction (each pass
-    over the corpus is tens of seconds). An exception of the extractor fails the test that asked."""
+    over the corpus is tens of seconds). The pages are shared among :data:`EXTRACTION_PROCESSES` forked
+    processes, as ``dedupe --workers`` shares them (an extractor gives the same result in another
+    process: the contract checks it). An exception of the extractor fails the test that asked."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     from scrapy_simhash.extract import get_extractor
 
     made: dict[str, dict[Path, Any]] = {}
+    fork = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
 
     def extractions(name: str) -> dict[Path, Any]:
         if name not in made:
             extractor = get_extractor(name)
-            made[name] = {path: extractor(gzip.decompress(path.read_bytes())) for path in corpus_pages}
+            shares = 4 * EXTRACTION_PROCESSES  # every n-th page: each share has pages of every source
+            results: list[Any] = [None] * len(corpus_pages)
+            with ProcessPoolExecutor(EXTRACTION_PROCESSES, mp_context=fork) as pool:
+                parts = [
+                    pool.submit(_extract_pages, extractor, corpus_pages[i::shares]) for i in range(shares)
+                ]
+                for i, part in enumerate(parts):
+                    results[i::shares] = part.result()
+            made[name] = dict(zip(corpus_pages, results, strict=True))
         return made[name]
 
     return extractions

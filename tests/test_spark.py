@@ -176,6 +176,23 @@ def test_clusters_equal_batch_clusters(spark, seed, chain):
     assert got == {v: int(labels[v]) for v in in_pairs}
 
 
+def test_a_round_changed_the_edges_unless_both_sets_are_equal(spark):
+    """The convergence test of each round (one subtraction and two counts): any edge gained, lost or
+    replaced is a change, the same set in another order is not."""
+    from scrapy_simhash.spark.components import _changed
+
+    sc = spark.sparkContext
+    edges = sc.parallelize([(2, 1), (3, 1), (5, 4)], 2).cache()
+    for small, changed in [
+        ([(5, 4), (3, 1), (2, 1)], False),
+        ([(2, 1), (3, 1)], True),  # lost an edge: only the counts tell
+        ([(2, 1), (3, 1), (5, 4), (6, 4)], True),
+        ([(2, 1), (3, 2), (5, 4)], True),  # as many edges, one replaced
+        ([], True),
+    ]:
+        assert _changed(edges, sc.parallelize(small, 3).cache()) is changed, small
+
+
 def test_clusters_representative_by_order(spark):
     pairs = spark.createDataFrame([(1, 2), (2, 3), (10, 11)], "a long, b long")
     order = spark.createDataFrame([(1, 5), (2, 0), (3, 9), (10, 1), (11, 1)], "id long, order long")

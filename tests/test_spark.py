@@ -193,6 +193,13 @@ def test_a_round_changed_the_edges_unless_both_sets_are_equal(spark):
         assert _changed(edges, sc.parallelize(small, 3).cache()) is changed, small
 
 
+def test_clusters_of_a_square_whose_large_star_repeats_an_edge(spark):
+    """1-2, 1-3, 2-4, 3-4: the large-star step gives 4-1 twice (from 2 and from 3), which the small-star
+    step takes as one edge: one component, smallest first."""
+    pairs = spark.createDataFrame([(1, 2), (1, 3), (2, 4), (3, 4)], "a long, b long")
+    assert {r.id: r.cluster for r in clusters(pairs).collect()} == {1: 1, 2: 1, 3: 1, 4: 1}
+
+
 def test_clusters_representative_by_order(spark):
     pairs = spark.createDataFrame([(1, 2), (2, 3), (10, 11)], "a long, b long")
     order = spark.createDataFrame([(1, 5), (2, 0), (3, 9), (10, 1), (11, 1)], "id long, order long")

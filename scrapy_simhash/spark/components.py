@@ -47,7 +47,9 @@ def clusters(
         edges = edges.map(lambda e: ((0, e[0]), (0, e[1])))
     edges = edges.filter(lambda e: e[0] != e[1]).map(lambda e: (max(e), min(e))).distinct().cache()
     for _ in range(max_rounds):
-        large = edges.flatMap(lambda e: (e, (e[1], e[0]))).groupByKey().flatMap(_large_star).distinct()
+        # no distinct of the large-star edges: the small-star step gives the same set from repeated
+        # edges (the same smallest neighbour, the same edges again), and its own distinct removes them
+        large = edges.flatMap(lambda e: (e, (e[1], e[0]))).groupByKey().flatMap(_large_star)
         small = large.map(lambda e: (max(e), min(e))).groupByKey().flatMap(_small_star).distinct().cache()
         changed = _changed(edges, small)
         edges.unpersist()

@@ -12,11 +12,18 @@ from typing import Any
 SMALL = "ukwa-webarchive-test-suite/small-arcs-and-warcs/IAH-20080430204825-00000-blackbook-truncated"
 SMALL_DEDUPE_INPUTS = [f"{SMALL}.warc.gz", f"{SMALL}.arc.gz", "resiliparse/warcfile.warc.gz"]
 """Corpus archives (under ``warcs/``) for the tests of how ``spark dedupe`` is run (spark-submit on a
-cluster, Hadoop URIs): the example crawl's first records as a WARC and as an ARC (one page twice, a
-cluster of two) and a third WARC, three tasks. Their report must be ``dedupe``'s, made once for both by
-the conftest's ``dedupe_report``. The whole example crawl (tens of seconds of extraction per run)
-would add nothing there: its rows from Spark are compared with the pipeline's in test_spark.py, and
-the rows read through Hadoop with the streamed ones in test_spark_sources.py."""
+cluster, the console script on a local master, Hadoop URIs): the example crawl's first records as a
+WARC and as an ARC (one page twice, a cluster of two) and a third WARC, three tasks. Their report must
+be ``dedupe``'s, made once for all three by the conftest's ``dedupe_report``. The whole example crawl
+(tens of seconds of extraction per run) would add nothing there: its rows from Spark are compared with
+the pipeline's in test_spark.py, and the rows read through Hadoop with the streamed ones in
+test_spark_sources.py."""
+
+FAST_EXTRACTOR = "resiliparse"
+"""The extractor of the Spark tests whose subject is not the extractor (the reading, the rows, the
+join, the CLI's plumbing): about a quarter of trafilatura's time a page, on both sides of each
+comparison. The default extractor (trafilatura) stays end to end in ``spark dedupe``'s report test
+(test_spark.py), the CLI's local-master test, the spark-submit recipe and the Hadoop-URI CLI tests."""
 
 QUICK_SPARK = {
     "spark.sql.shuffle.partitions": "4",

@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from spark_support import FAST_EXTRACTOR
 
+from scrapy_simhash.extract import Extractor, get_extractor
 from scrapy_simhash.index.tables.batch import clusters as batch_clusters
 from scrapy_simhash.index.tables.batch import popcount64
 from scrapy_simhash.index.tables.layouts import resolve
@@ -174,6 +176,30 @@ def test_clusters_equal_batch_clusters(spark, seed, chain):
     assert got == {v: int(labels[v]) for v in in_pairs}
 
 
+def test_a_round_changed_the_edges_unless_both_sets_are_equal(spark):
+    """The convergence test of each round (one subtraction and two counts): any edge gained, lost or
+    replaced is a change, the same set in another order is not."""
+    from scrapy_simhash.spark.components import _changed
+
+    sc = spark.sparkContext
+    edges = sc.parallelize([(2, 1), (3, 1), (5, 4)], 2).cache()
+    for small, changed in [
+        ([(5, 4), (3, 1), (2, 1)], False),
+        ([(2, 1), (3, 1)], True),  # lost an edge: only the counts tell
+        ([(2, 1), (3, 1), (5, 4), (6, 4)], True),
+        ([(2, 1), (3, 2), (5, 4)], True),  # as many edges, one replaced
+        ([], True),
+    ]:
+        assert _changed(edges, sc.parallelize(small, 3).cache()) is changed, small
+
+
+def test_clusters_of_a_square_whose_large_star_repeats_an_edge(spark):
+    """1-2, 1-3, 2-4, 3-4: the large-star step gives 4-1 twice (from 2 and from 3), which the small-star
+    step takes as one edge: one component, smallest first."""
+    pairs = spark.createDataFrame([(1, 2), (1, 3), (2, 4), (3, 4)], "a long, b long")
+    assert {r.id: r.cluster for r in clusters(pairs).collect()} == {1: 1, 2: 1, 3: 1, 4: 1}
+
+
 def test_clusters_representative_by_order(spark):
     pairs = spark.createDataFrame([(1, 2), (2, 3), (10, 11)], "a long, b long")
     order = spark.createDataFrame([(1, 5), (2, 0), (3, 9), (10, 1), (11, 1)], "id long, order long")
@@ -216,11 +242,12 @@ def _is_date_note(problem: ReadProblem) -> bool:
     )
 
 
-def pipeline_rows(paths: list[Path]):
+def pipeline_rows(paths: list[Path], extractor: Extractor):
     pages, problems = set(), set()
     # two worker processes: the rows do not depend on how many extract them, and the two cores halve
     # the time the whole example crawl (twice, as WARC and as ARC) takes to extract
-    for event in Pipeline(Options(workers=2), Progress(0, enabled=False)).run(plan_inputs(paths)):
+    options = Options(workers=2, extractor=extractor)
+    for event in Pipeline(options, Progress(0, enabled=False)).run(plan_inputs(paths)):
         if isinstance(event, ReadProblem):
             if not _is_date_note(event):
                 problems.add((event.file, event.offset, event.reason, event.skipped))
@@ -243,9 +270,13 @@ def spark_rows(df):
 
 
 def test_fingerprint_archives_same_as_pipeline(spark, corpus):
+    """Every row of the whole example crawl (as WARC and as ARC) and of damaged files: Spark's rows are
+    the pipeline's. The subject is the reading and the rows, not the extractor: the fast one on both
+    sides (the default extractor's rows are compared end to end in the report tests below)."""
     paths = [corpus / "warcs" / name for name in GOOD + DAMAGED]
-    want_pages, want_problems = pipeline_rows(paths)
-    df = fingerprint_archives(spark, paths)
+    extractor = get_extractor(FAST_EXTRACTOR)
+    want_pages, want_problems = pipeline_rows(paths, extractor)
+    df = fingerprint_archives(spark, paths, extractor=extractor)
     got_pages, got_problems = spark_rows(df)
     assert sum(1 for p in want_pages if p[5] is not None) > 100
     assert got_pages == want_pages
@@ -270,7 +301,9 @@ def test_fingerprint_archives_truncated_copy_keeps_earlier_records(spark, corpus
         end = next(o for _ in records if (o := records.get_record_offset()) >= len(data) * 3 // 5)
     (tmp_path / "whole.warc.gz").write_bytes(data[:end])
     (tmp_path / "cut.warc.gz").write_bytes(data[: end // 2])
-    rows = fingerprint_archives(spark, [f"file://{tmp_path}"]).collect()
+    rows = fingerprint_archives(
+        spark, [f"file://{tmp_path}"], extractor=get_extractor(FAST_EXTRACTOR)
+    ).collect()
     by_file = {}
     for r in rows:
         by_file.setdefault(Path(r.file).name, []).append(r)
@@ -364,12 +397,15 @@ def test_spark_dedupe_against_a_saved_table(spark, corpus, tmp_path, capsys):
     new_copy.write_bytes(first_responses(corpus / "warcs" / "aut/arc/example.arc.gz", CAPTURES))
     new = str(new_copy)
     table, report = tmp_path / "fingerprints-2025", tmp_path / "2026.jsonl"
-    assert main(["spark", "dedupe", str(old_copy), "--master", "local[2]", "--save", str(table)]) == 0
+    # the fast extractor in all three runs: the subject is the saved table and the join against it (the
+    # default extractor's report is compared end to end in test_spark_dedupe_report_same_as_dedupe)
+    fast = ["--extractor", FAST_EXTRACTOR]
+    assert main(["spark", "dedupe", str(old_copy), "--master", "local[2]", "--save", str(table), *fast]) == 0
     both = tmp_path / "both.jsonl"
-    assert main(["dedupe", str(old_copy), new, "--workers", "2", "--report", str(both)]) == 0
+    assert main(["dedupe", str(old_copy), new, "--workers", "2", "--report", str(both), *fast]) == 0
     old_copy.unlink()
     args = ["spark", "dedupe", new, "--master", "local[2]", "--against", str(table), "--report", str(report)]
-    assert main(args) == 0
+    assert main([*args, *fast]) == 0
 
     def clusters(path: Path) -> list[list[tuple[str, int, str]]]:
         rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
@@ -428,9 +464,12 @@ def test_spark_tag_sidecars_same_as_tag(spark, corpus, tmp_path, capsys):
         str(cut),
     ]
     local, distributed = tmp_path / "tag", tmp_path / "spark"
-    want_status = main(["tag", *inputs, "--workers", "1", "--no-progress", "--out", str(local)])
+    # the fast extractor on both sides: the subject is the sidecars' writing, not the extractor (spark
+    # tag's sidecars with the default one: test_spark_tag_cli_writes_tags_sidecars_for_uris)
+    fast = ["--extractor", FAST_EXTRACTOR]
+    want_status = main(["tag", *inputs, "--workers", "1", "--no-progress", "--out", str(local), *fast])
     want = capsys.readouterr()
-    status = main(["spark", "tag", *inputs, "--master", "local[2]", "--out", str(distributed)])
+    status = main(["spark", "tag", *inputs, "--master", "local[2]", "--out", str(distributed), *fast])
     got = capsys.readouterr()
     assert want_status == status == 1
     names = sorted(p.name for p in local.iterdir())
@@ -458,7 +497,7 @@ def test_spark_tag_sidecars_same_as_tag(spark, corpus, tmp_path, capsys):
         if line.startswith(("skipped: ", "note: "))
     ]
     # a rerun skips the finished sidecars and redoes the damaged inputs, as tag does
-    assert main(["spark", "tag", *inputs, "--master", "local[2]", "--out", str(distributed)]) == 1
+    assert main(["spark", "tag", *inputs, "--master", "local[2]", "--out", str(distributed), *fast]) == 1
     assert "files: 2 processed, 2 already complete" in capsys.readouterr().out
 
 

@@ -15,7 +15,7 @@ pyspark = pytest.importorskip(
     "pyspark", reason="pyspark is not installed (pip install -e '.[test]' installs it)"
 )
 
-from spark_support import QUICK_SPARK  # noqa: E402
+from spark_support import QUICK_SPARK, SMALL_DEDUPE_INPUTS  # noqa: E402
 
 from scrapy_simhash.spark.session import is_local_master  # noqa: E402
 
@@ -70,18 +70,17 @@ def _spark_cli(env: dict[str, str], *args: str, cwd: Path) -> subprocess.Complet
     )
 
 
-def test_local_master_runs_executors_on_the_drivers_python(foreign_python3, corpus, tmp_path):
-    inputs = [str(corpus / "warcs" / name) for name in INPUTS]
-    report, local = tmp_path / "spark.jsonl", tmp_path / "local.jsonl"
+def test_local_master_runs_executors_on_the_drivers_python(foreign_python3, corpus, tmp_path, dedupe_report):
+    """The report is ``dedupe``'s on the same inputs (made once for this test, the spark-submit recipe's
+    and the Hadoop-URI CLI's by the conftest's ``dedupe_report``)."""
+    inputs = [str(corpus / "warcs" / name) for name in SMALL_DEDUPE_INPUTS]
+    report = tmp_path / "spark.jsonl"
     run = _spark_cli(
         foreign_python3, "dedupe", *inputs, "--master", "local[2]", "--report", str(report), cwd=tmp_path
     )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "clusters: " in run.stdout
-    from scrapy_simhash.cli import main
-
-    assert main(["dedupe", *inputs, "--workers", "1", "--report", str(local)]) == 0
-    want = local.read_text(encoding="utf-8")
+    want = dedupe_report(SMALL_DEDUPE_INPUTS)
     assert '"role": "duplicate"' in want
     assert report.read_text(encoding="utf-8") == want
 

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from spark_support import SMALL_DEDUPE_INPUTS
+from spark_support import FAST_EXTRACTOR, SMALL_DEDUPE_INPUTS
 
+from scrapy_simhash.extract import get_extractor
 from scrapy_simhash.warc.read.inputs import plan_inputs
 
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[test]' installs it)")
@@ -92,14 +93,16 @@ def rows(df, strip: str = "") -> list[tuple]:
 def test_hadoop_rows_equal_local_rows(spark, corpus, work):
     """The same files, streamed locally and read through Hadoop (``file:`` forced, and ``viewfs:``):
     identical rows, problems of the damaged files included, ``file`` naming the URI read; the
-    executors' temporary local copies are removed once a file is read."""
+    executors' temporary local copies are removed once a file is read. The subject is the route, not
+    the extractor: the fast one on all three (the default one reads URIs in the CLI tests below)."""
+    fast = get_extractor(FAST_EXTRACTOR)
     local = [corpus / "warcs" / name for name in FILES]
-    want = rows(fingerprint_archives(spark, local), strip=str(corpus / "warcs") + "/")
-    assert sum(1 for r in want if r[6] is not None) > 100  # 139 pages fingerprinted
+    want = rows(fingerprint_archives(spark, local, extractor=fast), strip=str(corpus / "warcs") + "/")
+    assert sum(1 for r in want if r[6] is not None) > 100  # 135 pages fingerprinted
     assert sum(1 for r in want if r[9] is not None and r[10]) >= 5  # damaged files lost data
-    forced = fingerprint_archives(spark, [p.as_uri() for p in local], via_hadoop=True)
+    forced = fingerprint_archives(spark, [p.as_uri() for p in local], via_hadoop=True, extractor=fast)
     assert rows(forced, strip=f"file:{corpus / 'warcs'}/") == want
-    viewfs = fingerprint_archives(spark, [f"{CORPUS_MOUNT}/{name}" for name in FILES])
+    viewfs = fingerprint_archives(spark, [f"{CORPUS_MOUNT}/{name}" for name in FILES], extractor=fast)
     assert rows(viewfs, strip=CORPUS_MOUNT + "/") == want
     left = [p for p in (work / "spark-local").rglob("scrapy-simhash-*")]
     assert left == []
@@ -133,12 +136,14 @@ def test_directory_uri_expands_to_tags_positions(spark, corpus, work):
         "b.warc.gz",
     ]
     uri = f"{WORK_MOUNT}/tree"
-    # cached: the second query below reads these rows instead of fingerprinting every file again
-    df = fingerprint_archives(spark, [uri, corpus / "warcs" / f"{SMALL}.warc.gz"]).cache()
+    # cached: the second query below reads these rows instead of fingerprinting every file again; the
+    # fast extractor on both sides (the subject is the listing and the positions)
+    fast = get_extractor(FAST_EXTRACTOR)
+    df = fingerprint_archives(spark, [uri, corpus / "warcs" / f"{SMALL}.warc.gz"], extractor=fast).cache()
     got = sorted({(r.input, r.file.removeprefix(uri + "/")) for r in df.collect()})
     example = str(corpus / "warcs" / f"{SMALL}.warc.gz")
     assert got == [*want, (len(want), example)]  # the local argument after it keeps its position
-    local = rows(fingerprint_archives(spark, [root]), strip=str(root) + "/")
+    local = rows(fingerprint_archives(spark, [root], extractor=fast), strip=str(root) + "/")
     assert rows(df.where(df.input < len(want)), strip=uri + "/") == local
     df.unpersist()
 

@@ -47,9 +47,11 @@ def clusters(
         edges = edges.map(lambda e: ((0, e[0]), (0, e[1])))
     edges = edges.filter(lambda e: e[0] != e[1]).map(lambda e: (max(e), min(e))).distinct().cache()
     for _ in range(max_rounds):
-        large = edges.flatMap(lambda e: (e, (e[1], e[0]))).groupByKey().flatMap(_large_star).distinct()
+        # no distinct of the large-star edges: the small-star step gives the same set from repeated
+        # edges (the same smallest neighbour, the same edges again), and its own distinct removes them
+        large = edges.flatMap(lambda e: (e, (e[1], e[0]))).groupByKey().flatMap(_large_star)
         small = large.map(lambda e: (max(e), min(e))).groupByKey().flatMap(_small_star).distinct().cache()
-        changed = small.subtract(edges).count() + edges.subtract(small).count()
+        changed = _changed(edges, small)
         edges.unpersist()
         edges = small
         if not changed:
@@ -59,6 +61,13 @@ def clusters(
     members = edges.flatMap(lambda e: ((e[0][1], e[1][1]), (e[1][1], e[1][1]))).distinct()
     schema = StructType([StructField("id", id_type, False), StructField("cluster", id_type, False)])
     return spark.createDataFrame(members, schema)
+
+
+def _changed(edges: Any, small: Any) -> bool:
+    """Whether a round changed the edge set. Both are sets (distinct): no edge of ``small`` missing from
+    ``edges`` and as many edges means the same set, so one subtraction (the shuffle that also computes
+    and caches ``small``) and two counts of cached RDDs decide it, not a second subtraction."""
+    return bool(small.subtract(edges).count()) or small.count() != edges.count()
 
 
 def _large_star(item: tuple[Any, Iterable[Any]]) -> Iterator[tuple[Any, Any]]:

@@ -54,8 +54,10 @@ $(PYWB_VENV)/.installed:
 	$(PYWB_VENV)/bin/python -m pip install -q --disable-pip-version-check pywb
 	@touch $@
 
+# The Spark tests run in a second pytest process beside the rest (scripts/run-tests.sh says why).
 test: install $(PYWB_VENV)/.installed
-	SCRAPY_SIMHASH_PYWB_BIN=$(abspath $(PYWB_VENV))/bin SCRAPY_SIMHASH_REQUIRE_CHROMIUM=1 $(BIN)/python -m pytest --durations=30
+	SCRAPY_SIMHASH_PYWB_BIN=$(abspath $(PYWB_VENV))/bin SCRAPY_SIMHASH_REQUIRE_CHROMIUM=1 \
+		bash scripts/run-tests.sh $(BIN)/python --durations=30
 
 # The Scrapy tests again, against the oldest supported Scrapy (and its Twisted).
 test-oldest-scrapy: system-deps

@@ -789,10 +789,11 @@ def test_a_redis_outage_holds_pages_back_about_a_second_then_they_pass_untagged(
     assert result.stats["finish_reason"] == "finished"
     assert result.stat("outage/untagged_while_down") >= 20
     assert result.stat("outage/tagged_after_restart") >= 1
-    # the first failure: at most ~1 s of retries (5 attempts), not 11 attempts over 11 s
+    # the first failure: at most ~1 s of retries (5 attempts), not 11 attempts over 11 s. The attempts
+    # are the check; the wall time is bounded loosely, as a loaded machine stretches it
     failure = re.search(r"is unavailable \(.*?\): (\d+) attempts? in ([\d.]+) s failed", result.log)
     assert failure is not None, result.log[-3000:]
-    assert int(failure.group(1)) <= 5 and float(failure.group(2)) < 2
+    assert int(failure.group(1)) <= 5 and float(failure.group(2)) < 4
     # no page waited long for it (generous against a noisy machine: before, the gap was ~11 s)
     assert result.stat("outage/max_page_gap_ms_while_down") < 5000
 

@@ -35,7 +35,7 @@ from ..lsh.lsh import MinHashLSH
 from ..lsh.lsh_bands import DEFAULT_NUM_VALUES as DEFAULT_NUM_VALUES
 from ..lsh.lsh_bands import DEFAULT_THRESHOLD as DEFAULT_THRESHOLD
 from ..lsh.lsh_bands import DEFAULT_VALUE_BITS as DEFAULT_VALUE_BITS
-from ..lsh.lsh_bands import as_sketch, as_sketch_batch, check_given, new_params, readable_params
+from ..lsh.lsh_bands import as_sketch, as_sketch_batch, check_given, check_scheme, new_params, readable_params
 from ..values import check_key, encode_meta
 from .database import settings_check
 from .integrity import (
@@ -237,9 +237,7 @@ class MinHashIndex(LockedSketchReads):
     # -- writes ----------------------------------------------------------------------------
     def _row(self, key: str, sketch: Any, meta: Meta | None) -> tuple[Row, np.ndarray]:
         check_key(key)
-        scheme = getattr(sketch, "scheme", SCHEME)
-        if scheme != SCHEME:
-            raise ValueError(f"this index holds {SCHEME} sketches, not {scheme}")
+        check_scheme(sketch)
         values = self._bits.reduce(as_sketch(sketch, self.num_values))
         if meta is None:
             text = None

@@ -30,6 +30,7 @@ from ..lsh.lsh_bands import (
     as_sketch,
     as_sketch_batch,
     check_given,
+    check_scheme,
     new_params,
     readable_params,
     stored_params,
@@ -92,9 +93,7 @@ class SketchColumn:
     def encode(self, sketch: Any) -> bytes:
         """A sketch as its row keeps it: ``value_bits`` of each value, little-endian bytes. Checked
         (scheme, length) before anything is written."""
-        scheme = getattr(sketch, "scheme", SCHEME)
-        if scheme != SCHEME:
-            raise ValueError(f"this index holds {SCHEME} sketches, not {scheme}")
+        check_scheme(sketch)
         return self._bits.encode(self._bits.reduce(as_sketch(sketch, self.num_values)))
 
     def encode_plain(self, sketches: list[Any]) -> tuple[list[bytes], np.ndarray] | None:

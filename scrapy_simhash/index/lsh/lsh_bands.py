@@ -209,6 +209,14 @@ def resolve_params(
     return bands, rows
 
 
+def check_scheme(sketch: Any) -> None:
+    """Refuse a sketch object labelled with another scheme: its values would be compared as if they
+    were this scheme's. A bare array (no ``.scheme``) is taken as this scheme's values."""
+    scheme = getattr(sketch, "scheme", SCHEME)
+    if scheme != SCHEME:
+        raise ValueError(f"this index holds {SCHEME} sketches, not {scheme}")
+
+
 def as_sketch(sketch: Any, num_values: int | None = None) -> np.ndarray:
     """A sketch as a 1-D ``uint32`` array: a numpy array or an object with ``.values``."""
     if not isinstance(sketch, np.ndarray):

@@ -51,6 +51,7 @@ from ..lsh.lsh_bands import (
     as_sketch,
     as_sketch_batch,
     check_given,
+    check_scheme,
     new_params,
     readable_params,
 )
@@ -241,9 +242,7 @@ class RedisMinHashIndex:
         checked = []
         for key, sketch, meta in items:
             check_key(key)
-            scheme = getattr(sketch, "scheme", SCHEME)
-            if scheme != SCHEME:
-                raise ValueError(f"this index holds {SCHEME} sketches, not {scheme}")
+            check_scheme(sketch)
             text = encode_meta(key, meta)
             checked.append((key.encode(), self._values(sketch), (text or "").encode()))
         if not checked:

@@ -34,8 +34,9 @@ from typing import Any
 import numpy as np
 
 from ...decision import Rule
-from ...fingerprint.minhash import SCHEME, MinHash
+from ...fingerprint.minhash import MinHash
 from ..base import Match, Meta, NearDuplicateIndex
+from ..lsh.lsh_bands import check_scheme
 from ..values import check_key, check_simhash, encode_meta
 
 _SIMHASH_FIELD = "\x00simhash"
@@ -98,9 +99,7 @@ class VerifiedIndex(NearDuplicateIndex):
     def _sketch_values(self, sketch: Any) -> np.ndarray | None:
         if sketch is None:
             return None
-        scheme = getattr(sketch, "scheme", SCHEME)  # a bare array is taken as this scheme's values
-        if scheme != SCHEME:
-            raise ValueError(f"this index holds {SCHEME} sketches, not {scheme}")
+        check_scheme(sketch)
         values = np.asarray(getattr(sketch, "values", sketch))
         if values.dtype != np.uint32:
             values = MinHash(values).values

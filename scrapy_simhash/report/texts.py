@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,22 +29,31 @@ def locate_records(
     """(file, offset) of the response records with these ``WARC-Record-ID`` s in ``archives``
     (files or directories, read until every one is found): a crawl's index keeps the id of each
     page's record, its WARC writer the record."""
+    return {
+        record_id: (os.path.abspath(record.file), record.offset)
+        for record_id, record in find_records(record_ids, archives, backend=backend)
+    }
+
+
+def find_records(
+    record_ids: set[str], archives: list[str], *, backend: str = "auto"
+) -> Iterator[tuple[str, ArchiveRecord]]:
+    """The records with these ``WARC-Record-ID`` s in ``archives``, as they are found (each file read
+    until every one is found; a file that cannot be read is passed over)."""
     left = set(record_ids)
-    found: dict[str, tuple[str, int]] = {}
     reader = ArchiveReader(backend)
     for path in archive_files(archives):
         if not left:
-            break
+            return
         try:
             for item in reader.read(path):
                 if isinstance(item, ArchiveRecord) and item.record_id in left:
                     left.discard(item.record_id)
-                    found[item.record_id] = (os.path.abspath(item.file), item.offset)
+                    yield item.record_id, item
                     if not left:
-                        break
+                        return
         except OSError:
             continue  # the file's pages keep "the input does not say which WARC record holds this page"
-    return found
 
 
 @dataclass(frozen=True)
@@ -126,14 +136,8 @@ def revisited_records(
             around.append(member[0] if member else os.path.dirname(found.file) or ".")
     if not wanted:
         return {}
-    located = locate_records(wanted, list(dict.fromkeys(files + around)), backend=backend)
-    fetched = fetch_records(list(located.values()), backend=backend)
-    out: dict[str | None, ArchiveRecord] = {}
-    for record_id, where in located.items():
-        record = fetched.get(where)
-        if isinstance(record, ArchiveRecord) and record.record_type != "revisit":
-            out[record_id] = record
-    return out
+    originals = find_records(wanted, list(dict.fromkeys(files + around)), backend=backend)
+    return {record_id: record for record_id, record in originals if record.record_type != "revisit"}
 
 
 def text_of(record: ArchiveRecord, extractor: object) -> Text:

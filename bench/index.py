@@ -6,6 +6,9 @@ URL-like keys and measures, side by side in one run:
 - durable inserts/s: ``add_many`` batches of ``--batch`` (one SQLite transaction, fsync, each);
 - single check_and_add/s: one durable insert at a time, as a crawler without batching does;
 - compaction: ``compact()`` time (merging the in-memory layers into a new on-disk generation);
+- anonymous memory while writing: the largest heap (RssAnon) seen between ``add_many`` calls and
+  after ``compact()``, per page (the pages' fingerprints and sketches are made a batch at a time, so
+  it is the index's);
 - open: a writer's open in a fresh process, the first after the index was written ("cold": its
   files only in the page cache), then a second one in this process ("warm");
 - query latency p50/p99 (µs), one ``query`` at a time, for random fingerprints (misses) and for
@@ -82,13 +85,33 @@ def near(stored: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray
     return picks
 
 
-def sketches(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
-    """One synthetic sketch per page of ``dataset(kind, n)``: clusters share most values."""
-    if kind == "random":
-        return rng.integers(0, 2**32, size=(n, NUM_VALUES), dtype=np.uint32)
-    seeds = rng.integers(0, 2**32, size=((n + 9) // 10, NUM_VALUES), dtype=np.uint32)
-    out = np.repeat(seeds, 10, axis=0)[:n]
-    return perturb(out, rng, keep_seeds=True)
+BLOCK = 10_000
+"""Pages whose sketches are made together (a multiple of the clusters' 10)."""
+
+
+class Sketches:
+    """One synthetic sketch per page of ``dataset(kind, n)`` (clusters share most values), made a
+    block at a time from a seed when asked for: 30M pages' sketches would be 15 GB of the bench's
+    own heap, more than the index it measures."""
+
+    def __init__(self, kind: str, n: int, seed: int) -> None:
+        self.kind, self.n, self.seed = kind, n, seed
+
+    def _block(self, b: int) -> np.ndarray:
+        rng = np.random.default_rng([self.seed, b])
+        if self.kind == "random":
+            return rng.integers(0, 2**32, size=(BLOCK, NUM_VALUES), dtype=np.uint32)
+        seeds = rng.integers(0, 2**32, size=(BLOCK // 10, NUM_VALUES), dtype=np.uint32)
+        return perturb(np.repeat(seeds, 10, axis=0), rng, keep_seeds=True)
+
+    def __getitem__(self, key: slice | np.ndarray) -> np.ndarray:
+        rows = np.arange(*key.indices(self.n)) if isinstance(key, slice) else np.asarray(key)
+        out = np.empty((rows.shape[0], NUM_VALUES), dtype=np.uint32)
+        blocks = rows // BLOCK
+        for b in np.unique(blocks):
+            at = blocks == b
+            out[at] = self._block(int(b))[rows[at] % BLOCK]
+        return out
 
 
 def perturb(values: np.ndarray, rng: np.random.Generator, keep_seeds: bool = False) -> np.ndarray:
@@ -162,29 +185,29 @@ def run(kind: str, n: int, mode: str, args: argparse.Namespace, workdir: Path) -
     rng = np.random.default_rng(args.seed)
     hashes = dataset(kind, n, rng)
     verified = mode == "verified"
-    sk = sketches(kind, n, rng) if verified else None
+    sk = Sketches(kind, n, args.seed) if verified else None
+    peak_anon = 0
     path = workdir / f"{kind}-{n}-{mode}"
     out: dict[str, Any] = {"dataset": kind, "n": n, "mode": mode}
     index = open_index(path, mode=mode)
     start = time.perf_counter()
-    values = hashes.tolist()
-    calls, cpu = [], []
+    calls, cpu, making = [], [], 0.0
     for s in range(0, n, args.batch):
-        call, call_cpu = time.perf_counter(), time.thread_time()
-        keys = [
-            f"https://site{(s + i) % 997}.example/article/{s + i}"
-            for i in range(len(values[s : s + args.batch]))
-        ]
+        made = time.perf_counter()  # the batch is made outside the timed call (the bench's own work)
+        values = hashes[s : s + args.batch].tolist()
+        keys = [f"https://site{(s + i) % 997}.example/article/{s + i}" for i in range(len(values))]
         if sk is None:
-            index.add_many([(h, key, None) for h, key in zip(values[s : s + args.batch], keys, strict=True)])
+            batch: list[Any] = [(h, key, None) for h, key in zip(values, keys, strict=True)]
         else:
             part = sk[s : s + args.batch]
-            index.add_many(
-                [(h, key, None, v) for h, key, v in zip(values[s : s + args.batch], keys, part, strict=True)]
-            )
+            batch = [(h, key, None, v) for h, key, v in zip(values, keys, part, strict=True)]
+        call, call_cpu = time.perf_counter(), time.thread_time()
+        making += call - made
+        index.add_many(batch)
         calls.append(time.perf_counter() - call)  # a generation write lands inside one call
         cpu.append(time.thread_time() - call_cpu)  # this thread's work, without waits for a core
-    out["inserts_per_s"] = n / (time.perf_counter() - start)
+        peak_anon = max(peak_anon, rss()["RssAnon"])
+    out["inserts_per_s"] = n / (time.perf_counter() - start - making)
     out["longest_add_many_s"] = max(calls)
     out["add_many_ms"] = f"{np.percentile(calls, 50) * 1e3:.0f} / {np.percentile(calls, 99) * 1e3:.0f}"
     out["add_many_cpu_ms"] = f"{np.percentile(cpu, 50) * 1e3:.0f} / {max(cpu) * 1e3:.0f}"
@@ -202,11 +225,12 @@ def run(kind: str, n: int, mode: str, args: argparse.Namespace, workdir: Path) -
     start = time.perf_counter()
     index.compact()
     out["compact_s"] = time.perf_counter() - start
+    out["peak_anon_bytes_per_fp"] = max(peak_anon, rss()["RssAnon"]) / n  # sampled between calls
     stats = index.stats()
     out["table_bytes_per_fp"] = stats["table_bytes"] / len(index)
     out["disk_bytes_per_fp"] = disk_bytes(path) / len(index)
     index.close()
-    del values
+    del values, batch
     gc.collect()
 
     out["open_cold_s"] = open_in_fresh_process(path, mode)
@@ -278,6 +302,12 @@ ROWS = [
     ("  add_many calls that waited for a merge", "merge_waits", "{}", ""),
     ("check_and_add/s (one at a time)", "check_and_add_per_s", "{:,.0f}", ""),
     ("compact() s", "compact_s", "{:.2f}", ""),
+    (
+        "anonymous memory while writing, bytes/page",
+        "peak_anon_bytes_per_fp",
+        "{:.0f}",
+        "(peak seen between calls)",
+    ),
     ("open s (writer), cold: fresh process", "open_cold_s", "{:.2f}", "<= 0.5 (1M) / 1 (10M) / 2 (30M)"),
     ("open s (writer), warm: 2nd, in-process", "open_s", "{:.2f}", ""),
     ("query p50 µs, random (miss)", "miss_p50_us", "{:.1f}", ""),

@@ -197,19 +197,24 @@ done:
     return result;
 }
 
-/* packed_sort_form(entries, directory, dir_itemsize, prefix, id_bits, new_id_bits, out): each packed
- * entry as ``key prefix << new_id_bits | id`` (uint64 ``out``, one per entry, in stored order): what
- * packed_buckets.PackedBuckets.sort_form computes, in one pass (a merge writes every entry again). */
+/* packed_sort_form(entries, directory, dir_itemsize, prefix, id_bits, new_id_bits, out[, first, last]):
+ * each packed entry of the cells ``first`` to ``last`` (default: all) as ``key prefix << new_id_bits | id``
+ * (uint64 ``out``, one per entry of those cells, in stored order): what
+ * packed_buckets.PackedBuckets.sort_form computes, in one pass (a merge writes every entry again, a
+ * slice of cells at a time when it streams into files). */
 static PyObject *packed_sort_form(PyObject *self, PyObject *args) {
     Py_buffer entries, directory, out;
     int dsize, prefix, id_bits, new_bits;
+    Py_ssize_t first = 0, last = -1;
     PyObject *result = NULL;
-    if (!PyArg_ParseTuple(args, "y*y*iiiiw*", &entries, &directory, &dsize, &prefix, &id_bits, &new_bits, &out))
+    if (!PyArg_ParseTuple(args, "y*y*iiiiw*|nn", &entries, &directory, &dsize, &prefix, &id_bits, &new_bits, &out,
+                          &first, &last))
         return NULL;
     Py_ssize_t n = entries.len / 4, ndir = (dsize == 4 || dsize == 8) ? directory.len / dsize : 0;
+    if (last < 0) last = ndir - 1;
     if ((dsize != 4 && dsize != 8) || entries.len % 4 || directory.len != ndir * dsize ||
         !packed_ok(prefix, id_bits, ndir) || new_bits < id_bits || new_bits > 32 || prefix + new_bits > 64 ||
-        out.len != n * 8) {
+        first < 0 || first > last || last > ndir - 1) {
         PyErr_SetString(PyExc_ValueError, "packed_sort_form: inconsistent array sizes");
         goto done;
     }
@@ -217,20 +222,26 @@ static PyObject *packed_sort_form(PyObject *self, PyObject *args) {
         int tag_bits = 32 - id_bits < prefix ? 32 - id_bits : prefix;
         const uint32_t *ev = entries.buf;
         uint64_t *ov = out.buf, id_mask = (1ULL << id_bits) - 1;
-        Py_ssize_t end = 0;
-        for (Py_ssize_t c = 0; c + 1 < ndir; c++) {
+        Py_ssize_t start = dir_at(directory.buf, dsize, (uint64_t)first), end = start, bad = 0;
+        if (start > n || out.len != (dir_at(directory.buf, dsize, (uint64_t)last) - start) * 8) {
+            PyErr_SetString(PyExc_ValueError, "packed_sort_form: inconsistent array sizes");
+            goto done;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t c = first; c < last; c++) {
             Py_ssize_t lo = dir_at(directory.buf, dsize, (uint64_t)c), hi = dir_at(directory.buf, dsize, (uint64_t)c + 1);
             if (lo != end || hi < lo || hi > n) {
-                PyErr_SetString(PyExc_ValueError, "packed_sort_form: the directory does not fit the entries");
-                goto done;
+                bad = 1;
+                break;
             }
             for (Py_ssize_t at = lo; at < hi; at++) {
                 uint64_t e = ev[at], p = ((uint64_t)c << tag_bits) | (e >> id_bits);
-                ov[at] = (p << new_bits) | (e & id_mask);
+                ov[at - start] = (p << new_bits) | (e & id_mask);
             }
             end = hi;
         }
-        if (end != n) {
+        Py_END_ALLOW_THREADS
+        if (bad || (last == ndir - 1 && end != n)) {
             PyErr_SetString(PyExc_ValueError, "packed_sort_form: the directory does not fit the entries");
             goto done;
         }

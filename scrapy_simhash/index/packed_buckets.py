@@ -22,8 +22,11 @@ whole 32-bit combined key with the default layout: no extra candidate at all).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
+from . import array_files
 from .sorted_runs import merge_sorted
 
 try:  # the optional C directory builder and lookup (built by pip install where a compiler exists)
@@ -118,33 +121,70 @@ class PackedBuckets:
     def sort_form(self, pages: int | None = None, *, native: bool | None = None) -> np.ndarray:
         """The entries as :func:`sort_form` values for a segment of ``pages`` (default: this one's):
         one pass in C when built (``native``), else a slice of cells at a time."""
+        return self.sort_form_cells(0, self.directory.shape[0] - 1, pages, native=native)
+
+    def sort_form_cells(
+        self, first: int, last: int, pages: int | None = None, *, native: bool | None = None
+    ) -> np.ndarray:
+        """The entries of the cells ``first`` to ``last`` (excluded) as :func:`sort_form` values for a
+        segment of ``pages``: in stored order, so sorted."""
         bits = id_bits(self.pages if pages is None else pages)
         if self.prefix + bits > 64:
             raise ValueError(f"a segment of {pages} pages does not fit {self.prefix}-bit prefixes")
-        out = np.empty(self.entries.shape[0], dtype=np.uint64)
+        start, end = int(self.directory[first]), int(self.directory[last])
+        out = np.empty(max(0, end - start), dtype=np.uint64)
         if _native_sort_form is not None and native is not False:
             entries, directory, dsize, prefix, old_bits = self.native_args()
             entries, directory = np.ascontiguousarray(entries), np.ascontiguousarray(directory)
-            _native_sort_form(entries, directory, dsize, prefix, old_bits, bits, out)
+            _native_sort_form(entries, directory, dsize, prefix, old_bits, bits, out, first, last)
             return out
         mask, shift = np.uint64((1 << self.id_bits) - 1), np.uint64(self.id_bits)
-        cells_total = self.directory.shape[0] - 1
-        for first in range(0, cells_total, _CHUNK):  # a slice of cells at a time: bounded temporaries
-            bounds = np.asarray(self.directory[first : first + _CHUNK + 1], dtype=np.int64)
-            start, end = int(bounds[0]), int(bounds[-1])
-            if start == end:
+        for low in range(first, last, _CHUNK):  # a slice of cells at a time: bounded temporaries
+            bounds = np.asarray(self.directory[low : min(last, low + _CHUNK) + 1], dtype=np.int64)
+            lo, hi = int(bounds[0]), int(bounds[-1])
+            if int(np.diff(bounds).min(initial=0)) < 0 or hi > self.size:
+                raise ValueError("the bucket directory does not fit the entries")
+            if lo == hi:
                 continue
-            cells = np.repeat(np.arange(first, first + bounds.shape[0] - 1, dtype=np.uint64), np.diff(bounds))
-            part = self.entries[start:end].astype(np.uint64)
+            cells = np.repeat(np.arange(low, low + bounds.shape[0] - 1, dtype=np.uint64), np.diff(bounds))
+            part = self.entries[lo:hi].astype(np.uint64)
             prefixes = (cells << np.uint64(self.tag_bits)) | (part >> shift)
-            out[start:end] = (prefixes << np.uint64(bits)) | (part & mask)
+            out[lo - start : hi - start] = (prefixes << np.uint64(bits)) | (part & mask)
         return out
 
-    def merged(self, fresh: np.ndarray, pages: int) -> PackedBuckets:
-        """These entries and the sorted ``fresh`` sort form (for ``pages``), for a segment of ``pages``."""
-        old = self.sort_form(pages)
-        form = merge_sorted(old, fresh) if old.size else fresh
-        return PackedBuckets.from_sort_form(form, pages, self.prefix)
+    def merged_forms(
+        self, fresh: np.ndarray, pages: int, renumber: np.ndarray | None = None, step: int | None = None
+    ) -> Iterator[np.ndarray]:
+        """These entries and the sorted ``fresh`` sort form, both for a segment of ``pages``, merged
+        and yielded in order a slice of about ``step`` entries at a time (a merge streams them into the
+        next generation's files). ``renumber``: each id's new id, negative for an id dropped (ids kept
+        in their order, so each slice stays sorted)."""
+        step = step or array_files.SLICE_ENTRIES
+        bits = id_bits(pages)
+        cells = self.directory.shape[0] - 1
+        taken, first = 0, 0
+        while first < cells:  # the next cells up to about ``step`` entries (at least one cell)
+            goal = int(self.directory[first]) + step
+            last = int(np.searchsorted(self.directory[first + 1 :], goal, side="right")) + first + 1
+            last = min(max(last, first + 1), cells)
+            old = self._renumbered(first, last, pages, renumber)
+            upto = fresh.size
+            if last < cells:  # the fresh entries below the next cell's first prefix
+                upto = int(np.searchsorted(fresh, np.uint64((last << self.tag_bits) << bits), side="left"))
+            yield merge_sorted(old, fresh[taken:upto]) if upto > taken else old
+            taken, first = upto, last
+        if taken < fresh.size:
+            yield fresh[taken:]
+
+    def _renumbered(self, first: int, last: int, pages: int, renumber: np.ndarray | None) -> np.ndarray:
+        if renumber is None:
+            return self.sort_form_cells(first, last, pages)
+        form = self.sort_form_cells(first, last)  # this segment's own id bits
+        ids = (form & np.uint64((1 << self.id_bits) - 1)).astype(np.intp)
+        new = renumber[ids]
+        keep = new >= 0
+        prefixes = form[keep] >> np.uint64(self.id_bits)
+        return (prefixes << np.uint64(id_bits(pages))) | new[keep].astype(np.uint64)
 
     def native_args(self) -> tuple[np.ndarray, np.ndarray, int, int, int]:
         """The C lookups' view: (entries, directory, its itemsize, prefix bits, id bits)."""

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from ..array_files import Parts
 from ..lsh.lsh_segment import PARTS as LSH_PARTS
 from ..lsh.lsh_segment import LSHSegment
 from ..packed_buckets import ENTRY_FORMAT
@@ -105,7 +106,7 @@ class _Plan:
     dropped: np.ndarray
     info: dict[str, Any]
     column: Any
-    lsh: Callable[[], LSHSegment] | None
+    lsh: Callable[[Parts], dict[str, int]] | None
     job: MergeJob = field(init=False)
 
 
@@ -215,27 +216,25 @@ class Generations:
         (run or start_thread)(plan.job)
 
     def _write(self, plan: _Plan) -> _Written:
-        """The merge's work (in its thread): the files of base + merging, then mapped back."""
+        """The merge's work (in its thread): the files of base + merging, streamed from the mapped
+        base and the frozen layer (:mod:`..array_files`), then mapped back."""
         layout = self.layers.layout
         dropped = plan.dropped if plan.dropped.size else None
         base = plan.base
-        if not isinstance(base, PackedTables):  # no generation yet: an empty in-memory segment
-            base = PackedTables.from_segment(layout, base)
-        merged = base.merged(layout, plan.merging.whole(layout), dropped)
+        # no generation yet: an empty in-memory segment
+        packed = base if isinstance(base, PackedTables) else PackedTables.from_segment(layout, base)
+
+        def put(parts: Parts) -> dict[str, Any]:
+            fields: dict[str, Any] = packed.write_merged(parts, layout, plan.merging.whole(layout), dropped)
+            if plan.lsh is not None:
+                lsh = plan.lsh(parts)
+                fields["lsh"] = {**plan.column.params, **lsh, "entries": ENTRY_FORMAT}
+            return fields
+
         info: dict[str, Any] = {"max_seq": plan.max_seq, **plan.info}
-        arrays = None
-        if plan.lsh is not None:
-            segment = plan.lsh()
-            arrays = segment.arrays()
-            info["lsh"] = {
-                **plan.column.params,
-                "count": int(segment.seqs.size),
-                "entries": ENTRY_FORMAT,
-                "prefix_bits": segment.buckets.prefix,
-            }
-        manifest = table_files.write_files(self.path, plan.generation, merged, layout, info, arrays)
+        manifest = table_files.write_files(self.path, plan.generation, layout, info, put)
         try:
-            base = table_files.load_generation(self.path, manifest, layout, verify=False, background=True)
+            written = table_files.load_generation(self.path, manifest, layout, verify=False, background=True)
         except TablesInvalid as exc:
             raise MergeFailed(f"the table files just written cannot be read back ({exc})") from None
         lsh = None
@@ -243,7 +242,7 @@ class Generations:
             lsh = mapped_lsh(self.path, manifest, plan.column, self._verify, background=True)
             if lsh is None:
                 raise MergeFailed("the sketches' LSH files just written cannot be read back")
-        return _Written(manifest, base, lsh)
+        return _Written(manifest, written, lsh)
 
     def poll(self) -> None:
         """Switch to the merge's generation if it is written (a failure is counted)."""

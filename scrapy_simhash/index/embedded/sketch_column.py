@@ -24,6 +24,7 @@ import numpy as np
 
 from ...fingerprint.bbit import ValueBits
 from ...fingerprint.minhash import SCHEME
+from ..array_files import Parts
 from ..base import IndexSettingsError
 from ..lsh.lsh import MinHashLSH
 from ..lsh.lsh_bands import (
@@ -124,16 +125,17 @@ class SketchColumn:
             base.kill(np.fromiter(dead, dtype=np.int64))
             self._base, self._lsh = base, self._new_recent()
 
-    def freeze(self) -> Callable[[], LSHSegment]:
+    def freeze(self) -> Callable[[Parts], dict[str, int]]:
         """Start a merge: the recent level becomes the merging level (unless one is already frozen:
-        a retry), and the returned function builds base + merging as one new segment, in memory, for
-        the next table generation. It reads only what no write changes (a copy of the base's live
-        marks), so it may run in another thread; kills meanwhile are applied by :meth:`switch`."""
+        a retry), and the returned function puts base + merging as one new segment's parts, for the
+        next table generation (its ``count`` and ``prefix_bits``). It reads only what no write
+        changes (a copy of the base's live marks), so it may run in another thread; kills meanwhile
+        are applied by :meth:`switch`."""
         with self._lock:
             if self._merging is None:
                 self._merging, self._lsh, self._gone = self._lsh, self._new_recent(), set()
             frozen, base = self._merging, self._base.snapshot()
-        return lambda: _merged(base, frozen)
+        return lambda parts: _write_merged(parts, base, frozen)
 
     def switch(self, base: LSHSegment, dead: Iterable[int]) -> None:
         """The merge's segment becomes the base, ``dead``: its rows removed, replaced or given another
@@ -387,8 +389,8 @@ def _best_first(
     return sorted([*old, *new], key=lambda answer: (-answer[1], answer[2]))
 
 
-def _merged(base: LSHSegment, frozen: MinHashLSH) -> LSHSegment:
-    """``base``'s live pages and ``frozen``'s as one new segment, ids in seq order."""
+def _write_merged(parts: Parts, base: LSHSegment, frozen: MinHashLSH) -> dict[str, int]:
+    """``base``'s live pages and ``frozen``'s as one new segment's parts, ids in seq order."""
     _, sketches, seqs = frozen.live()
     order = np.argsort(seqs, kind="stable")
     sketches, seqs = sketches[order], seqs[order]
@@ -397,8 +399,11 @@ def _merged(base: LSHSegment, frozen: MinHashLSH) -> LSHSegment:
         every = np.concatenate([np.asarray(base.seqs)[base.alive], seqs])
         matrix = np.concatenate([np.asarray(base.sketches)[base.alive], sketches])
         order = np.argsort(every, kind="stable")
-        return LSHSegment.build(frozen.hasher, matrix[order], every[order])
-    return base.merged(frozen.hasher, sketches, seqs)
+        segment = LSHSegment.build(frozen.hasher, matrix[order], every[order])
+        for part, array in segment.arrays().items():
+            parts.put(part, array)
+        return {"count": int(segment.seqs.size), "prefix_bits": segment.buckets.prefix}
+    return base.write_merged(parts, frozen.hasher, sketches, seqs)
 
 
 # -- opening --------------------------------------------------------------------------------------------

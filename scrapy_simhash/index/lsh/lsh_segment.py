@@ -21,13 +21,14 @@ from the database's records at open and from each write after.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
-from ..packed_buckets import MAX_PAGES, PackedBuckets, prefix_bits, sort_form
-from ..packed_buckets import id_bits as packed_id_bits
+from .. import array_files
+from ..array_files import BucketParts, MemoryParts, Parts
+from ..packed_buckets import MAX_PAGES, PackedBuckets, prefix_bits, sort_form, split
 from .lsh_bands import BandHasher, keys_in_slices
 
 try:
@@ -136,45 +137,47 @@ class LSHSegment:
         self.dead += int(fresh.size)
 
     def merged(self, hasher: BandHasher, sketches: np.ndarray, seqs: np.ndarray) -> LSHSegment:
-        """A new segment: this one's pages, then ``sketches`` (seqs above all of this one's).
+        """:meth:`write_merged` into arrays: the new segment in memory."""
+        parts = MemoryParts()
+        info = self.write_merged(parts, hasher, sketches, seqs)
+        arrays = dict(parts.arrays)
+        arrays["lsh_seqs"] = arrays["lsh_seqs"].astype(np.int64)
+        return LSHSegment.from_arrays(arrays, self.sketches.shape[1], info["prefix_bits"])
+
+    def write_merged(
+        self, parts: Parts, hasher: BandHasher, sketches: np.ndarray, seqs: np.ndarray
+    ) -> dict[str, int]:
+        """A new segment, put as its parts (:data:`PARTS`): this one's pages, then ``sketches`` (seqs
+        above all of this one's); its ``count`` and ``prefix_bits``. A slice at a time: the heap holds
+        the new pages' entries, not this segment's.
 
         While at most an eighth of this one's pages are dead they are carried along, still dead
         (:data:`DEAD_SHARE`): the merge then writes each entry again for the larger segment's split
         of its prefix (linear, nothing hashed again) and inserts the new ones, instead of renumbering
-        every id; past that share they are dropped and the ids renumbered."""
+        every id; past that share they are dropped and the ids renumbered (order kept)."""
         n = int(self.seqs.shape[0])
+        alive, renumber = None, None
         if self.dead * DEAD_SHARE > n:
-            return self._compacted().merged(hasher, sketches, seqs)
-        if not n:
-            return LSHSegment.build(hasher, sketches, seqs)
-        total, prefix = n + sketches.shape[0], self.buckets.prefix
+            alive = self.alive
+            renumber = np.where(alive, np.cumsum(alive, dtype=np.int64) - 1, -1)
+        kept = n if alive is None else int(np.count_nonzero(alive))
+        total, prefix = kept + sketches.shape[0], self.buckets.prefix if n else prefix_bits(hasher.bands)
         _check_pages(total)
-        buckets = self.buckets
+        fresh = np.zeros(0, np.uint64)
         if sketches.shape[0]:
-            fresh = sort_form(keys_in_slices(hasher, sketches), n, total, prefix)
-            buckets = buckets.merged(fresh, total)
-        all_sketches = np.concatenate([np.asarray(self.sketches), sketches.astype(self.sketches.dtype)])
-        all_seqs = np.concatenate([np.asarray(self.seqs, dtype=np.int64), seqs.astype(np.int64)])
-        out = LSHSegment(buckets, all_sketches, all_seqs)
-        if self.dead:
-            dead = np.flatnonzero(~self.alive)
-            out.alive[dead] = False
-            out.dead = int(dead.size)
-        return out
-
-    def _compacted(self) -> LSHSegment:
-        """This segment without its dead pages (ids renumbered, order kept), in memory."""
-        live = np.flatnonzero(self.alive)
-        new_id = np.cumsum(self.alive, dtype=np.int64) - 1
-        pages, prefix = int(live.size), self.buckets.prefix
-        form = self.buckets.sort_form()
-        ids = self.buckets.ids()
-        keep = self.alive[ids]
-        prefixes = form[keep] >> np.uint64(self.buckets.id_bits)
-        # ids renumbered in their order, so (prefix, id) order is kept: still sorted
-        kept = (prefixes << np.uint64(packed_id_bits(pages))) | new_id[ids[keep]].astype(np.uint64)
-        buckets = PackedBuckets.from_sort_form(kept, pages, prefix)
-        return LSHSegment(buckets, np.asarray(self.sketches)[live], np.asarray(self.seqs)[live])
+            fresh = sort_form(keys_in_slices(hasher, sketches), kept, total, prefix)
+        forms = self.buckets.merged_forms(fresh, total, renumber) if n else iter([fresh])
+        buckets = BucketParts(total * hasher.bands, total, split(prefix, total)[2])
+        buckets.put(parts, "lsh_entries", "lsh_directory", forms)
+        width = self.sketches.shape[1]
+        rows = _live_rows(self.sketches, alive, sketches.astype(self.sketches.dtype))
+        parts.put_slices("lsh_sketches", self.sketches.dtype, total * width, rows)
+        highest = max(int(self.seqs[-1]) if n else 0, int(seqs.max()) if seqs.size else 0)
+        seq_type = np.dtype(np.uint32 if highest <= 0xFFFFFFFF else np.int64)  # 4 bytes a seq while they fit
+        parts.put_slices("lsh_seqs", seq_type, total, _live_rows(self.seqs, alive, seqs))
+        dead = np.flatnonzero(~self.alive) if alive is None else np.zeros(0, np.int64)
+        parts.put("lsh_dead", dead.astype(np.int64))
+        return {"count": total, "prefix_bits": prefix}
 
     # -- answers -------------------------------------------------------------------------------------
     def query(
@@ -267,6 +270,16 @@ class LSHSegment:
         ok = counts >= min_matches
         ok &= eq[:, :width].reshape(-1, bands, rows).all(axis=2).any(axis=1)
         return np.where(ok, counts, -1).astype(np.int32)
+
+
+def _live_rows(rows: np.ndarray, alive: np.ndarray | None, newer: np.ndarray) -> Iterator[np.ndarray]:
+    """``rows``' live ones (all without ``alive``) a slice at a time, then ``newer``."""
+    width = int(np.prod(rows.shape[1:], dtype=np.int64))
+    step = max(1, array_files.SLICE_ENTRIES // max(1, width))
+    for start in range(0, rows.shape[0], step):
+        piece = np.asarray(rows[start : start + step])
+        yield piece if alive is None else piece[alive[start : start + step]]
+    yield newer
 
 
 def _check_pages(pages: int) -> None:

@@ -20,12 +20,14 @@ import json
 import mmap
 import os
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from tokenize import TokenError
 from typing import Any
 
 import numpy as np
 
+from ..array_files import GenerationFiles, Parts
 from ..packed_buckets import PackedBuckets
 from . import prefault
 from .layouts import Layout
@@ -36,8 +38,6 @@ MANIFEST = "manifest.json"
 _PARTS = ("entries", "directory", "hashes", "seqs")
 _EARLIER_PARTS = ("keys", "rows")
 """The table files of the earlier layout (8 bytes a table entry): rebuilt from the database."""
-_SEQ_NARROW_MAX = (1 << 32) - 1
-"""Seqs up to this are written as uint32 (4 bytes a fingerprint on disk)."""
 _TOUCH_CHUNK = 1 << 20
 
 
@@ -69,49 +69,24 @@ def _crc(path: Path) -> int:
 def write_files(
     directory: Path,
     generation: int,
-    segment: PackedTables,
     layout: Layout,
     info: dict[str, Any],
-    extra: dict[str, np.ndarray] | None = None,
+    put: Callable[[Parts], dict[str, Any]],
 ) -> dict[str, Any]:
-    """Write ``segment``'s files as generation ``generation``, each fsynced, and return the manifest
-    that names them, not yet switched to (:func:`switch_manifest`): until then they are garbage that
-    the next open deletes. ``extra``: more one-dimensional arrays of the same generation (the
-    sketches' LSH: :mod:`.lsh_segment`), written, named and checked alike."""
-    files: dict[str, Any] = {}
-    arrays = {
-        "entries": segment.buckets.entries,
-        "directory": segment.buckets.directory,
-        "hashes": segment.hashes,
-        "seqs": segment.seqs,
-    }
-    for part, given in {**arrays, **(extra or {})}.items():
-        name = f"tables-{generation:06d}.{part}.npy"
-        path = directory / name
-        array = np.ascontiguousarray(given)
-        if part == "seqs" and (not array.size or int(array.max()) <= _SEQ_NARROW_MAX):
-            array = array.astype(np.uint32)  # 4 bytes a seq on disk while they fit; widened when loaded
-        # a new file, never the old one rewritten in place: a mapping of a generation written
-        # before under this name (a rebuild reuses its number) keeps its pages, never cut short
-        path.unlink(missing_ok=True)
-        with path.open("wb") as f:
-            np.save(f, array, allow_pickle=False)
-            f.flush()
-            os.fsync(f.fileno())
-            header_bytes = f.tell() - array.nbytes
-        # the CRC of what was written, from memory: header (re-read, tiny) then the array itself
-        with path.open("rb") as f:
-            crc = zlib.crc32(f.read(header_bytes))
-        crc = zlib.crc32(array.data.cast("B"), crc) if array.size else crc
-        files[part] = {"name": name, "bytes": path.stat().st_size, "crc32": crc}
+    """Write generation ``generation``'s files, each fsynced, and return the manifest that names them,
+    not yet switched to (:func:`switch_manifest`): until then they are garbage that the next open
+    deletes. ``put`` puts the parts (the tables': entries, directory, hashes, seqs; more one-dimensional
+    arrays, written, named and checked alike: the sketches' LSH, :mod:`.lsh_segment`) and returns the
+    manifest's fields it knows (``count``, ``prefix_bits``; ``lsh``)."""
+    files = GenerationFiles(directory, f"tables-{generation:06d}")
+    fields = put(files)
     return {
         "format": FORMAT,
         "generation": generation,
         "layout": layout.spec,
-        "count": len(segment),
         "tables": ENTRY_FORMAT,
-        "prefix_bits": segment.buckets.prefix,
-        "files": files,
+        **fields,
+        "files": files.files,
         **info,
     }
 

@@ -12,10 +12,13 @@ by the distance check every candidate gets.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
-from ..packed_buckets import PackedBuckets, id_bits, sort_form_of
-from ..sorted_runs import merge_sorted
+from .. import array_files
+from ..array_files import BucketParts, MemoryParts, Parts
+from ..packed_buckets import PackedBuckets, sort_form_of, split
 from .layouts import Layout
 from .tables import MAX_ROWS, Hits, Segment, hits_within
 
@@ -26,6 +29,8 @@ except ImportError:  # pragma: no cover - depends on the build
 
 ENTRY_FORMAT = "packed32"
 """The manifest's name for this layout (table files written before it held keys and rows)."""
+SEQ_NARROW_MAX = (1 << 32) - 1
+"""Seqs up to this are written as uint32 (4 bytes a fingerprint on disk; widened when loaded)."""
 
 
 def key_width(layout: Layout) -> int:
@@ -107,40 +112,54 @@ class PackedTables:
 
     # -- the next generation ---------------------------------------------------------------------------
     def merged(self, layout: Layout, other: Segment, dead: np.ndarray | None = None) -> PackedTables:
-        """This generation plus ``other`` (newer rows), dropping rows whose seq is in ``dead``: linear
-        in the sizes (each entry written again for the larger split, one merge, no re-sort of the base)."""
-        base = self.without(dead) if dead is not None and dead.size else self
-        extra = other.without(dead) if dead is not None and dead.size else other
-        if not len(extra):
-            return base
-        n, total, prefix = len(base), len(base) + len(extra), prefix_bits(layout)
+        """This generation plus ``other`` (newer rows), dropping rows whose seq is in ``dead``, in
+        memory (:meth:`write_merged` into arrays)."""
+        parts = MemoryParts()
+        self.write_merged(parts, layout, other, dead)
+        got = parts.arrays
+        pages = int(got["hashes"].shape[0])
+        buckets = PackedBuckets(got["entries"], got["directory"], pages, prefix_bits(layout))
+        return PackedTables(buckets, got["hashes"], got["seqs"].astype(np.int64))
+
+    def write_merged(
+        self, parts: Parts, layout: Layout, other: Segment, dead: np.ndarray | None = None
+    ) -> dict[str, int]:
+        """This generation plus ``other`` (newer rows), dropping rows whose seq is in ``dead``, put as
+        the next generation's parts (``entries``, ``directory``, ``hashes``, ``seqs``; seqs as uint32
+        while they fit): its ``count`` and ``prefix_bits``. Linear in the sizes (each entry written
+        again for the larger split, one merge, no re-sort of the base), a slice at a time: the heap
+        holds ``other``'s entries, not this generation's."""
+        n, renumber, alive = len(self), None, None
+        if dead is not None and dead.size:
+            other = other.without(dead)
+            if n:
+                alive = ~np.isin(self.seqs, dead)
+                if alive.all():
+                    alive = None
+                else:
+                    renumber = np.where(alive, np.cumsum(alive, dtype=np.int64) - 1, -1)
+        kept = n if alive is None else int(np.count_nonzero(alive))
+        total, prefix = kept + len(other), prefix_bits(layout)
         if total > MAX_ROWS:
             raise ValueError(f"a segment holds at most {MAX_ROWS} fingerprints")
-        fresh = _form(layout, extra.keys, extra.rows, n, total, prefix)
-        form = merge_sorted(base.buckets.sort_form(total), fresh) if n else fresh
-        return PackedTables(
-            PackedBuckets.from_sort_form(form, total, prefix),
-            np.concatenate([base.hashes, extra.hashes]),
-            np.concatenate([base.seqs, extra.seqs]),
-        )
+        fresh = _form(layout, other.keys, other.rows, kept, total, prefix)
+        cells = split(prefix, total)[2]
+        forms = self.buckets.merged_forms(fresh, total, renumber)
+        BucketParts(total * layout.num_tables, total, cells).put(parts, "entries", "directory", forms)
+        parts.put_slices("hashes", np.dtype(np.uint64), total, _rows(self.hashes, alive, other.hashes))
+        highest = max(int(self.seqs.max()) if n else 0, int(other.seqs.max()) if len(other) else 0)
+        seq_type = np.dtype(np.uint32 if highest <= SEQ_NARROW_MAX else np.int64)
+        parts.put_slices("seqs", seq_type, total, _rows(self.seqs, alive, other.seqs))
+        return {"count": total, "prefix_bits": prefix}
 
-    def without(self, dead: np.ndarray) -> PackedTables:
-        """A copy without the rows whose seq is in ``dead`` (rows renumbered, order kept)."""
-        alive = ~np.isin(self.seqs, dead)
-        if alive.all():
-            return self
-        pages = int(np.count_nonzero(alive))
-        renumber = np.cumsum(alive, dtype=np.int64) - 1
-        ids = self.buckets.ids()
-        keep = alive[ids]
-        prefixes = self.buckets.sort_form()[keep] >> np.uint64(self.buckets.id_bits)
-        # rows renumbered in their order: the (prefix, row) order is kept, still sorted
-        form = (prefixes << np.uint64(id_bits(pages))) | renumber[ids[keep]].astype(np.uint64)
-        return PackedTables(
-            PackedBuckets.from_sort_form(form, pages, self.buckets.prefix),
-            np.ascontiguousarray(self.hashes[alive]),
-            np.ascontiguousarray(self.seqs[alive]),
-        )
+
+def _rows(column: np.ndarray, alive: np.ndarray | None, newer: np.ndarray) -> Iterator[np.ndarray]:
+    """``column``'s live values a slice at a time, then ``newer``'s."""
+    step = array_files.SLICE_ENTRIES
+    for start in range(0, column.shape[0], step):
+        piece = column[start : start + step]
+        yield piece if alive is None else piece[alive[start : start + step]]
+    yield newer
 
 
 def _form(

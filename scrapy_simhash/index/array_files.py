@@ -1,0 +1,146 @@
+"""A generation's arrays written a slice at a time: a merge never holds the next generation whole.
+
+A merge writes the next generation of an embedded index (the simhash tables and the sketches' LSH,
+:mod:`.tables.manifest`) from the mapped files of the current one and the in-memory layer it
+absorbs. Built whole in memory, that generation cost about 1 kB of heap a page at the peak of each
+merge (every entry as an 8-byte sort value, merged, then packed, the sketches copied): 20 GB at 20M
+pages, more than the machine. Streamed, the heap holds the in-memory layer's own entries and a few
+megabytes of slices, and the bulk goes from mapped pages to the new files.
+
+Writers put their arrays into :class:`Parts`: :class:`GenerationFiles` writes each to a ``.npy`` file
+(fsynced, its CRC-32 computed on the way), :class:`MemoryParts` keeps them as arrays (the same code
+path, for merges that stay in memory and for tests). :class:`BucketParts` turns sorted sort-form
+slices into the packed entries and their directory (:mod:`.packed_buckets`) as they pass.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import zlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+SLICE_ENTRIES = 1 << 22
+"""Entries a merge handles at a time (32 MB of sort values): bounds its heap, whatever the index's size."""
+
+
+class Parts(Protocol):
+    """Where a generation's arrays go, one named part at a time."""
+
+    def put(self, part: str, array: np.ndarray) -> None:
+        """A whole one-dimensional array."""
+
+    def put_slices(self, part: str, dtype: np.dtype[Any], count: int, slices: Iterable[np.ndarray]) -> None:
+        """``count`` values of ``dtype`` given as consecutive slices (a ValueError if they do not add up)."""
+
+
+class MemoryParts:
+    """The parts as in-memory arrays (``arrays[part]``)."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[str, np.ndarray] = {}
+
+    def put(self, part: str, array: np.ndarray) -> None:
+        self.arrays[part] = np.ascontiguousarray(array)
+
+    def put_slices(self, part: str, dtype: np.dtype[Any], count: int, slices: Iterable[np.ndarray]) -> None:
+        out = np.empty(count, dtype=dtype)
+        at = 0
+        for piece in slices:
+            if at + piece.size > count:
+                raise ValueError(f"{part}: more than the {count} values announced")
+            out[at : at + piece.size] = piece.reshape(-1)
+            at += piece.size
+        if at != count:
+            raise ValueError(f"{part}: {at} values written, {count} announced")
+        self.arrays[part] = out
+
+
+class GenerationFiles:
+    """The parts as ``<prefix>.<part>.npy`` files in ``directory``, each new (never an old file written
+    again in place: a mapping of an earlier generation of that name keeps its pages), fsynced; ``files``
+    names each with its size and CRC-32, as the manifest records them."""
+
+    def __init__(self, directory: Path, prefix: str) -> None:
+        self.directory, self.prefix = directory, prefix
+        self.files: dict[str, dict[str, Any]] = {}
+
+    def put(self, part: str, array: np.ndarray) -> None:
+        array = np.ascontiguousarray(array).reshape(-1)
+        self.put_slices(part, array.dtype, array.size, _in_slices(array))
+
+    def put_slices(self, part: str, dtype: np.dtype[Any], count: int, slices: Iterable[np.ndarray]) -> None:
+        dtype = np.dtype(dtype)
+        name = f"{self.prefix}.{part}.npy"
+        path = self.directory / name
+        path.unlink(missing_ok=True)
+        header = _npy_header(dtype, count)
+        crc, at = zlib.crc32(header), 0
+        with path.open("wb") as f:
+            f.write(header)
+            for piece in slices:
+                data = np.ascontiguousarray(piece, dtype=dtype).reshape(-1)
+                if at + data.size > count:
+                    raise ValueError(f"{name}: more than the {count} values announced")
+                if data.size:
+                    view = data.data.cast("B")
+                    f.write(view)
+                    crc = zlib.crc32(view, crc)
+                at += data.size
+            if at != count:
+                raise ValueError(f"{name}: {at} values written, {count} announced")
+            f.flush()
+            os.fsync(f.fileno())
+            size = f.tell()
+        self.files[part] = {"name": name, "bytes": size, "crc32": crc}
+
+
+class BucketParts:
+    """Sorted sort-form slices (``prefix << id_bits | id``, :mod:`.packed_buckets`) of a segment of
+    ``pages`` become its packed ``entries`` (the low 32 bits of each) as they pass, and its
+    ``directory`` (where each cell's entries start) once all have."""
+
+    def __init__(self, total: int, pages: int, cell_bits: int) -> None:
+        self.total, self.pages = total, pages
+        dtype = np.uint32 if total < 1 << 32 else np.int64
+        self._counts = np.zeros((1 << cell_bits) + 1, dtype=dtype)
+        self._last = -1
+
+    def entries(self, forms: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
+        """Each slice's entries, its cells counted (the slices must come in sorted order)."""
+        for form in forms:
+            if not form.size:
+                continue
+            cells = (form >> np.uint64(32)).astype(np.intp)
+            first, last = int(cells[0]), int(cells[-1])
+            if first < self._last or last >= self._counts.size - 1:
+                raise ValueError("bucket entries out of order or past the directory")
+            counts = np.bincount(cells - first, minlength=last - first + 1)
+            window = self._counts[first + 1 : last + 2]
+            np.add(window, counts.astype(window.dtype), out=window)
+            self._last = last
+            yield form.astype(np.uint32)
+
+    def put(self, parts: Parts, entries: str, directory: str, forms: Iterable[np.ndarray]) -> None:
+        """Both parts, under the names ``entries`` and ``directory``."""
+        parts.put_slices(entries, np.dtype(np.uint32), self.total, self.entries(forms))
+        np.cumsum(self._counts, out=self._counts, dtype=self._counts.dtype)
+        parts.put(directory, self._counts)
+
+
+def _npy_header(dtype: np.dtype[Any], count: int) -> bytes:
+    """The ``.npy`` header of a one-dimensional array (what ``np.save`` writes before the data)."""
+    out = io.BytesIO()
+    header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": (count,)}
+    np.lib.format.write_array_header_1_0(out, header)
+    return out.getvalue()
+
+
+def _in_slices(array: np.ndarray) -> Iterator[np.ndarray]:
+    step = max(1, (SLICE_ENTRIES * 8) // max(1, array.itemsize))
+    for start in range(0, array.size, step):
+        yield array[start : start + step]

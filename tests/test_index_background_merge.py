@@ -254,3 +254,34 @@ def test_the_merge_thread_never_maps_with_map_populate(
     with open_index(tmp_path / "ix") as index:  # nor does an open (linear): a thread faults them in
         assert len(index) == 40
     assert calls and not any(populated for _, populated in calls)
+
+
+def test_the_delta_never_outgrows_delta_max_whatever_the_base(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A quarter of a large base would be more heap than the machine has: past ``delta_max`` pages a
+    merge starts whatever the base's size, and while one runs, writes wait at twice ``delta_max``
+    (not at 4 times the limit)."""
+    monkeypatch.setattr(generations, "start_thread", generations.MergeJob.run)  # merges at once
+    data = rows(230, seed=9)
+    with SimhashIndex(tmp_path / "ix", pending_max=1, delta_min=4, delta_max=8) as index:
+        deltas = []
+        for h, key, meta in data[:200]:
+            index.add(h, key, meta)
+            deltas.append(index.stats()["delta"])
+        stats = index.stats()
+        assert stats["base"] > 4 * 8  # a quarter of it would be more than delta_max
+        assert max(deltas) == 7 and stats["merges"] >= 200 // 8  # a merge at every 8th page
+        merges = Recorded(monkeypatch)  # from here on, merges wait until the test runs them
+        for h, key, meta in data[200:]:
+            index.add(h, key, meta)
+        # the delta froze at 8 pages, filled again to twice delta_max (16), and the write that
+        # reached it ran the merge in its thread (one wait) and froze the next 16
+        stats = index.stats()
+        assert stats["merge_waits"] == 1 and stats["merging"] == 16 and stats["delta"] < 16
+        assert [job.done() for job in merges.jobs] == [True, False]
+        merges.run()
+        index.compact()
+        assert len(index) == 230
+        for h, key, _ in data:
+            assert key in [m.key for m in index.query(h)]

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..base import IndexCorruptError, Match, Meta, SimhashIndexError
 from ..tables import prefault
-from ..tables.layers import Layers
+from ..tables.layers import DELTA_MAX, Layers
 from ..tables.layouts import DEFAULT_K, Layout, resolve, settle
 from ..tables.manifest import remove_stale
 from ..values import check_key, check_simhash, encode_meta
@@ -64,6 +64,10 @@ class SimhashIndex(IndexReads):
     damaged file is rebuilt), as ``scrapy-simhash index check`` does. False: neither. Without
     ``"full"``, a thread checks the table files' CRC-32s after the open (:mod:`..tables.prefault`)
     and a file that fails makes every later call raise :class:`IndexCorruptError`.
+    ``delta_min`` / ``delta_max``: the pages written since the last table generation are kept in
+    memory until they are a quarter of the generation, at least ``delta_min`` and at most
+    ``delta_max`` (the heap's bound: about 1 kB a page in verified mode), then written as the next
+    generation in the background.
     ``reset``: empty the index first, under the write lock (IndexLockedError if another
     process writes it, and then nothing is deleted).
     ``synchronous``: ``"full"`` (default) fsyncs every commit, so an acknowledged insert
@@ -81,13 +85,14 @@ class SimhashIndex(IndexReads):
         verify: bool | str = True,
         pending_max: int = 4096,
         delta_min: int = 1 << 18,
+        delta_max: int = DELTA_MAX,
         synchronous: str = "full",
         reset: bool = False,
     ) -> None:
         self.path = Path(path)
         self.read_only = read_only
         self._pending_max = max(1, pending_max)
-        self._delta_min = max(1, delta_min)
+        self._delta_min, self._delta_max = max(1, delta_min), max(1, delta_max)
         self._lock = threading.RLock()
         self._lock_fd: int | None = None
         self._closed = True
@@ -150,7 +155,7 @@ class SimhashIndex(IndexReads):
 
     def _load(self) -> None:
         """Base tables from disk (rebuilt if damaged), the rest from one snapshot of the database."""
-        layers = Layers(self.path, self.layout, self._pending_max, self._delta_min)
+        layers = Layers(self.path, self.layout, self._pending_max, self._delta_min, self._delta_max)
         self._rebuilds += load_layers(
             layers, self._store, self._db_id, self._verify, self.read_only, crc=self._crc
         )

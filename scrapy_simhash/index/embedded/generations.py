@@ -12,8 +12,9 @@ tombstoned). The thread reads only what no write changes: segments are immutable
 marks it reads are copies.
 
 One merge at a time. If the delta fills again while one runs, writes go on into memory; only past
-:data:`HARD_CAP` times its limit does a write wait for the running merge (a disk slower than the
-writers). A merge that fails (disk full, files that do not read back) loses nothing: the database is
+:data:`HARD_CAP` times its limit (or twice ``delta_max``: :meth:`~..tables.layers.Layers.hard_limit`)
+does a write wait for the running merge (a disk slower than the writers). A merge that fails (disk
+full, files that do not read back) loses nothing: the database is
 the truth and the merging layer keeps answering; the failure is logged, counted
 (``stats()["merge_failures"]``) and the merge retried after a number of writes that doubles with each
 failure in a row (at most :data:`RETRY_MAX`). A crash during a merge leaves its files unnamed by the
@@ -177,14 +178,14 @@ class Generations:
         self.poll()
         layers = self.layers
         if self._plan is not None:
-            if len(layers.delta) >= HARD_CAP * layers.delta_limit():
+            if len(layers.delta) >= layers.hard_limit(HARD_CAP):
                 self.waits += 1
                 self.wait()  # the disk is slower than the writers: bounded memory
                 self.after_write()
             return
         if layers.merging is not None:  # a failed merge
             self._retry_in -= 1
-            if self._retry_in <= 0 or len(layers.delta) >= HARD_CAP * layers.delta_limit():
+            if self._retry_in <= 0 or len(layers.delta) >= layers.hard_limit(HARD_CAP):
                 self.start()
         elif layers.delta_full():
             self.start()

@@ -8,8 +8,8 @@
 3. *merging*: while a new generation is written in the background (:mod:`..embedded.generations`),
    the delta it was frozen from, read-only; writes go on into a fresh delta;
 4. *base*: the bulk, immutable sorted tables memory-mapped from disk, replaced by a new
-   generation (base + merging) when the delta outgrows ``max(delta_min, len(base) / 4)`` or on
-   ``compact()``.
+   generation (base + merging) when the delta outgrows ``len(base) / 4`` (at least ``delta_min``,
+   at most ``delta_max``) or on ``compact()``.
 
 The layers only mirror the database (:mod:`.storage`), which is the truth: the index
 (:mod:`.embedded`) fills them from its rows at open and tells them of every committed write.
@@ -30,15 +30,23 @@ from .packed_tables import PackedTables
 from .tables import Hits, Pending, Segment, brute_force, brute_force_one
 
 DELTA_RATIO = 4  # a new base generation when the in-memory delta reaches base / DELTA_RATIO
+DELTA_MAX = 1 << 21
+"""At most this many pages wait in memory for a generation (about 1 kB of heap each in verified mode:
+~2 GB), whatever the base's size: past 8M pages a quarter of the base would be more heap than a machine
+has (7.5M pages at 30M, twice over while a merge runs). The price is more rewrites of a large base:
+each merge past 8M pages rewrites it for 2M new ones."""
 
 
 class Layers:
     """Pending, delta and base of the index in directory ``path``. Not thread-safe: the index
     serialises calls (it holds its lock)."""
 
-    def __init__(self, path: Path, layout: Layout, pending_max: int, delta_min: int) -> None:
+    def __init__(
+        self, path: Path, layout: Layout, pending_max: int, delta_min: int, delta_max: int = DELTA_MAX
+    ) -> None:
         self.path, self.layout = path, layout
         self._pending_max, self._delta_min = max(1, pending_max), max(1, delta_min)
+        self._delta_max = max(1, delta_max)
         self.base: Segment | PackedTables = Segment.empty(layout)
         """The on-disk tables (packed; an empty segment while there are none)."""
         self.base_max_seq, self.generation = 0, 0
@@ -106,7 +114,15 @@ class Layers:
         return len(self.delta) >= self.delta_limit()
 
     def delta_limit(self) -> int:
-        return max(self._delta_min, len(self.base) // DELTA_RATIO)
+        """Pages of the delta that start a merge: a quarter of the base, at most ``delta_max``
+        (unless ``delta_min`` says more)."""
+        return max(self._delta_min, min(len(self.base) // DELTA_RATIO, self._delta_max))
+
+    def hard_limit(self, cap: int) -> int:
+        """Pages of the delta past which a write waits for the running merge: ``cap`` times the
+        limit, but no more than twice ``delta_max`` (the heap stays bounded when the disk is slow)."""
+        limit = self.delta_limit()
+        return min(cap * limit, max(limit, 2 * self._delta_max))
 
     def dirty(self) -> bool:
         """Anything not in the base files (or no base files yet)."""

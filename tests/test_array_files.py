@@ -4,6 +4,7 @@ slice size, and the merge's heap does not grow with the generation it rewrites."
 
 from __future__ import annotations
 
+import itertools
 import tracemalloc
 import zlib
 from pathlib import Path
@@ -20,10 +21,27 @@ from scrapy_simhash.index.packed_buckets import PackedBuckets, id_bits, sort_for
 from scrapy_simhash.index.sorted_runs import merge_sorted
 
 
-def test_a_part_written_in_slices_reads_back_whole_with_its_size_and_crc(tmp_path: Path) -> None:
+def test_a_part_written_in_slices_reads_back_whole_with_its_size_and_crc(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """... and its pages go to the disk as it is written, not all at its fsync (which would make the
+    writers' commits wait for gigabytes)."""
+    ranges: list[tuple[int, int, int]] = []
+    real = array_files.SYNC_FILE_RANGE
+    assert real is not None, "Linux's sync_file_range was not found"
+
+    def recorded(fd: int, offset: int, length: int, flags: int) -> int:
+        ranges.append((offset, length, flags))
+        return real(fd, offset, length, flags)
+
+    monkeypatch.setattr(array_files, "SYNC_FILE_RANGE", recorded)
+    monkeypatch.setattr(array_files, "WRITEBACK_BYTES", 1000)
     files = GenerationFiles(tmp_path, "tables-000007")
     values = np.arange(1000, dtype=np.uint32) * 7
     files.put_slices("entries", np.dtype(np.uint32), 1000, (values[i : i + 333] for i in range(0, 1000, 333)))
+    started = [(offset, length) for offset, length, flags in ranges if flags == 2]  # SYNC_FILE_RANGE_WRITE
+    assert len(started) >= 3 and started[0][0] == 0  # every ~1000 bytes, each range after the last
+    assert all(a + n == b for (a, n), (b, _) in itertools.pairwise(started))
     files.put("empty", np.zeros(0, np.int64))
     path = tmp_path / "tables-000007.entries.npy"
     assert np.array_equal(np.load(path), values)

@@ -15,17 +15,24 @@ slices into the packed entries and their directory (:mod:`.packed_buckets`) as t
 
 from __future__ import annotations
 
+import ctypes
 import io
 import os
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol, cast
 
 import numpy as np
 
 SLICE_ENTRIES = 1 << 22
 """Entries a merge handles at a time (32 MB of sort values): bounds its heap, whatever the index's size."""
+
+
+WRITEBACK_BYTES = 64 << 20
+"""A merge hands its file's pages to the disk every this many bytes, and waits for the previous ones
+(``sync_file_range``): gigabytes of dirty pages would make every commit's fsync wait for them
+(ext4 flushes them with the journal), a stall for the writers the background merge must not cause."""
 
 
 class Parts(Protocol):
@@ -82,6 +89,7 @@ class GenerationFiles:
         crc, at = zlib.crc32(header), 0
         with path.open("wb") as f:
             f.write(header)
+            flushed = 0
             for piece in slices:
                 data = np.ascontiguousarray(piece, dtype=dtype).reshape(-1)
                 if at + data.size > count:
@@ -91,6 +99,8 @@ class GenerationFiles:
                     f.write(view)
                     crc = zlib.crc32(view, crc)
                 at += data.size
+                if f.tell() - flushed >= WRITEBACK_BYTES:
+                    flushed = _write_back(f, flushed)
             if at != count:
                 raise ValueError(f"{name}: {at} values written, {count} announced")
             f.flush()
@@ -130,6 +140,32 @@ class BucketParts:
         parts.put_slices(entries, np.dtype(np.uint32), self.total, self.entries(forms))
         np.cumsum(self._counts, out=self._counts, dtype=self._counts.dtype)
         parts.put(directory, self._counts)
+
+
+def _libc_sync_file_range() -> Callable[[int, int, int, int], int] | None:
+    """Linux's ``sync_file_range`` (Python's ``os`` has no binding), None where there is none."""
+    try:
+        function = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (OSError, AttributeError):  # not Linux, or no glibc symbol
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return cast(Callable[[int, int, int, int], int], function)
+
+
+SYNC_FILE_RANGE = _libc_sync_file_range()
+_WAIT_BEFORE, _WRITE, _WAIT_AFTER = 1, 2, 4  # <linux/fs.h>
+
+
+def _write_back(f: BinaryIO, flushed: int) -> int:
+    """Start writing back the file's pages from ``flushed`` on, after waiting for those before it
+    (advice: a failure changes nothing, the final fsync makes the file durable); the new mark."""
+    f.flush()
+    end = f.tell()
+    if SYNC_FILE_RANGE is not None:  # ctypes releases the interpreter's lock for the call
+        SYNC_FILE_RANGE(f.fileno(), 0, flushed, _WAIT_BEFORE | _WRITE | _WAIT_AFTER)
+        SYNC_FILE_RANGE(f.fileno(), flushed, end - flushed, _WRITE)
+    return end
 
 
 def _npy_header(dtype: np.dtype[Any], count: int) -> bytes:

@@ -285,3 +285,41 @@ def test_the_delta_never_outgrows_delta_max_whatever_the_base(
         assert len(index) == 230
         for h, key, _ in data:
             assert key in [m.key for m in index.query(h)]
+
+
+def test_a_disk_that_fills_in_the_middle_of_a_streamed_merge_loses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The merge streams its parts into files one after the other: the disk fills after some were
+    written. The index answers from memory, the retry writes the generation whole, and no file of
+    the failed attempt is left."""
+    from scrapy_simhash.index import array_files
+
+    monkeypatch.setattr(generations, "start_thread", generations.MergeJob.run)
+    real = array_files.GenerationFiles.put_slices
+    written: list[str] = []
+
+    def fills_up(self: Any, part: str, *args: Any) -> None:
+        written.append(part)
+        if len(written) == 5:  # the tables' four parts are written: the sketches' LSH fails
+            real(self, part, *args)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(self, part, *args)
+
+    monkeypatch.setattr(array_files.GenerationFiles, "put_slices", fills_up)
+    path = tmp_path / "ix"
+    data = [(i + 1, f"k{i}", None, sketch_of(i)) for i in range(40)]
+    with open_index(path, pending_max=4, delta_min=16) as index:
+        index.add_many(data[:20])  # fills the delta: the merge runs, and fails
+        assert index.simhashes.stats()["merge_failures"] == 1
+        assert {p.name for p in path.glob("tables-*.npy")} == set()  # the failed attempt's files
+        far = 0xF0F0F0F0F0F0F0F0
+        assert [m.key for m in index.query(far, sketch=sketch_of(3))] == ["k3"]
+        index.add_many(data[20:])
+        index.compact()
+        assert index.simhashes.stats()["base"] == 40
+    with open_index(path) as index:
+        for h, key, _, sketch in data:
+            assert [m.key for m in index.query(h, sketch=sketch)] == [key]
+    generation = read_manifest(path)["generation"]
+    assert {p.name.split(".")[0] for p in path.glob("tables-*.npy")} == {f"tables-{generation:06d}"}

@@ -18,6 +18,13 @@ reactor blocked by the retrying call would tick in none of them. The one clock:
 ``outage/max_page_gap_ms_while_down`` is the longest wait between two responses handed on towards the
 spider from the stop until the server is back: pages held back behind an index call that retries show
 as a long gap. Results land in the crawl's stats under ``outage/``.
+
+``outage/tagged_after_restart`` counts the tagged pages that were downloaded after the old server had
+stopped: only the restarted server can have answered their lookups. A page downloaded before the stop may
+have been looked up (and stored) by the old server just before it went, and reach the drill only after
+the restart (its index call ends with a write beside the index that waits for the restarted server, or the
+reactor is slow to hand it on); when tagged, it is counted in ``outage/tagged_fetched_before_stop``. (Had
+the restarted server answered such a page's lookup, it would have stored it there too.)
 """
 
 from __future__ import annotations
@@ -38,6 +45,8 @@ from twisted.internet import task, threads
 TICK = 0.05
 UNTAGGED = ("index_error", "index_unavailable")
 OUTAGE = ("stopping", "down", "restarting")  # from the stop request until the server is back
+FETCHED_AFTER_STOP = "outage_fetched_after_stop"
+"""request.meta: whether the old server had stopped when the response was downloaded."""
 RETRYING_CLIENT = "scrapy_simhash.index.redis.redis_client"
 """The logger whose "retry N/M" warnings mark the pauses of a retrying index call."""
 
@@ -53,6 +62,10 @@ class OutageDrill:
         self.restart_empty = settings.getbool("OUTAGE_RESTART_EMPTY")
         self.phase = "down" if settings.getbool("OUTAGE_START_DOWN") else "up"
         # up -> stopping -> down -> restarting -> back
+        self.stopped = threading.Event()
+        """Set once the old server has stopped answering (at once when the crawl starts with it down)."""
+        if self.phase == "down":
+            self.stopped.set()
         self.tagged = self.untagged = 0
         self.ticks = 0
         self._ticks_at_retry: dict[int, int] = {}
@@ -62,6 +75,7 @@ class OutageDrill:
         self._retries = _RetryWatch(self)
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(self.response_downloaded, signal=signals.response_downloaded)
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> OutageDrill:
@@ -91,6 +105,10 @@ class OutageDrill:
             if self.ticks > before:
                 self.stats.inc_value("outage/retry_pauses_with_ticks")
 
+    def response_downloaded(self, response: Any, request: Any, spider: Any = None) -> None:
+        """Before any downloader middleware sees the response, so before scrapy-simhash looks it up."""
+        request.meta[FETCHED_AFTER_STOP] = self.stopped.is_set()
+
     def process_response(self, request: Any, response: Any, spider: Any = None) -> Any:
         now = time.monotonic()
         if self.phase in OUTAGE and self.last_page is not None:
@@ -111,8 +129,11 @@ class OutageDrill:
             if self.untagged >= self.restart_after:
                 self.phase = "restarting"
                 threads.deferToThread(self._restart).addCallback(lambda _: self._set("back"))
+        elif tagged and request.meta.get(FETCHED_AFTER_STOP):  # looked up after the old server was gone
+            self.stats.inc_value("outage/tagged_after_restart")
         elif self.phase == "back":
-            self.stats.inc_value("outage/tagged_after_restart" if tagged else "outage/untagged_after_restart")
+            late = "outage/tagged_fetched_before_stop"  # the old server's answer, handed on late
+            self.stats.inc_value(late if tagged else "outage/untagged_after_restart")
         return response
 
     def _set(self, phase: str) -> None:
@@ -123,9 +144,10 @@ class OutageDrill:
         try:
             client.shutdown(nosave=True)  # the AOF (appendfsync always) already holds every write
         except redis.ConnectionError:
-            pass
+            pass  # the server closed the connection: it has stopped (or was not running)
         finally:
             client.close()
+        self.stopped.set()
 
     def _restart(self) -> None:
         RedisServer(self.directory, self.port).start(persistent=not self.restart_empty)

@@ -323,3 +323,33 @@ def test_a_disk_that_fills_in_the_middle_of_a_streamed_merge_loses_nothing(
             assert [m.key for m in index.query(h, sketch=sketch)] == [key]
     generation = read_manifest(path)["generation"]
     assert {p.name.split(".")[0] for p in path.glob("tables-*.npy")} == {f"tables-{generation:06d}"}
+
+
+def test_the_write_that_switches_generations_does_not_wait_for_the_old_files_to_be_unlinked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unlinking a large generation takes the kernel seconds (~0.2 s a GB): a thread does it, the
+    switching write returns at once, and close() waits for it."""
+    unlinking, release = threading.Event(), threading.Event()
+    real = table_files.remove_older
+
+    def slow(directory: Path, below: int) -> None:
+        unlinking.set()
+        release.wait(WAIT)
+        real(directory, below)
+
+    monkeypatch.setattr(table_files, "remove_older", slow)
+    merges = Recorded(monkeypatch)
+    path = tmp_path / "ix"
+    index = SimhashIndex(path, pending_max=4, delta_min=16)
+    index.compact()  # generation 1 (empty)
+    index.add_many(rows(20))  # a merge into generation 2 is recorded
+    merges.run()
+    index.add(12345, "late", None)  # this write switches to generation 2 and returns
+    assert read_manifest(path)["generation"] == 2
+    assert unlinking.wait(WAIT), "the old generation was never deleted"
+    assert any(p.name.startswith("tables-000001.") for p in path.glob("tables-*.npy"))  # not yet
+    assert [m.key for m in index.query(12345)] == ["late"]
+    release.set()
+    index.close()
+    assert {p.name.split(".")[0] for p in path.glob("tables-*.npy")} == {"tables-000002"}

@@ -325,7 +325,7 @@ class SimhashIndex(IndexReads):
             self._check_open()
             if not self.read_only:
                 self._generations.poll()
-            disk = sum(p.stat().st_size for p in self.path.iterdir() if p.is_file())
+            disk = _disk_bytes(self.path)
             layers = self._layers.stats()
             return {
                 "backend": "embedded",
@@ -371,6 +371,7 @@ class SimhashIndex(IndexReads):
                 orderly = True
             finally:
                 self._closed = True
+                self._generations.close()
                 if self._checkpoints is not None:
                     self._checkpoints.close()
                 self._store.close(clean=orderly)
@@ -383,6 +384,18 @@ class SimhashIndex(IndexReads):
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{self._count} fingerprints"
         return f"<SimhashIndex {str(self.path)!r} k={getattr(self, 'k', '?')} {state}>"
+
+
+def _disk_bytes(directory: Path) -> int:
+    """The files' bytes (an old generation's files may vanish meanwhile: a thread deletes them)."""
+    total = 0
+    for path in directory.iterdir():
+        try:
+            if path.is_file():
+                total += path.stat().st_size
+        except FileNotFoundError:
+            continue
+    return total
 
 
 __all__ = ["SimhashIndex", "check_simhash"]

@@ -163,6 +163,8 @@ class Generations:
         """Writes that waited for a running merge (the delta at :data:`HARD_CAP` times its limit)."""
         self._in_a_row = 0
         self._retry_in = 0
+        self._unlinking: threading.Thread | None = None
+        """Deletes the generations a switch left behind (:meth:`_remove_older`)."""
 
     # -- what the index tells --------------------------------------------------------------------
     def changed(self, removed: Iterable[int] = (), resketched: Iterable[int] = ()) -> None:
@@ -300,7 +302,29 @@ class Generations:
         if plan.column is not None and written.lsh is not None:
             plan.column.switch(written.lsh, self._removed | self._resketched)
         self._removed, self._resketched = set(), set()
-        table_files.remove_stale(self.path, keep=plan.generation)
+        (self.path / f"{table_files.MANIFEST}.tmp").unlink(missing_ok=True)
+        self._remove_older(plan.generation)
+
+    def _remove_older(self, generation: int) -> None:
+        """Delete the generations before ``generation`` in a thread: unlinking a large generation's
+        files takes the kernel about 0.2 s a GB (3 s at 30M pages), which the write that switched
+        would otherwise wait for, holding the index's lock."""
+        before = self._unlinking
+
+        def unlink() -> None:
+            if before is not None:
+                before.join()
+            table_files.remove_older(self.path, generation)
+
+        self._unlinking = threading.Thread(target=unlink, name="scrapy-simhash-unlink", daemon=True)
+        self._unlinking.start()
+
+    def close(self) -> None:
+        """Wait for the deletion of old generations (a crash before it ends leaves files that the
+        next open deletes)."""
+        if self._unlinking is not None:
+            self._unlinking.join()
+            self._unlinking = None
 
     def stats(self) -> dict[str, int]:
         return {

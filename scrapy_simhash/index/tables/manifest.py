@@ -115,6 +115,18 @@ def remove_stale(directory: Path, keep: int | None) -> None:
     (directory / f"{MANIFEST}.tmp").unlink(missing_ok=True)
 
 
+def remove_older(directory: Path, below: int) -> None:
+    """Delete the table files of every generation below ``below``: what a switch to ``below`` left
+    behind. Safe beside a writer: every file it writes afterwards is of a later generation."""
+    for path in directory.glob("tables-*.npy"):
+        try:
+            generation = int(path.name.split(".")[0].split("-")[1])
+        except (IndexError, ValueError):
+            continue
+        if generation < below:
+            path.unlink(missing_ok=True)
+
+
 def read_manifest(directory: Path) -> dict[str, Any] | None:
     """The manifest, None when there is none yet; TablesInvalid when unreadable."""
     path = directory / MANIFEST

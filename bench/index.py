@@ -31,6 +31,8 @@ sketches: check_and_add, lookups and query_many with sketches, and disk bytes of
 Run:  python bench/index.py                       # 1M random and clustered, simhash mode (~3 min)
       python bench/index.py --modes simhash,verified --datasets clustered   # the issue-13 comparison
       python bench/index.py --sizes 10000000 --datasets random   (~8 min, < 4 GiB)
+      python bench/index.py --sizes 30000000 --datasets random --modes verified
+          (~12 min; ~6 GB of heap, 18 GB of index and as much again while a merge writes)
 """
 
 from __future__ import annotations

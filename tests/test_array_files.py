@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_simhash.index import array_files, open_index
-from scrapy_simhash.index.array_files import BucketParts, GenerationFiles, MemoryParts
-from scrapy_simhash.index.packed_buckets import PackedBuckets, id_bits, sort_form_of, split
+from scrapy_simhash.index.array_files import GenerationFiles, MemoryParts
+from scrapy_simhash.index.packed_buckets import BucketParts, PackedBuckets, id_bits, sort_form_of
 from scrapy_simhash.index.sorted_runs import merge_sorted
 
 
@@ -112,7 +112,7 @@ def test_merged_forms_in_any_slices_are_the_whole_merge(
     if old.size > step + int(np.diff(old.directory.astype(np.int64)).max()):
         assert len(slices) > 1  # it did stream: a slice holds about ``step`` entries, whole cells
     parts = MemoryParts()
-    BucketParts(want.size, total, split(prefix, total)[2]).put(parts, "e", "d", iter(slices))
+    BucketParts(want.size, total, prefix).put(parts, "e", "d", iter(slices))
     whole = PackedBuckets.from_sort_form(want, total, prefix)
     assert np.array_equal(parts.arrays["e"], whole.entries)
     assert (

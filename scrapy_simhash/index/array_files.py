@@ -9,8 +9,8 @@ megabytes of slices, and the bulk goes from mapped pages to the new files.
 
 Writers put their arrays into :class:`Parts`: :class:`GenerationFiles` writes each to a ``.npy`` file
 (fsynced, its CRC-32 computed on the way), :class:`MemoryParts` keeps them as arrays (the same code
-path, for merges that stay in memory and for tests). :class:`BucketParts` turns sorted sort-form
-slices into the packed entries and their directory (:mod:`.packed_buckets`) as they pass.
+path, for merges that stay in memory and for tests). :func:`live_slices` gives a column's slices;
+:class:`~.packed_buckets.BucketParts` turns sorted sort-form slices into packed entries as they pass.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ import numpy as np
 
 SLICE_ENTRIES = 1 << 22
 """Entries a merge handles at a time (32 MB of sort values): bounds its heap, whatever the index's size."""
+SEQ_NARROW_MAX = (1 << 32) - 1
+"""Seqs up to this are stored as uint32."""
 
 
 WRITEBACK_BYTES = 64 << 20
@@ -109,37 +111,20 @@ class GenerationFiles:
         self.files[part] = {"name": name, "bytes": size, "crc32": crc}
 
 
-class BucketParts:
-    """Sorted sort-form slices (``prefix << id_bits | id``, :mod:`.packed_buckets`) of a segment of
-    ``pages`` become its packed ``entries`` (the low 32 bits of each) as they pass, and its
-    ``directory`` (where each cell's entries start) once all have."""
+def live_slices(rows: np.ndarray, alive: np.ndarray | None, newer: np.ndarray) -> Iterator[np.ndarray]:
+    """``rows``' live ones (all of them without ``alive``), a slice of about :data:`SLICE_ENTRIES`
+    values at a time (rows of a matrix kept whole), then ``newer``: a column of the next generation."""
+    width = int(np.prod(rows.shape[1:], dtype=np.int64))
+    step = max(1, SLICE_ENTRIES // max(1, width))
+    for start in range(0, rows.shape[0], step):
+        piece = np.asarray(rows[start : start + step])
+        yield piece if alive is None else piece[alive[start : start + step]]
+    yield newer
 
-    def __init__(self, total: int, pages: int, cell_bits: int) -> None:
-        self.total, self.pages = total, pages
-        dtype = np.uint32 if total < 1 << 32 else np.int64
-        self._counts = np.zeros((1 << cell_bits) + 1, dtype=dtype)
-        self._last = -1
 
-    def entries(self, forms: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
-        """Each slice's entries, its cells counted (the slices must come in sorted order)."""
-        for form in forms:
-            if not form.size:
-                continue
-            cells = (form >> np.uint64(32)).astype(np.intp)
-            first, last = int(cells[0]), int(cells[-1])
-            if first < self._last or last >= self._counts.size - 1:
-                raise ValueError("bucket entries out of order or past the directory")
-            counts = np.bincount(cells - first, minlength=last - first + 1)
-            window = self._counts[first + 1 : last + 2]
-            np.add(window, counts.astype(window.dtype), out=window)
-            self._last = last
-            yield form.astype(np.uint32)
-
-    def put(self, parts: Parts, entries: str, directory: str, forms: Iterable[np.ndarray]) -> None:
-        """Both parts, under the names ``entries`` and ``directory``."""
-        parts.put_slices(entries, np.dtype(np.uint32), self.total, self.entries(forms))
-        np.cumsum(self._counts, out=self._counts, dtype=self._counts.dtype)
-        parts.put(directory, self._counts)
+def seq_dtype(highest: int) -> np.dtype[Any]:
+    """How seqs up to ``highest`` are stored: 4 bytes a page while they fit (widened when loaded)."""
+    return np.dtype(np.uint32 if highest <= SEQ_NARROW_MAX else np.int64)
 
 
 def _libc_sync_file_range() -> Callable[[int, int, int, int], int] | None:

@@ -22,11 +22,12 @@ whole 32-bit combined key with the default layout: no extra candidate at all).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
 from . import array_files
+from .array_files import Parts
 from .sorted_runs import merge_sorted
 
 try:  # the optional C directory builder and lookup (built by pip install where a compiler exists)
@@ -58,6 +59,12 @@ def split(prefix: int, pages: int) -> tuple[int, int, int]:
 def id_bits(pages: int) -> int:
     """Bits that number ``pages`` ids (at least one)."""
     return max(1, int(pages).bit_length())
+
+
+def renumbering(alive: np.ndarray) -> np.ndarray:
+    """Each id's id once the ids not ``alive`` are dropped (order kept), -1 for those: what
+    :meth:`PackedBuckets.merged_forms` renumbers by."""
+    return np.where(alive, np.cumsum(alive, dtype=np.int64) - 1, -1)
 
 
 def sort_form_of(keys: np.ndarray, ids: np.ndarray, pages: int, prefix: int) -> np.ndarray:
@@ -227,3 +234,36 @@ class PackedBuckets:
         match = (found >> np.uint64(self.id_bits)) == tags[which]
         ids = (found[match] & np.uint64((1 << self.id_bits) - 1)).astype(np.int64)
         return which[match], ids
+
+
+class BucketParts:
+    """Sorted sort-form slices (``prefix << id_bits | id``) of ``total`` entries for a segment of
+    ``pages`` with ``prefix``-bit keys become its packed ``entries`` (the low 32 bits of each) as they
+    pass, and its ``directory`` (where each cell's entries start) once all have."""
+
+    def __init__(self, total: int, pages: int, prefix: int) -> None:
+        self.total = total
+        dtype = np.uint32 if total < 1 << 32 else np.int64
+        self._counts = np.zeros((1 << split(prefix, pages)[2]) + 1, dtype=dtype)
+        self._last = -1
+
+    def entries(self, forms: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
+        """Each slice's entries, its cells counted (the slices must come in sorted order)."""
+        for form in forms:
+            if not form.size:
+                continue
+            cells = (form >> np.uint64(32)).astype(np.intp)
+            first, last = int(cells[0]), int(cells[-1])
+            if first < self._last or last >= self._counts.size - 1:
+                raise ValueError("bucket entries out of order or past the directory")
+            counts = np.bincount(cells - first, minlength=last - first + 1)
+            window = self._counts[first + 1 : last + 2]
+            np.add(window, counts.astype(window.dtype), out=window)
+            self._last = last
+            yield form.astype(np.uint32)
+
+    def put(self, parts: Parts, entries: str, directory: str, forms: Iterable[np.ndarray]) -> None:
+        """Both parts, under the names ``entries`` and ``directory``."""
+        parts.put_slices(entries, np.dtype(np.uint32), self.total, self.entries(forms))
+        np.cumsum(self._counts, out=self._counts, dtype=self._counts.dtype)
+        parts.put(directory, self._counts)

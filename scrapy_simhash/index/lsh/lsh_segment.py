@@ -21,14 +21,13 @@ from the database's records at open and from each write after.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
-from .. import array_files
-from ..array_files import BucketParts, MemoryParts, Parts
-from ..packed_buckets import MAX_PAGES, PackedBuckets, prefix_bits, sort_form, split
+from ..array_files import MemoryParts, Parts, live_slices, seq_dtype
+from ..packed_buckets import MAX_PAGES, BucketParts, PackedBuckets, prefix_bits, renumbering, sort_form
 from .lsh_bands import BandHasher, keys_in_slices
 
 try:
@@ -92,9 +91,7 @@ class LSHSegment:
 
     def arrays(self) -> dict[str, np.ndarray]:
         """What the files hold (the dead pages' ids listed)."""
-        seqs = self.seqs
-        if not seqs.size or int(seqs[-1]) <= 0xFFFFFFFF:
-            seqs = seqs.astype(np.uint32)  # 4 bytes a seq on disk while they fit
+        seqs = self.seqs.astype(seq_dtype(int(self.seqs[-1]) if self.seqs.size else 0))
         return {
             "lsh_entries": self.buckets.entries,
             "lsh_directory": self.buckets.directory,
@@ -159,7 +156,7 @@ class LSHSegment:
         alive, renumber = None, None
         if self.dead * DEAD_SHARE > n:
             alive = self.alive
-            renumber = np.where(alive, np.cumsum(alive, dtype=np.int64) - 1, -1)
+            renumber = renumbering(alive)
         kept = n if alive is None else int(np.count_nonzero(alive))
         total, prefix = kept + sketches.shape[0], self.buckets.prefix if n else prefix_bits(hasher.bands)
         _check_pages(total)
@@ -167,14 +164,12 @@ class LSHSegment:
         if sketches.shape[0]:
             fresh = sort_form(keys_in_slices(hasher, sketches), kept, total, prefix)
         forms = self.buckets.merged_forms(fresh, total, renumber) if n else iter([fresh])
-        buckets = BucketParts(total * hasher.bands, total, split(prefix, total)[2])
-        buckets.put(parts, "lsh_entries", "lsh_directory", forms)
+        BucketParts(total * hasher.bands, total, prefix).put(parts, "lsh_entries", "lsh_directory", forms)
         width = self.sketches.shape[1]
-        rows = _live_rows(self.sketches, alive, sketches.astype(self.sketches.dtype))
+        rows = live_slices(self.sketches, alive, sketches.astype(self.sketches.dtype))
         parts.put_slices("lsh_sketches", self.sketches.dtype, total * width, rows)
         highest = max(int(self.seqs[-1]) if n else 0, int(seqs.max()) if seqs.size else 0)
-        seq_type = np.dtype(np.uint32 if highest <= 0xFFFFFFFF else np.int64)  # 4 bytes a seq while they fit
-        parts.put_slices("lsh_seqs", seq_type, total, _live_rows(self.seqs, alive, seqs))
+        parts.put_slices("lsh_seqs", seq_dtype(highest), total, live_slices(self.seqs, alive, seqs))
         dead = np.flatnonzero(~self.alive) if alive is None else np.zeros(0, np.int64)
         parts.put("lsh_dead", dead.astype(np.int64))
         return {"count": total, "prefix_bits": prefix}
@@ -270,16 +265,6 @@ class LSHSegment:
         ok = counts >= min_matches
         ok &= eq[:, :width].reshape(-1, bands, rows).all(axis=2).any(axis=1)
         return np.where(ok, counts, -1).astype(np.int32)
-
-
-def _live_rows(rows: np.ndarray, alive: np.ndarray | None, newer: np.ndarray) -> Iterator[np.ndarray]:
-    """``rows``' live ones (all without ``alive``) a slice at a time, then ``newer``."""
-    width = int(np.prod(rows.shape[1:], dtype=np.int64))
-    step = max(1, array_files.SLICE_ENTRIES // max(1, width))
-    for start in range(0, rows.shape[0], step):
-        piece = np.asarray(rows[start : start + step])
-        yield piece if alive is None else piece[alive[start : start + step]]
-    yield newer
 
 
 def _check_pages(pages: int) -> None:

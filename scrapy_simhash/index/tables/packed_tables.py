@@ -12,13 +12,10 @@ by the distance check every candidate gets.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 
-from .. import array_files
-from ..array_files import BucketParts, MemoryParts, Parts
-from ..packed_buckets import PackedBuckets, sort_form_of, split
+from ..array_files import MemoryParts, Parts, live_slices, seq_dtype
+from ..packed_buckets import BucketParts, PackedBuckets, renumbering, sort_form_of
 from .layouts import Layout
 from .tables import MAX_ROWS, Hits, Segment, hits_within
 
@@ -29,8 +26,6 @@ except ImportError:  # pragma: no cover - depends on the build
 
 ENTRY_FORMAT = "packed32"
 """The manifest's name for this layout (table files written before it held keys and rows)."""
-SEQ_NARROW_MAX = (1 << 32) - 1
-"""Seqs up to this are written as uint32 (4 bytes a fingerprint on disk; widened when loaded)."""
 
 
 def key_width(layout: Layout) -> int:
@@ -137,29 +132,18 @@ class PackedTables:
                 if alive.all():
                     alive = None
                 else:
-                    renumber = np.where(alive, np.cumsum(alive, dtype=np.int64) - 1, -1)
+                    renumber = renumbering(alive)
         kept = n if alive is None else int(np.count_nonzero(alive))
         total, prefix = kept + len(other), prefix_bits(layout)
         if total > MAX_ROWS:
             raise ValueError(f"a segment holds at most {MAX_ROWS} fingerprints")
         fresh = _form(layout, other.keys, other.rows, kept, total, prefix)
-        cells = split(prefix, total)[2]
         forms = self.buckets.merged_forms(fresh, total, renumber)
-        BucketParts(total * layout.num_tables, total, cells).put(parts, "entries", "directory", forms)
-        parts.put_slices("hashes", np.dtype(np.uint64), total, _rows(self.hashes, alive, other.hashes))
+        BucketParts(total * layout.num_tables, total, prefix).put(parts, "entries", "directory", forms)
+        parts.put_slices("hashes", np.dtype(np.uint64), total, live_slices(self.hashes, alive, other.hashes))
         highest = max(int(self.seqs.max()) if n else 0, int(other.seqs.max()) if len(other) else 0)
-        seq_type = np.dtype(np.uint32 if highest <= SEQ_NARROW_MAX else np.int64)
-        parts.put_slices("seqs", seq_type, total, _rows(self.seqs, alive, other.seqs))
+        parts.put_slices("seqs", seq_dtype(highest), total, live_slices(self.seqs, alive, other.seqs))
         return {"count": total, "prefix_bits": prefix}
-
-
-def _rows(column: np.ndarray, alive: np.ndarray | None, newer: np.ndarray) -> Iterator[np.ndarray]:
-    """``column``'s live values a slice at a time, then ``newer``'s."""
-    step = array_files.SLICE_ENTRIES
-    for start in range(0, column.shape[0], step):
-        piece = column[start : start + step]
-        yield piece if alive is None else piece[alive[start : start + step]]
-    yield newer
 
 
 def _form(

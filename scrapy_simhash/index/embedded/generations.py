@@ -302,7 +302,6 @@ class Generations:
         if plan.column is not None and written.lsh is not None:
             plan.column.switch(written.lsh, self._removed | self._resketched)
         self._removed, self._resketched = set(), set()
-        (self.path / f"{table_files.MANIFEST}.tmp").unlink(missing_ok=True)
         self._remove_older(plan.generation)
 
     def _remove_older(self, generation: int) -> None:

@@ -20,7 +20,7 @@ import json
 import mmap
 import os
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from tokenize import TokenError
 from typing import Any
@@ -103,13 +103,18 @@ def switch_manifest(directory: Path, manifest: dict[str, Any]) -> None:
     _fsync_dir(directory)
 
 
-def remove_stale(directory: Path, keep: int | None) -> None:
-    """Delete table files of every generation but ``keep`` (left over by a crash or a merge)."""
+def _generation_files(directory: Path) -> Iterator[tuple[int, Path]]:
+    """Each table file in ``directory`` with the generation its name gives."""
     for path in directory.glob("tables-*.npy"):
         try:
-            generation = int(path.name.split(".")[0].split("-")[1])
+            yield int(path.name.split(".")[0].split("-")[1]), path
         except (IndexError, ValueError):
             continue
+
+
+def remove_stale(directory: Path, keep: int | None) -> None:
+    """Delete table files of every generation but ``keep`` (left over by a crash or a merge)."""
+    for generation, path in _generation_files(directory):
         if generation != keep:
             path.unlink(missing_ok=True)
     (directory / f"{MANIFEST}.tmp").unlink(missing_ok=True)
@@ -118,11 +123,7 @@ def remove_stale(directory: Path, keep: int | None) -> None:
 def remove_older(directory: Path, below: int) -> None:
     """Delete the table files of every generation below ``below``: what a switch to ``below`` left
     behind. Safe beside a writer: every file it writes afterwards is of a later generation."""
-    for path in directory.glob("tables-*.npy"):
-        try:
-            generation = int(path.name.split(".")[0].split("-")[1])
-        except (IndexError, ValueError):
-            continue
+    for generation, path in _generation_files(directory):
         if generation < below:
             path.unlink(missing_ok=True)
 

@@ -269,7 +269,12 @@ def eight_byte_table_files(path: Path) -> None:
     del manifest["tables"], manifest["prefix_bits"]
     info = manifest.get("lsh")
     if info is not None:
-        sketches = np.load(path / files["lsh_sketches"]["name"]).reshape(-1, info["num_values"])
+        lsh_seqs = np.load(path / files["lsh_seqs"]["name"]).astype(np.int64).tolist()
+        with sqlite3.connect(path / "index.sqlite3") as conn:  # the sketches are in the rows
+            by_seq = dict(conn.execute("SELECT seq, sketch FROM entries WHERE sketch IS NOT NULL"))
+        conn.close()
+        blob = b"".join(by_seq[seq] for seq in lsh_seqs)
+        sketches = np.frombuffer(blob, dtype=np.uint8).reshape(-1, info["num_values"])
         buckets = SortedBuckets(band_entries(BandHasher(info["bands"], info["rows"]), sketches))
         arrays.update(lsh_entries=buckets.entries, lsh_directory=buckets.directory)
         del info["entries"], info["prefix_bits"]

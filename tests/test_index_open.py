@@ -181,7 +181,7 @@ def test_index_check_finds_damage_at_rest_that_a_clean_open_does_not_read(tmp_pa
     done = _cli_check(path)
     assert done.returncode == 0 and "ok (300 rows" in done.stdout, done.stderr
     manifest = json.loads((path / "manifest.json").read_text())
-    target = path / manifest["files"]["lsh_sketches"]["name"]
+    target = path / manifest["files"]["lsh_entries"]["name"]
     data = bytearray(target.read_bytes())
     data[len(data) // 2] ^= 0x04
     target.write_bytes(data)
@@ -251,14 +251,14 @@ def test_an_open_maps_the_files_without_populating_them_and_a_thread_faults_them
     before = prefault.faulted_in()
     with open_index(path) as index:
         mapped = len(flags)  # the table and LSH files that hold anything (an empty one is not mapped)
-        assert mapped >= 8 and not any(flag & populate for flag in flags)
+        assert mapped >= 7 and not any(flag & populate for flag in flags)
         assert any(thread.name == "scrapy-simhash-prefault" for thread in threading.enumerate())
         assert prefault.wait()  # waits for the thread's work (an event), asserts no duration
         assert prefault.faulted_in() >= before + mapped
         assert len(index) == 500
 
 
-@pytest.mark.parametrize("part", ["hashes", "lsh_sketches"])
+@pytest.mark.parametrize("part", ["hashes", "lsh_entries"])
 def test_damage_at_rest_is_found_after_a_clean_open_and_refused(tmp_path: Path, part: str) -> None:
     """A clean open reads no file whole; the prefault thread then checks each file's CRC-32, and a
     file that fails makes the index refuse its next call, rather than answer from it. Opened with
@@ -306,7 +306,7 @@ def test_index_check_repair_rebuilds_damaged_table_files(tmp_path: Path) -> None
     path = tmp_path / "ix"
     _verified(path, 300)
     manifest = json.loads((path / "manifest.json").read_text())
-    for part in ("hashes", "lsh_sketches"):
+    for part in ("hashes", "lsh_entries"):
         target = path / manifest["files"][part]["name"]
         data = bytearray(target.read_bytes())
         data[len(data) // 2] ^= 0x04

@@ -120,7 +120,7 @@ def test_pages_replaced_removed_or_given_a_sketch_after_the_files_are_answered_f
         assert index.sketches.stats()["recent"] == 0
 
 
-@pytest.mark.parametrize("part", ["lsh_sketches", "lsh_entries", "lsh_seqs", "lsh_directory", "lsh_dead"])
+@pytest.mark.parametrize("part", ["lsh_entries", "lsh_seqs", "lsh_directory", "lsh_dead"])
 def test_damaged_lsh_files_are_never_answered_from(tmp_path, part, caplog) -> None:
     path = tmp_path / "ix"
     probes = build(path)
@@ -234,7 +234,7 @@ def test_a_reader_and_the_writer_agree_across_generations(tmp_path, monkeypatch)
 )
 def test_merged_segments_answer_exactly_the_live_pages(seed, n, m, kills, rounds) -> None:
     from scrapy_simhash.index.lsh.lsh import MinHashLSH
-    from scrapy_simhash.index.lsh.lsh_segment import LSHSegment
+    from scrapy_simhash.index.lsh.lsh_segment import LSHSegment, verify
 
     rng = np.random.default_rng(seed)
     lsh = MinHashLSH(0.5, NV, value_bits=8)
@@ -246,7 +246,7 @@ def test_merged_segments_answer_exactly_the_live_pages(seed, n, m, kills, rounds
         out[change] = rng.integers(0, 256, int(change.sum()), dtype=np.uint32)
         return out.astype(np.uint8)
 
-    segment = LSHSegment.empty(NV, np.dtype(np.uint8))
+    segment = LSHSegment.empty()
     stored: dict[int, np.ndarray] = {}
     next_seq = 1
     for _ in range(rounds):
@@ -261,11 +261,20 @@ def test_merged_segments_answer_exactly_the_live_pages(seed, n, m, kills, rounds
             stored.pop(s)
         # as written and mapped again: the files' arrays give the same segment
         arrays = segment.arrays()
-        segment = LSHSegment.from_arrays(arrays, NV, segment.buckets.prefix)
+        segment = LSHSegment.from_arrays(arrays, segment.buckets.prefix)
         assert len(segment) == len(stored)
     for probe in pages(20):
         v, band_keys = lsh.prepare(probe.astype(np.uint32))
-        got = segment.query(v, band_keys, lsh.bands, lsh.rows, lsh.min_matches)
+        candidates = segment.candidates(band_keys)
+        assert set(candidates.tolist()) <= set(stored)  # live pages only, each once
+        assert candidates.tolist() == sorted(set(candidates.tolist()))
+        matrix = np.array([stored[s] for s in candidates.tolist()], dtype=np.uint8).reshape(-1, NV)
+        query_of = np.zeros(candidates.size, np.int64)
+        counts = verify(matrix, query_of, v[None, :], lsh.bands, lsh.rows, lsh.min_matches)
+        got = sorted(
+            ((s, c) for s, c in zip(candidates.tolist(), counts.tolist(), strict=True) if c >= 0),
+            key=lambda t: (-t[1], t[0]),
+        )
         want = []
         for s, values in stored.items():
             eq = values == v.astype(np.uint8)
@@ -274,5 +283,6 @@ def test_merged_segments_answer_exactly_the_live_pages(seed, n, m, kills, rounds
                 want.append((s, int(eq.sum())))
         want.sort(key=lambda t: (-t[1], t[0]))
         assert got == want
-        many = segment.query_many(v[None, :], band_keys[None, :], lsh.bands, lsh.rows, lsh.min_matches)
-        assert [(s, c) for _, s, c in many] == want
+        q, many = segment.candidates_many(np.stack([band_keys, band_keys]))
+        size = candidates.size
+        assert many.tolist() == candidates.tolist() * 2 and q.tolist() == [0] * size + [1] * size

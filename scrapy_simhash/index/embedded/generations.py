@@ -136,7 +136,7 @@ def mapped_lsh(
         arrays = table_files.load_parts(path, manifest, LSH_PARTS, verify=verify, background=background)
         if arrays is None:
             return None
-        segment = LSHSegment.from_arrays(arrays, column.num_values, int(info["prefix_bits"]))
+        segment = LSHSegment.from_arrays(arrays, int(info["prefix_bits"]))
         if segment.seqs.size != info.get("count"):
             raise TablesInvalid(f"the LSH files hold {segment.seqs.size} pages, not {info.get('count')}")
         return segment

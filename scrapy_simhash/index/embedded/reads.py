@@ -164,6 +164,15 @@ class IndexReads(NearDuplicateIndex):
             self._check_open()
             return self._store.fetch(seqs) if seqs else {}
 
+    def sketched_rows_by_seq(
+        self, seqs: list[int]
+    ) -> dict[int, tuple[tuple[str, dict[str, Any], int], bytes]]:
+        """``seq -> ((key, meta, simhash), sketch bytes)`` of the stored ``seqs`` that have a sketch,
+        each row verified: what the sketch LSH's base verifies its candidates against."""
+        with self._lock:
+            self._check_open()
+            return self._store.fetch_sketched(seqs) if seqs else {}
+
     def sketch_rows(self, keys: list[str]) -> dict[str, tuple[int, bytes]]:
         """``key -> (seq, sketch bytes)`` of the stored ``keys`` that have a sketch, each row verified."""
         with self._lock:

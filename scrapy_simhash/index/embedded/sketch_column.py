@@ -36,8 +36,11 @@ from ..lsh.lsh_bands import (
     readable_params,
     stored_params,
 )
-from ..lsh.lsh_segment import LSHSegment
+from ..lsh.lsh_segment import LSHSegment, holds_older, verify, write_with_level
 from .minhash_store import LSHMatch
+
+Row = tuple[str, dict[str, Any], int]
+"""A page's row as the simhash store reads it by seq: key, meta, simhash."""
 
 PREFIX = "sketch_"
 """The column's settings among the simhash store's: ``sketch_threshold``, ``sketch_bands``, ..."""
@@ -65,7 +68,7 @@ class SketchColumn:
         self.value_bits = params["value_bits"]
         self._bits = ValueBits(self.value_bits)
         self._lsh = self._new_recent()
-        self._base = LSHSegment.empty(self.num_values, self._lsh.dtype)
+        self._base = LSHSegment.empty()
         self._merging: MinHashLSH | None = None
         self._gone: set[str] = set()
         """Keys of the merging level whose page has changed since it was frozen (not answers)."""
@@ -135,7 +138,22 @@ class SketchColumn:
             if self._merging is None:
                 self._merging, self._lsh, self._gone = self._lsh, self._new_recent(), set()
             frozen, base = self._merging, self._base.snapshot()
-        return lambda parts: _write_merged(parts, base, frozen)
+        older = self._base_sketches(base) if holds_older(base, frozen) else None
+        return lambda parts: write_with_level(parts, base, frozen, older)
+
+    def _base_sketches(self, base: LSHSegment) -> tuple[np.ndarray, np.ndarray]:
+        """The live base pages' seqs and sketches, read from their rows: a merge whose merging level
+        holds pages older than the base's newest (given a sketch after the base was written, rare)
+        builds the whole segment again. Read by the writer's call, in the writer's thread."""
+        seqs = base.live_seqs()
+        rows: dict[int, tuple[str, bytes]] = {}
+        for start in range(0, seqs.size, 1 << 16):
+            read = self._reader.sketched_rows_by_seq(seqs[start : start + (1 << 16)].tolist())
+            rows.update((seq, (row[0], sketch)) for seq, (row, sketch) in read.items())
+        kept = np.array([seq for seq in seqs.tolist() if seq in rows], dtype=np.int64)
+        if not kept.size:
+            return kept, np.zeros((0, self.num_values), dtype=self._lsh.dtype)
+        return kept, self._decode_many([rows[seq][1] for seq in kept.tolist()])
 
     def switch(self, base: LSHSegment, dead: Iterable[int]) -> None:
         """The merge's segment becomes the base, ``dead``: its rows removed, replaced or given another
@@ -311,49 +329,99 @@ class SketchColumn:
             for found in answers
         ]
 
-    def query_tagged(self, sketches: Any) -> list[list[tuple[str | None, float, int]]]:
+    def query_tagged(
+        self, sketches: Any, rows: dict[int, Row] | None = None
+    ) -> list[list[tuple[str | None, float, int]]]:
         """For each sketch of a batch ``[(key, similarity, seq)]``, best first, ties oldest first: the
-        lean path, which reads the matches' rows by seq (key None: a base page, named by its row)."""
+        lean path, whose caller reads the matches' rows by seq. The base's candidates are verified
+        against the sketches in their rows, read without this column's lock; ``rows`` receives those
+        of the base's answers (``seq -> (key, meta, simhash)``), so that the caller need not read
+        them again."""
         batch = as_sketch_batch(sketches, self.num_values)
         with self._lock:
             lsh, base, merging, gone = self._lsh, self._base, self._merging, self._gone
             if batch.shape[0] == 1:  # one lookup: the single query's C calls, no batch machinery
-                v, band_keys = lsh.prepare(batch[0])  # the band keys once, for every level
-                recent: list[tuple[str | None, float, int]] = list(lsh.query_prepared(v, band_keys))
+                values, band_keys = lsh.prepare(batch[0])  # the band keys once, for every level
+                recent: list[tuple[str | None, float, int]] = list(lsh.query_prepared(values, band_keys))
                 if merging is not None:
-                    frozen = [a for a in merging.query_prepared(v, band_keys) if a[0] not in gone]
+                    frozen = [a for a in merging.query_prepared(values, band_keys) if a[0] not in gone]
                     recent = _best_first(frozen, recent) if frozen else recent
+                out = [recent]
                 if not len(base):
-                    return [recent]
-                found = base.query(v, band_keys, self.bands, self.rows, lsh.min_matches)
-                if not found:
-                    return [recent]
-                similarity = lsh.similarity_of
-                return [_best_first([(None, similarity(c), seq) for seq, c in found], recent)]
-            tags = lsh.tags
-            out: list[list[tuple[str | None, float, int]]] = [
-                [(key, s, t) for (key, s), t in zip(found, tags(key for key, _ in found), strict=True)]
-                for found in lsh.query_many(batch)
-            ]
-            if merging is not None:
-                frozen_tags = merging.tags
-                olders = [
-                    [
-                        (key, s, t)
-                        for (key, s), t in zip(found, frozen_tags(key for key, _ in found), strict=True)
-                        if key not in gone
-                    ]
-                    for found in merging.query_many(batch)
-                ]
-                out = [_best_first(old, new) if old else new for old, new in zip(olders, out, strict=True)]
-            if len(base):
+                    return out
+                seqs = base.candidates(band_keys)
+                if not seqs.size:  # most lookups: no candidate, no row read
+                    return out
+                values, query_of = values[None, :], np.zeros(seqs.size, np.int64)
+            else:
+                out = self._recent_answers(batch, lsh, merging, gone)
+                if not len(base):
+                    return out
                 values, band_keys = lsh.prepare_many(batch)
-                olds: list[list[tuple[str | None, float, int]]] = [[] for _ in out]
-                similarity = lsh.similarity_of
-                for q, seq, c in base.query_many(values, band_keys, self.bands, self.rows, lsh.min_matches):
-                    olds[q].append((None, similarity(c), seq))
-                out = [_best_first(old, new) if old else new for old, new in zip(olds, out, strict=True)]
-            return out
+                query_of, seqs = base.candidates_many(band_keys)
+            if not seqs.size:
+                return out
+            min_matches, similarity = lsh.min_matches, lsh.similarity_of
+        olds = self._verified(values, query_of, seqs, min_matches, similarity, len(out), rows)
+        return [_best_first(old, new) if old else new for old, new in zip(olds, out, strict=True)]
+
+    @staticmethod
+    def _recent_answers(
+        batch: np.ndarray, lsh: MinHashLSH, merging: MinHashLSH | None, gone: set[str]
+    ) -> list[list[tuple[str | None, float, int]]]:
+        """The recent and merging levels' answers to a batch (under the column's lock)."""
+        tags = lsh.tags
+        out: list[list[tuple[str | None, float, int]]] = [
+            [(key, s, t) for (key, s), t in zip(found, tags(key for key, _ in found), strict=True)]
+            for found in lsh.query_many(batch)
+        ]
+        if merging is not None:
+            frozen_tags = merging.tags
+            olders = [
+                [
+                    (key, s, t)
+                    for (key, s), t in zip(found, frozen_tags(key for key, _ in found), strict=True)
+                    if key not in gone
+                ]
+                for found in merging.query_many(batch)
+            ]
+            out = [_best_first(old, new) if old else new for old, new in zip(olders, out, strict=True)]
+        return out
+
+    def _verified(
+        self,
+        values: np.ndarray,
+        query_of: np.ndarray,
+        seqs: np.ndarray,
+        min_matches: int,
+        similarity: Callable[[int], float],
+        queries: int,
+        answered: dict[int, Row] | None,
+    ) -> list[list[tuple[str | None, float, int]]]:
+        """The base's candidates ``(query, seq)`` that pass :func:`verify` against the sketch in their
+        row, named by it, for each query best first (ties oldest first); their rows into ``answered``.
+        A candidate whose row is gone or has no sketch now (changed since the lookup) is no answer."""
+        olds: list[list[tuple[str | None, float, int]]] = [[] for _ in range(queries)]
+        wanted = np.unique(seqs).tolist()
+        rows = self._reader.sketched_rows_by_seq(wanted) if self._reader is not None else {}
+        if len(rows) < len(wanted):
+            present = np.fromiter((seq in rows for seq in seqs.tolist()), dtype=bool, count=seqs.size)
+            seqs, query_of = seqs[present], query_of[present]
+        if not seqs.size:
+            return olds
+        listed = seqs.tolist()
+        matrix = self._decode_many([rows[seq][1] for seq in listed])
+        counts = verify(matrix, query_of, values, self.bands, self.rows, min_matches)
+        for q, seq, count in zip(query_of.tolist(), listed, counts.tolist(), strict=True):
+            if count >= 0:
+                row = rows[seq][0]
+                olds[q].append((row[0], similarity(count), seq))
+                if answered is not None:
+                    answered[seq] = row
+        for old in olds:
+            if len(old) > 1:
+                old.sort(key=lambda answer: (-answer[1], answer[2]))
+        return olds
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
@@ -387,23 +455,6 @@ def _best_first(
     if not new:
         return list(old)
     return sorted([*old, *new], key=lambda answer: (-answer[1], answer[2]))
-
-
-def _write_merged(parts: Parts, base: LSHSegment, frozen: MinHashLSH) -> dict[str, int]:
-    """``base``'s live pages and ``frozen``'s as one new segment's parts, ids in seq order."""
-    _, sketches, seqs = frozen.live()
-    order = np.argsort(seqs, kind="stable")
-    sketches, seqs = sketches[order], seqs[order]
-    if seqs.size and base.seqs.size and int(seqs[0]) <= int(base.seqs[-1]):
-        # pages given a sketch after the base was written keep their (older) seq: rebuild
-        every = np.concatenate([np.asarray(base.seqs)[base.alive], seqs])
-        matrix = np.concatenate([np.asarray(base.sketches)[base.alive], sketches])
-        order = np.argsort(every, kind="stable")
-        segment = LSHSegment.build(frozen.hasher, matrix[order], every[order])
-        for part, array in segment.arrays().items():
-            parts.put(part, array)
-        return {"count": int(segment.seqs.size), "prefix_bits": segment.buckets.prefix}
-    return base.write_merged(parts, frozen.hasher, sketches, seqs)
 
 
 # -- opening --------------------------------------------------------------------------------------------

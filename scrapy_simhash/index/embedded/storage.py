@@ -364,6 +364,19 @@ class Store(RowScans):
                     out[row[0]] = (row[1], self._verified(*row), to_unsigned(row[2]))
         return out
 
+    def fetch_sketched(self, seqs: Sequence[int]) -> dict[int, tuple[tuple[str, dict[str, Any], int], bytes]]:
+        """:meth:`fetch` of the stored ``seqs`` with a sketch, each with its sketch."""
+        out: dict[int, tuple[tuple[str, dict[str, Any], int], bytes]] = {}
+        with self._reading():
+            for chunk in _chunks(list(seqs)):
+                marks = ",".join("?" * len(chunk))
+                query = f"SELECT {SELECTED} FROM entries WHERE seq IN ({marks})"
+                for row in self.conn.execute(query, chunk):
+                    meta = self._verified(*row)
+                    if row[5] is not None:
+                        out[row[0]] = ((row[1], meta, to_unsigned(row[2])), row[5])
+        return out
+
     def sketch_rows(self, keys: Sequence[str]) -> dict[str, tuple[int, bytes]]:
         """``key -> (seq, sketch)`` of the stored ``keys`` with a sketch, each row verified."""
         out: dict[str, tuple[int, bytes]] = {}

@@ -10,33 +10,37 @@ A segment is four arrays, positions ("ids") in seq order:
 - ``entries``: 4 bytes a band and page, the band key's prefix split between the directory's cell and a
   tag beside the page's id (:mod:`..packed_buckets`);
 - ``directory``: where each cell's entries start, so that it is not rebuilt at open;
-- ``sketches``: the pages' sketches, ``num_values`` values of ``value_bits`` (a byte each at 8 bits);
-- ``seqs``: each id's row in the database (ascending), by which a match's row is read;
+- ``seqs``: each id's row in the database (ascending), by which a candidate's row is read;
 - ``dead``: the ids whose rows were removed or replaced before the segment was written (carried by a
   merge until they are a fair share of it: :meth:`LSHSegment.merged`).
 
 Pages removed or replaced since the segment was written are marked dead in memory (one byte a page),
 from the database's records at open and from each write after.
+
+A segment finds *candidates* (live pages sharing a band prefix with a query); it keeps no sketches.
+A candidate is verified (:func:`verify`) against the sketch in its own row, which the caller reads
+with the row it needs anyway to name the match: the database's copy is the only one, 128 bytes a
+page less on disk and in every merge than a second copy beside the entries (generations written
+with that copy, ``lsh_sketches``, are read without it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import numpy as np
 
 from ..array_files import MemoryParts, Parts, live_slices, seq_dtype
 from ..packed_buckets import MAX_PAGES, BucketParts, PackedBuckets, prefix_bits, renumbering, sort_form
 from .lsh_bands import BandHasher, keys_in_slices
+from .lsh_state import LSHState
 
 try:
-    from .._probe import lsh_query as _native_query
     from .._probe import sketch_verify as _native_verify
 except ImportError:  # pragma: no cover - depends on the build
-    _native_query = _native_verify = None
+    _native_verify = None
 
-PARTS = ("lsh_entries", "lsh_directory", "lsh_sketches", "lsh_seqs", "lsh_dead")
+PARTS = ("lsh_entries", "lsh_directory", "lsh_seqs", "lsh_dead")
 """The segment's files in a table generation (``tables-NNNNNN.<part>.npy``)."""
 DEAD_SHARE = 8
 """A merge drops the dead pages it carries once they are more than 1/DEAD_SHARE of the segment."""
@@ -46,41 +50,39 @@ _CHUNK = 1 << 16
 
 
 class LSHSegment:
-    """An immutable LSH level over ``sketches`` (rows in seq order), answering by seq."""
+    """An immutable LSH level over pages in seq order, answering with candidates by seq."""
 
-    def __init__(self, buckets: PackedBuckets, sketches: np.ndarray, seqs: np.ndarray) -> None:
-        if sketches.shape[0] != seqs.shape[0]:
-            raise ValueError(f"{sketches.shape[0]} sketches for {seqs.shape[0]} seqs")
+    def __init__(self, buckets: PackedBuckets, seqs: np.ndarray) -> None:
         if buckets.pages != seqs.shape[0] and buckets.size:
             raise ValueError(f"buckets numbered for {buckets.pages} pages, not {seqs.shape[0]}")
-        self.buckets, self.sketches, self.seqs = buckets, sketches, seqs
+        self.buckets, self.seqs = buckets, seqs
         self.alive = np.ones(seqs.shape[0], dtype=bool)
         self.dead = 0
 
     @classmethod
-    def empty(cls, num_values: int, dtype: np.dtype[Any]) -> LSHSegment:
-        return cls(PackedBuckets.empty(), np.zeros((0, num_values), dtype=dtype), np.zeros(0, dtype=np.int64))
+    def empty(cls) -> LSHSegment:
+        return cls(PackedBuckets.empty(), np.zeros(0, dtype=np.int64))
 
     @classmethod
     def build(cls, hasher: BandHasher, sketches: np.ndarray, seqs: np.ndarray) -> LSHSegment:
+        """The segment of pages ``seqs`` (ascending) with these sketches (rows)."""
+        if sketches.shape[0] != seqs.shape[0]:
+            raise ValueError(f"{sketches.shape[0]} sketches for {seqs.shape[0]} seqs")
         n, prefix = sketches.shape[0], prefix_bits(hasher.bands)
         _check_pages(n)
         form = sort_form(keys_in_slices(hasher, sketches), 0, n, prefix)
-        return cls(PackedBuckets.from_sort_form(form, n, prefix), sketches, seqs)
+        return cls(PackedBuckets.from_sort_form(form, n, prefix), seqs)
 
     @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray], num_values: int, prefix: int) -> LSHSegment:
+    def from_arrays(cls, arrays: dict[str, np.ndarray], prefix: int) -> LSHSegment:
         """A segment over its files' arrays (memory-mapped), checked for shape: a damaged file
         raises ValueError, never gives a wrong answer later."""
-        seqs, flat = arrays["lsh_seqs"], arrays["lsh_sketches"]
-        if flat.size != seqs.size * num_values:
-            raise ValueError(f"{flat.size} sketch values for {seqs.size} pages of {num_values}")
-        sketches = flat.reshape(seqs.size, num_values)
+        seqs = arrays["lsh_seqs"]
         # seqs stay as mapped (uint32 while they fit: 4 bytes a page, no copy at open)
         if seqs.size > 1 and not bool((seqs[1:] > seqs[:-1]).all()):
             raise ValueError("the segment's seqs are not ascending")
         buckets = PackedBuckets(arrays["lsh_entries"], arrays["lsh_directory"], int(seqs.size), prefix)
-        segment = cls(buckets, sketches, seqs)
+        segment = cls(buckets, seqs)
         dead = arrays["lsh_dead"]
         if dead.size:
             if int(dead.min()) < 0 or int(dead.max()) >= seqs.size:
@@ -95,7 +97,6 @@ class LSHSegment:
         return {
             "lsh_entries": self.buckets.entries,
             "lsh_directory": self.buckets.directory,
-            "lsh_sketches": self.sketches.reshape(-1),
             "lsh_seqs": seqs,
             "lsh_dead": np.flatnonzero(~self.alive).astype(np.int64),
         }
@@ -106,14 +107,18 @@ class LSHSegment:
 
     @property
     def nbytes(self) -> int:
-        return self.buckets.nbytes + int(self.sketches.nbytes + self.seqs.nbytes + self.alive.nbytes)
+        return self.buckets.nbytes + int(self.seqs.nbytes + self.alive.nbytes)
 
     def snapshot(self) -> LSHSegment:
         """The same files with a copy of which pages are alive: a merge in another thread reads it
         while kills go on marking this one (they are applied to the merge's result afterwards)."""
-        out = LSHSegment(self.buckets, self.sketches, self.seqs)
+        out = LSHSegment(self.buckets, self.seqs)
         out.alive, out.dead = self.alive.copy(), self.dead
         return out
+
+    def live_seqs(self) -> np.ndarray:
+        """The live pages' seqs, ascending."""
+        return np.asarray(self.seqs)[self.alive].astype(np.int64)
 
     # -- what changed since it was written ------------------------------------------------------------
     def kill(self, seqs: Iterable[int] | np.ndarray) -> None:
@@ -139,14 +144,14 @@ class LSHSegment:
         info = self.write_merged(parts, hasher, sketches, seqs)
         arrays = dict(parts.arrays)
         arrays["lsh_seqs"] = arrays["lsh_seqs"].astype(np.int64)
-        return LSHSegment.from_arrays(arrays, self.sketches.shape[1], info["prefix_bits"])
+        return LSHSegment.from_arrays(arrays, info["prefix_bits"])
 
     def write_merged(
         self, parts: Parts, hasher: BandHasher, sketches: np.ndarray, seqs: np.ndarray
     ) -> dict[str, int]:
-        """A new segment, put as its parts (:data:`PARTS`): this one's pages, then ``sketches`` (seqs
-        above all of this one's); its ``count`` and ``prefix_bits``. A slice at a time: the heap holds
-        the new pages' entries, not this segment's.
+        """A new segment, put as its parts (:data:`PARTS`): this one's pages, then the pages ``seqs``
+        (above all of this one's) with ``sketches``; its ``count`` and ``prefix_bits``. A slice at a
+        time: the heap holds the new pages' entries, not this segment's.
 
         While at most an eighth of this one's pages are dead they are carried along, still dead
         (:data:`DEAD_SHARE`): the merge then writes each entry again for the larger segment's split
@@ -165,49 +170,29 @@ class LSHSegment:
             fresh = sort_form(keys_in_slices(hasher, sketches), kept, total, prefix)
         forms = self.buckets.merged_forms(fresh, total, renumber) if n else iter([fresh])
         BucketParts(total * hasher.bands, total, prefix).put(parts, "lsh_entries", "lsh_directory", forms)
-        width = self.sketches.shape[1]
-        rows = live_slices(self.sketches, alive, sketches.astype(self.sketches.dtype))
-        parts.put_slices("lsh_sketches", self.sketches.dtype, total * width, rows)
         highest = max(int(self.seqs[-1]) if n else 0, int(seqs.max()) if seqs.size else 0)
         parts.put_slices("lsh_seqs", seq_dtype(highest), total, live_slices(self.seqs, alive, seqs))
         dead = np.flatnonzero(~self.alive) if alive is None else np.zeros(0, np.int64)
         parts.put("lsh_dead", dead.astype(np.int64))
         return {"count": total, "prefix_bits": prefix}
 
-    # -- answers -------------------------------------------------------------------------------------
-    def query(
-        self, v: np.ndarray, band_keys: np.ndarray, bands: int, rows: int, min_matches: int
-    ) -> list[tuple[int, int]]:
-        """``(seq, count of equal values)`` of the live pages sharing a band with ``v`` (reduced to
-        the stored width) and with at least ``min_matches`` equal values, best first, ties oldest first."""
+    # -- candidates ----------------------------------------------------------------------------------
+    def candidates(self, band_keys: np.ndarray) -> np.ndarray:
+        """The seqs (ascending) of the live pages sharing a band key's prefix with one query."""
         if not len(self):
-            return []
-        if _native_query is not None:
-            ids, counts = _native_query(
-                band_keys,
-                [self.buckets.native_args()],
-                b"",
-                self.sketches,
-                self.alive,
-                self.sketches.shape[1],
-                np.ascontiguousarray(v, dtype=self.sketches.dtype),
-                bands,
-                rows,
-                min_matches,
-                self.sketches.dtype.itemsize,
-            )
-            seqs = self.seqs
-            return [(int(seqs[i]), c) for i, c in zip(ids, counts, strict=True)]
-        found = self.query_many(v[None, :], band_keys[None, :], bands, rows, min_matches)
-        return [(seq, count) for _, seq, count in found]
+            return np.zeros(0, np.int64)
+        _, ids = self.buckets.lookup(np.ascontiguousarray(band_keys, dtype=np.uint64).ravel())
+        if ids.size:
+            ids = np.unique(ids)
+            ids = ids[self.alive[ids]]
+        return self.seqs[ids].astype(np.int64)
 
-    def query_many(
-        self, batch: np.ndarray, band_keys: np.ndarray, bands: int, rows: int, min_matches: int
-    ) -> list[tuple[int, int, int]]:
-        """``(query, seq, count)`` for each query of ``batch`` (rows) and each live page it finds
-        (as :meth:`query`), ordered by query, then best first, ties oldest first."""
-        if not len(self) or not batch.shape[0]:
-            return []
+    def candidates_many(self, band_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(query, seq)`` of every live page sharing a band key's prefix with a query of the batch
+        (``band_keys``: a row of ``bands`` keys a query), each pair once, ordered by query then seq."""
+        if not len(self) or not band_keys.shape[0]:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        bands = band_keys.shape[1]
         flat = np.ascontiguousarray(band_keys, dtype=np.uint64).ravel()
         parts_q, parts_ids = [], []
         for start in range(0, flat.shape[0], _CHUNK):  # bounds the lookups' temporary arrays
@@ -215,56 +200,70 @@ class LSHSegment:
             parts_q.append((k + start) // bands)
             parts_ids.append(found)
         q, ids = np.concatenate(parts_q), np.concatenate(parts_ids)
-        if not ids.size:
-            return []
         pairs = np.unique((q << 32) | ids)
         q, ids = pairs >> 32, pairs & 0xFFFFFFFF
         live = self.alive[ids]
-        q, ids = q[live], ids[live]
-        out: list[tuple[int, int, int]] = []
-        for start in range(0, q.shape[0], _CHUNK):
-            cq, cids = q[start : start + _CHUNK], ids[start : start + _CHUNK]
-            counts = self._counts(cids, batch, cq, bands, rows, min_matches)
-            ok = counts >= 0
-            cq, cids, counts = cq[ok], cids[ok], counts[ok]
-            order = np.lexsort((cids, -counts, cq))
-            seqs = self.seqs[cids[order]]
-            out += zip(cq[order].tolist(), seqs.tolist(), counts[order].tolist(), strict=True)
-        if q.shape[0] > _CHUNK:  # a query's candidates may span chunks: order the whole answer
-            out.sort(key=lambda t: (t[0], -t[2], t[1]))
-        return out
+        return q[live], np.asarray(self.seqs)[ids[live]].astype(np.int64)
 
-    def _counts(
-        self,
-        ids: np.ndarray,
-        queries: np.ndarray,
-        query_of: np.ndarray,
-        bands: int,
-        rows: int,
-        min_matches: int,
-    ) -> np.ndarray:
-        """Equal values of each candidate with its query when it shares a band and has at least
-        ``min_matches``, else -1 (as :meth:`~.lsh.MinHashLSH._counts`)."""
-        queries = np.ascontiguousarray(queries, dtype=self.sketches.dtype)
-        if _native_verify is not None:
-            out = _native_verify(
-                self.sketches,
-                self.sketches.shape[1],
-                np.ascontiguousarray(ids, dtype=np.int64),
-                np.ascontiguousarray(query_of, dtype=np.int64),
-                queries,
-                bands,
-                rows,
-                min_matches,
-                self.sketches.dtype.itemsize,
-            )
-            return np.frombuffer(out, dtype=np.int32)
-        width = bands * rows
-        eq = self.sketches[ids] == queries[query_of]
-        counts = np.count_nonzero(eq, axis=1)
-        ok = counts >= min_matches
-        ok &= eq[:, :width].reshape(-1, bands, rows).all(axis=2).any(axis=1)
-        return np.where(ok, counts, -1).astype(np.int32)
+
+def verify(
+    sketches: np.ndarray,
+    query_of: np.ndarray,
+    queries: np.ndarray,
+    bands: int,
+    rows: int,
+    min_matches: int,
+) -> np.ndarray:
+    """For each candidate (a row of ``sketches``, asked by query ``query_of`` of ``queries``): its
+    count of values equal to the query's when it shares a whole band and has at least ``min_matches``,
+    else -1 (as :meth:`~.lsh.MinHashLSH._counts`). The candidates' and queries' values are in the
+    stored width."""
+    queries = np.ascontiguousarray(queries, dtype=sketches.dtype)
+    if _native_verify is not None:
+        out = _native_verify(
+            np.ascontiguousarray(sketches),
+            sketches.shape[1],
+            np.arange(sketches.shape[0], dtype=np.int64),
+            np.ascontiguousarray(query_of, dtype=np.int64),
+            queries,
+            bands,
+            rows,
+            min_matches,
+            sketches.dtype.itemsize,
+        )
+        return np.frombuffer(out, dtype=np.int32)
+    width = bands * rows
+    eq = sketches == queries[query_of]
+    counts = np.count_nonzero(eq, axis=1)
+    ok = counts >= min_matches
+    ok &= eq[:, :width].reshape(-1, bands, rows).all(axis=2).any(axis=1)
+    return np.where(ok, counts, -1).astype(np.int32)
+
+
+def holds_older(base: LSHSegment, frozen: LSHState) -> bool:
+    """Whether ``frozen`` holds a page older than ``base``'s newest (given a sketch since)."""
+    oldest = frozen.oldest_tag()
+    return bool(base.seqs.size) and oldest is not None and oldest <= int(base.seqs[-1])
+
+
+def write_with_level(
+    parts: Parts, base: LSHSegment, frozen: LSHState, older: tuple[np.ndarray, np.ndarray] | None
+) -> dict[str, int]:
+    """``base``'s live pages and ``frozen``'s as one new segment's parts, ids in seq order.
+    ``older``: the base's live pages' seqs and sketches, when ``frozen`` holds older pages."""
+    _, sketches, seqs = frozen.live()
+    order = np.argsort(seqs, kind="stable")
+    sketches, seqs = sketches[order], seqs[order]
+    if older is not None:
+        # pages given a sketch after the base was written keep their (older) seq: rebuild
+        every = np.concatenate([older[0], seqs])
+        matrix = np.concatenate([older[1].astype(sketches.dtype), sketches])
+        order = np.argsort(every, kind="stable")
+        segment = LSHSegment.build(frozen.hasher, matrix[order], every[order])
+        for part, array in segment.arrays().items():
+            parts.put(part, array)
+        return {"count": int(segment.seqs.size), "prefix_bits": segment.buckets.prefix}
+    return base.write_merged(parts, frozen.hasher, sketches, seqs)
 
 
 def _check_pages(pages: int) -> None:

@@ -131,6 +131,12 @@ class LSHState:
         """The estimated Jaccard of a sketch with ``count`` equal values (the answers' floats)."""
         return self._similarity[count]
 
+    def oldest_tag(self) -> int | None:
+        """The smallest tag of a stored key (None: none stored)."""
+        n = len(self._keys)
+        tags = self._tags[:n][self._alive[:n]]
+        return int(tags.min()) if tags.size else None
+
     def live(self) -> tuple[list[str], np.ndarray, np.ndarray]:
         """The stored keys, their sketches (as kept) and tags, oldest first."""
         n = len(self._keys)

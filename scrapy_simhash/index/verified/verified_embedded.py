@@ -162,11 +162,14 @@ class EmbeddedVerifiedIndex(VerifiedIndex):
         """Every page stored and asked with a sketch: :meth:`_combine`'s answers with only sketch
         matches (most lookups), every match's row read by seq in one read for the batch and each
         Match made once: a hit costs ~5 µs a match, mostly the database read and the row check."""
-        answers = self.sketches.query_tagged(sketches)
+        rows: dict[int, tuple[str, dict[str, Any], int]] = {}  # the base's answers, read to verify them
+        answers = self.sketches.query_tagged(sketches, rows)
         seqs = sorted({seq for found in answers for _, _, seq in found})
         if not seqs:
             return [[] for _ in answers]
-        rows = self.simhashes.rows_by_seq(seqs)
+        unread = [seq for seq in seqs if seq not in rows]
+        if unread:
+            rows.update(self.simhashes.rows_by_seq(unread))
         out, used = [], set()
         for simhash, found in zip(simhashes, answers, strict=True):
             matches = []

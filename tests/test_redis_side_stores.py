@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from revisit_support import Stats
 
 from scrapy_simhash.index import open_index
 from scrapy_simhash.index.archive.captures import Capture, CaptureStoreError
@@ -18,6 +19,7 @@ from scrapy_simhash.index.archive.payload_digests import Claim, Original, Payloa
 from scrapy_simhash.index.archive.redis_captures import RedisCaptures
 from scrapy_simhash.index.archive.redis_payload_digests import RedisPayloadDigests
 from scrapy_simhash.warc.records import sha1_digest
+from scrapy_simhash.warc.write.crawl_revisits import ERRORS, CrawlRevisits
 
 RECREATED = r"namespace .* was lost and created again \(its epoch is no longer"
 DIGEST = sha1_digest(b"<html>one payload</html>")
@@ -203,3 +205,34 @@ def test_a_namespace_without_an_epoch_gets_one_that_the_index_then_keeps(
         captures.close()
     finally:
         client.close()
+
+
+def test_a_crawls_store_reopened_after_the_namespace_was_created_again_still_refuses(
+    redis_server: object, uri: str
+) -> None:
+    """The crawl tries a failed store again 30 s later with a new store from the URI: it stays in the
+    crawl's epoch, so the other crawler's namespace is never adopted."""
+    open_index(uri).close()
+    now = [0.0]
+    stats = Stats()
+    revisits = CrawlRevisits(
+        lambda: RedisPayloadDigests.from_uri(uri), stats, location="x", clock=lambda: now[0]
+    )
+    ours = Original("<urn:uuid:ours>", URL, "d1")
+    assert revisits.claim(DIGEST, ours).claimed
+    _lose_and_recreate(redis_server, uri)
+    theirs, _ = _others_data(uri)
+    later = Original("<urn:uuid:later>", URL, "d2")
+    assert revisits.claim(DIGEST, later) == Claim()  # written in full, counted
+    assert stats.get_value(ERRORS) == 1
+    now[0] += 3600  # long past the pause: the crawl opens a new store
+    assert revisits.claim(DIGEST, later) == Claim()
+    now[0] += 3600
+    assert revisits.claim(sha1_digest(b"new payload"), later) == Claim()
+    assert stats.get_value(ERRORS) == 3
+    revisits.close()
+    other = RedisPayloadDigests.from_uri(uri)
+    try:
+        assert other.claim(sha1_digest(b"new payload"), theirs).claimed  # nothing of ours there
+    finally:
+        other.close()

@@ -4,6 +4,10 @@ The payload digests (revisit records) and the last captures (change kinds) live 
 near-duplicate index. Neither may stop a crawl: when one fails (a damaged file, a Redis that is
 down) the crawl goes on without the feature, the error is logged once, and the store is tried again
 ``retry_after`` seconds later. This is that policy, once, for both.
+
+A store reopened after a failure stays in the namespace its predecessor worked in (a Redis store's
+epoch, :class:`Bound`): a Redis namespace that was lost and created again by another crawler is not this
+crawl's, so the crawl goes on without the feature rather than adopting it at the next try.
 """
 
 from __future__ import annotations
@@ -11,13 +15,20 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 
 class Closable(Protocol):
     def clear(self) -> None: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class Bound(Protocol):
+    """A store that works in one epoch of a shared namespace (None: not learned yet)."""
+
+    epoch: str | None
 
 
 S = TypeVar("S", bound=Closable)
@@ -58,6 +69,8 @@ class SideStore(Generic[S]):
         """The store while it is open (None: not opened yet, or paused after a failure)."""
         self._down_until: float | None = None
         self._logged = False
+        self._epoch: str | None = None
+        """The epoch of the stores opened so far (:class:`Bound`), given to every store opened later."""
 
     def get(self) -> S | None:
         """The open store, opening it if due; None while paused after a failure. Raises what
@@ -67,6 +80,8 @@ class SideStore(Generic[S]):
         if self._down_until is not None and self._clock() < self._down_until:
             return None
         store = self._open_store()
+        if self._epoch is not None and isinstance(store, Bound):
+            store.epoch = self._epoch
         if self._reset:
             store.clear()
             self._reset = False
@@ -91,6 +106,8 @@ class SideStore(Generic[S]):
                 exc,
             )
         if self.store is not None:
+            if isinstance(self.store, Bound) and self.store.epoch is not None:
+                self._epoch = self.store.epoch
             try:
                 self.store.close()
             except Exception:  # closing a broken store: nothing more to learn from it

@@ -26,7 +26,7 @@ class RedisCaptures(RedisSideStore):
 
     def last(self, url: str) -> Capture | None:
         key = self.key(url)
-        value = self._run(lambda: self._redis.client.get(key), "reading a capture")
+        value = self._get(key, "reading a capture")
         if value is None:
             return None
         try:

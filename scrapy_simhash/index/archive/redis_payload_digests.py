@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .payload_digests import Claim, Original, PayloadDigestError
-from .redis_side import NAMESPACE_GONE, RedisSideStore
+from .redis_side import RedisSideStore, guarded
 
 PENDING_TTL = 30.0
 """Seconds a claim stays pending before it expires (its claimant died before confirming)."""
@@ -26,22 +26,20 @@ WAIT = 0.2
 """Seconds a claim waits for another crawler's pending claim to be confirmed."""
 POLL = 0.01
 
-_CLAIM = f"""
-if redis.call('EXISTS', KEYS[2]) == 0 then return {NAMESPACE_GONE} end
-local v = redis.call('GET', KEYS[1])
+_CLAIM = guarded("""
+local v = redis.call('GET', KEYS[2])
 if v then return v end
-redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
+redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3])
 return false
-"""
-_CONFIRM = f"""
-if redis.call('EXISTS', KEYS[2]) == 0 then return {NAMESPACE_GONE} end
-local v = redis.call('GET', KEYS[1])
-if (not v) or v == ARGV[1] then
-  redis.call('SET', KEYS[1], ARGV[2])
+""")
+_CONFIRM = guarded("""
+local v = redis.call('GET', KEYS[2])
+if (not v) or v == ARGV[2] then
+  redis.call('SET', KEYS[2], ARGV[3])
   return 1
 end
 return 0
-"""
+""")
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
@@ -93,12 +91,7 @@ class RedisPayloadDigests(RedisSideStore):
     def claim(self, digest: str, candidate: Original) -> Claim:
         key = self.key(digest)
         ttl = str(max(1, int(self.pending_ttl * 1000)))
-        found = self._checked(
-            self._run(
-                lambda: self._claim(keys=[key, self.config_key], args=[_pending(candidate), ttl]),
-                "claiming a payload",
-            )
-        )
+        found = self._guarded(self._claim, [key], [_pending(candidate), ttl], "claiming a payload")
         if found is None:
             return Claim(claimed=True)
         deadline = self._clock() + self.wait
@@ -109,21 +102,17 @@ class RedisPayloadDigests(RedisSideStore):
             if self._clock() >= deadline:
                 return Claim()  # still pending: its claimant is writing (or died); store this one in full
             self._sleep(POLL)
-            found = self._run(lambda: self._redis.client.get(key), "reading a payload claim")
+            found = self._get(key, "reading a payload claim")
             if found is None:  # the claim expired or was released: claim it ourselves
                 return self.claim(digest, candidate)
 
     def confirm(self, digest: str, candidate: Original) -> None:
         key = self.key(digest)
-        self._checked(
-            self._run(
-                lambda: self._confirm(
-                    keys=[key, self.config_key], args=[_pending(candidate), _confirmed(candidate)]
-                ),
-                "confirming a payload",
-            )
+        self._guarded(
+            self._confirm, [key], [_pending(candidate), _confirmed(candidate)], "confirming a payload"
         )
 
     def release(self, digest: str, candidate: Original) -> None:
+        """Not checked against the epoch: it deletes only this store's own pending claim (its record id)."""
         key = self.key(digest)
         self._run(lambda: self._release(keys=[key], args=[_pending(candidate)]), "releasing a payload claim")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -120,7 +121,7 @@ def test_pages_replaced_removed_or_given_a_sketch_after_the_files_are_answered_f
         assert index.sketches.stats()["recent"] == 0
 
 
-@pytest.mark.parametrize("part", ["lsh_entries", "lsh_seqs", "lsh_directory", "lsh_dead"])
+@pytest.mark.parametrize("part", ["lsh_entries", "lsh_filter", "lsh_seqs", "lsh_directory", "lsh_dead"])
 def test_damaged_lsh_files_are_never_answered_from(tmp_path, part, caplog) -> None:
     path = tmp_path / "ix"
     probes = build(path)
@@ -246,7 +247,7 @@ def test_merged_segments_answer_exactly_the_live_pages(seed, n, m, kills, rounds
         out[change] = rng.integers(0, 256, int(change.sum()), dtype=np.uint32)
         return out.astype(np.uint8)
 
-    segment = LSHSegment.empty()
+    segment = LSHSegment.empty(NV)
     stored: dict[int, np.ndarray] = {}
     next_seq = 1
     for _ in range(rounds):
@@ -261,11 +262,11 @@ def test_merged_segments_answer_exactly_the_live_pages(seed, n, m, kills, rounds
             stored.pop(s)
         # as written and mapped again: the files' arrays give the same segment
         arrays = segment.arrays()
-        segment = LSHSegment.from_arrays(arrays, segment.buckets.prefix)
+        segment = LSHSegment.from_arrays(arrays, NV, segment.buckets.prefix)
         assert len(segment) == len(stored)
     for probe in pages(20):
         v, band_keys = lsh.prepare(probe.astype(np.uint32))
-        candidates = segment.candidates(band_keys)
+        candidates = segment.candidates(v, band_keys, lsh.bands, lsh.rows, lsh.min_matches)
         assert set(candidates.tolist()) <= set(stored)  # live pages only, each once
         assert candidates.tolist() == sorted(set(candidates.tolist()))
         matrix = np.array([stored[s] for s in candidates.tolist()], dtype=np.uint8).reshape(-1, NV)
@@ -283,6 +284,98 @@ def test_merged_segments_answer_exactly_the_live_pages(seed, n, m, kills, rounds
                 want.append((s, int(eq.sum())))
         want.sort(key=lambda t: (-t[1], t[0]))
         assert got == want
-        q, many = segment.candidates_many(np.stack([band_keys, band_keys]))
+        q, many = segment.candidates_many(
+            np.stack([v, v]), np.stack([band_keys, band_keys]), lsh.rows, lsh.min_matches
+        )
         size = candidates.size
         assert many.tolist() == candidates.tolist() * 2 and q.tolist() == [0] * size + [1] * size
+        # the filter lets through every answer (exact), and spares the rows of nearly all else
+        assert {s for s, _ in want} <= set(candidates.tolist())
+
+
+def test_a_generation_with_a_copy_of_the_sketches_and_no_filter_is_read_from_the_rows_and_written_again(
+    tmp_path, monkeypatch, caplog
+) -> None:
+    """Generations written until 2026-11-27 held every page's sketch again beside the band entries
+    (``lsh_sketches``) and no filter: the index reads the rows instead, and its first writer writes
+    the files again, with the filter and without the copy."""
+    path = tmp_path / "ix"
+    probes = build(path)
+    with open_index(path, read_only=True) as index:
+        want = answers(index, probes)
+    manifest = json.loads((path / "manifest.json").read_text())
+    (path / manifest["files"].pop("lsh_filter")["name"]).unlink()
+    name = f"tables-{int(manifest['generation']):06d}.lsh_sketches.npy"
+    np.save(path / name, np.stack([values.astype(np.uint8) for _, values in probes]).reshape(-1))
+    data = (path / name).read_bytes()
+    manifest["files"]["lsh_sketches"] = {"name": name, "bytes": len(data), "crc32": zlib.crc32(data)}
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    reads = count_sketch_reads(monkeypatch)
+    with caplog.at_level(logging.INFO), open_index(path) as index:
+        assert answers(index, probes) == want
+    assert "earlier layout" in caplog.text
+    with open_index(path) as index:
+        assert index.sketches.stats()["base"] == 60
+        assert answers(index, probes) == want
+    assert reads == [60, 0]
+    assert not list(path.glob("tables-*.lsh_sketches.npy"))
+    files = json.loads((path / "manifest.json").read_text())["files"]
+    assert "lsh_filter" in files and "lsh_sketches" not in files
+
+
+def test_the_filter_spares_the_row_of_a_page_that_shares_a_band_and_little_else() -> None:
+    """A page sharing one whole band with the query (4 values) but few other values is found by the
+    band entries; its 2-bit filter cannot pass the rule (65 equal values needed), so its row is not
+    read. A page that passes in 8 bits always passes the filter (tested above with hypothesis)."""
+    from scrapy_simhash.index.lsh.lsh import MinHashLSH
+    from scrapy_simhash.index.lsh.lsh_segment import LSHSegment, filter_rows
+
+    lsh = MinHashLSH(0.5, NV, value_bits=8)
+    rng = np.random.default_rng(5)
+    query = rng.integers(0, 256, NV, dtype=np.uint32)
+    one_band = rng.integers(0, 256, NV, dtype=np.uint32)
+    one_band[:4] = query[:4]  # band 0 equal
+    similar = query.copy()
+    similar[100:] = rng.integers(0, 256, NV - 100, dtype=np.uint32)  # ~100 values equal: an answer
+    sketches = np.stack([one_band, similar]).astype(np.uint8)
+    segment = LSHSegment.build(lsh.hasher, sketches, np.array([7, 9], dtype=np.int64))
+    v, band_keys = lsh.prepare(query)
+    _, ids = segment.buckets.lookup(band_keys)
+    assert set(ids.tolist()) == {0, 1}  # both found by their bands
+    assert segment.candidates(v, band_keys, lsh.bands, lsh.rows, lsh.min_matches).tolist() == [9]
+    assert filter_rows(sketches).shape == (2, NV // 4)
+
+
+def test_the_filter_gives_the_same_candidates_in_c_and_in_numpy(monkeypatch) -> None:
+    from scrapy_simhash.index.lsh import lsh_segment
+    from scrapy_simhash.index.lsh.lsh import MinHashLSH
+    from scrapy_simhash.index.lsh.lsh_segment import LSHSegment
+
+    if lsh_segment._native_query is None:
+        pytest.skip("the C extension is not built")
+    lsh = MinHashLSH(0.5, NV, value_bits=8)
+    rng = np.random.default_rng(11)
+    seeds = rng.integers(0, 256, size=(4, NV), dtype=np.uint32)
+    pages = seeds[rng.integers(0, 4, 400)]
+    change = rng.random(pages.shape) < rng.uniform(0.0, 0.9, size=(400, 1))
+    pages[change] = rng.integers(0, 256, int(change.sum()), dtype=np.uint32)
+    segment = LSHSegment.build(lsh.hasher, pages.astype(np.uint8), np.arange(1, 401, dtype=np.int64) * 3)
+    segment.kill(range(3, 300, 7))
+    probes = pages[rng.integers(0, 400, 30)].copy()
+    probes[:, 90:] = rng.integers(0, 256, size=(30, NV - 90), dtype=np.uint32)
+    values, band_keys = lsh.prepare_many(probes)
+
+    def both() -> tuple[list, list]:
+        one = [
+            segment.candidates(values[i], band_keys[i], lsh.bands, lsh.rows, lsh.min_matches).tolist()
+            for i in range(30)
+        ]
+        q, seqs = segment.candidates_many(values, band_keys, lsh.rows, lsh.min_matches)
+        return one, list(zip(q.tolist(), seqs.tolist(), strict=True))
+
+    native = both()
+    monkeypatch.setattr(lsh_segment, "_native_query", None)
+    monkeypatch.setattr(lsh_segment, "_native_verify", None)
+    assert both() == native
+    assert sum(map(len, native[0])) > 30  # the probes do find pages
+    assert native[1] == [(q, s) for q, found in enumerate(native[0]) for s in found]

@@ -462,9 +462,36 @@ done:
 VERIFIED_COUNT(verified_count32, uint32_t)
 VERIFIED_COUNT(verified_count8, uint8_t)
 
-/* verified_count of row ``i`` of the matrix ``S`` against query ``q``, values of ``width`` bytes. */
+/* The same count for a row of values kept in their low 2 bits, four a byte (the first in the lowest
+ * bits: the sketch LSH segment's filter, lsh_segment.py), against a query of a byte a value (its low
+ * 2 bits compared). Values equal in 8 bits are equal in 2, so a row that fails here fails in full. */
+#define LOW2_EQUAL(a, b, at) (((((a)[(at) >> 2] >> (((at) & 3) * 2)) ^ (b)[at]) & 3) == 0)
+static inline int verified_count2(const uint8_t *a, const uint8_t *b, int nv, int bands, int rows, int min_matches) {
+    int count = 0, banded = 0;
+    for (int band = 0, at = 0; band < bands; band++) {
+        int equal = 0;
+        for (int r = 0; r < rows; r++, at++) equal += LOW2_EQUAL(a, b, at);
+        count += equal;
+        banded |= equal == rows;
+    }
+    for (int at = bands * rows; at < nv; at++) count += LOW2_EQUAL(a, b, at);
+    return (banded && count >= min_matches) ? count : -1;
+}
+
+/* Bytes of a stored row of ``nv`` values of ``width`` bytes (0: 2 bits a value, four a byte). */
+static inline Py_ssize_t row_size(int width, int nv) {
+    return width ? (Py_ssize_t)width * nv : ((Py_ssize_t)nv + 3) / 4;
+}
+
+/* Bytes of a query of ``nv`` values for rows of ``width`` (0: a byte a value). */
+static inline Py_ssize_t query_size(int width, int nv) { return width ? (Py_ssize_t)width * nv : nv; }
+
+/* verified_count of row ``i`` of the matrix ``S`` against query ``q``, values of ``width`` bytes
+ * (0: 2-bit values, four a byte). */
 static inline int verified_row(const void *S, Py_ssize_t i, const void *q, int width, int nv, int bands, int rows,
                                int min_matches) {
+    if (width == 0)
+        return verified_count2((const uint8_t *)S + (size_t)i * row_size(0, nv), q, nv, bands, rows, min_matches);
     if (width == 1)
         return verified_count8((const uint8_t *)S + (size_t)i * nv, q, nv, bands, rows, min_matches);
     return verified_count32((const uint32_t *)S + (size_t)i * nv, q, nv, bands, rows, min_matches);
@@ -474,7 +501,7 @@ static inline int verified_row(const void *S, Py_ssize_t i, const void *q, int w
  *
  * The LSH index's verification (lsh.MinHashLSH._verify and query_many) in one pass: for each
  * candidate ``ids[j]`` (a row of the ``sketches`` matrix, values of ``width`` bytes: 4, the
- * default, or 1) against query ``query_of[j]`` (a row of ``queries``, the same width; ``query_of``
+ * default, or 1; 0: 2-bit values, four a byte, asked with a byte a value) against query ``query_of[j]`` (a row of ``queries``, the same width; ``query_of``
  * empty: query 0 for all), count the equal values and check that at least one of the first
  * ``bands`` bands of ``rows`` values is equal in full. Output: one int32 per candidate (bytes),
  * the count when both hold and ``count >= min_matches``, else -1. */
@@ -484,11 +511,11 @@ static PyObject *sketch_verify(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     if (!PyArg_ParseTuple(args, "y*iy*y*y*iii|i", &sk, &nv, &ids, &qof, &qs, &bands, &rows, &min_matches, &width))
         return NULL;
-    Py_ssize_t row_bytes = (Py_ssize_t)width * nv;
+    Py_ssize_t row_bytes = row_size(width, nv), q_bytes = query_size(width, nv);
     Py_ssize_t m = ids.len / 8, nrows = nv > 0 ? sk.len / row_bytes : 0;
-    Py_ssize_t nq = nv > 0 ? qs.len / row_bytes : 0;
-    if (nv < 1 || (width != 1 && width != 4) || bands < 1 || rows < 1 || (Py_ssize_t)bands * rows > nv ||
-        ids.len % 8 || sk.len % row_bytes || qs.len % row_bytes || nq < 1 || (qof.len != 0 && qof.len != ids.len)) {
+    Py_ssize_t nq = nv > 0 ? qs.len / q_bytes : 0;
+    if (nv < 1 || (width != 0 && width != 1 && width != 4) || bands < 1 || rows < 1 || (Py_ssize_t)bands * rows > nv ||
+        ids.len % 8 || sk.len % row_bytes || qs.len % q_bytes || nq < 1 || (qof.len != 0 && qof.len != ids.len)) {
         PyErr_SetString(PyExc_ValueError, "sketch_verify: inconsistent array sizes");
         goto done;
     }
@@ -506,7 +533,7 @@ static PyObject *sketch_verify(PyObject *self, PyObject *args) {
                 PyErr_SetString(PyExc_IndexError, "sketch_verify: a candidate or query index is out of range");
                 goto done;
             }
-            out[j] = verified_row(sk.buf, i, Q + (size_t)q * row_bytes, width, nv, bands, rows, min_matches);
+            out[j] = verified_row(sk.buf, i, Q + (size_t)q * q_bytes, width, nv, bands, rows, min_matches);
         }
     }
 done:
@@ -579,7 +606,8 @@ done:
 }
 
 /* lsh_query(prefixes, levels, extra_ids, sketches, alive, num_values, query, bands, rows, min_matches[, width])
- *     -> (ids, counts) lists, best first (count descending, then id); values of ``width`` bytes (4 or 1)
+ *     -> (ids, counts) lists, best first (count descending, then id); values of ``width`` bytes (4 or 1;
+ *     0: 2-bit values, four a byte, asked with a byte a value)
  *
  * One MinHash-LSH lookup (lsh.MinHashLSH._query) in one call: the query's band key prefixes
  * looked up in each level of sorted buckets (``levels``: a sequence of (entries, directory,
@@ -596,10 +624,10 @@ static PyObject *lsh_query(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*Oy*y*y*iy*iii|i", &pre, &levels, &extra, &sk, &alive, &nv, &qv, &bands, &rows,
                           &min_matches, &width))
         return NULL;
-    Py_ssize_t row_bytes = (Py_ssize_t)width * nv;
+    Py_ssize_t row_bytes = row_size(width, nv);
     Py_ssize_t nrows = nv > 0 ? sk.len / row_bytes : 0;
-    if (nv < 1 || (width != 1 && width != 4) || bands < 1 || rows < 1 || (Py_ssize_t)bands * rows > nv ||
-        sk.len % row_bytes || qv.len != row_bytes || pre.len % 8 || extra.len % 8 || alive.len < nrows || !PySequence_Check(levels)) {
+    if (nv < 1 || (width != 0 && width != 1 && width != 4) || bands < 1 || rows < 1 || (Py_ssize_t)bands * rows > nv ||
+        sk.len % row_bytes || qv.len != query_size(width, nv) || pre.len % 8 || extra.len % 8 || alive.len < nrows || !PySequence_Check(levels)) {
         PyErr_SetString(PyExc_ValueError, "lsh_query: inconsistent array sizes");
         goto done;
     }

@@ -129,14 +129,15 @@ def mapped_lsh(
     info = manifest["lsh"]
     if any(info.get(name) != value for name, value in column.params.items()):
         return None
-    if info.get("entries") != ENTRY_FORMAT:  # 8-byte entries: a writer writes them again, once
+    if info.get("entries") != ENTRY_FORMAT or "lsh_filter" not in manifest["files"]:
+        # 8-byte entries, or a copy of the sketches where the filter is now: a writer writes them again
         logger.info("index %s: the sketch LSH files have an earlier layout; reading the rows", path)
         return None
     try:
         arrays = table_files.load_parts(path, manifest, LSH_PARTS, verify=verify, background=background)
         if arrays is None:
             return None
-        segment = LSHSegment.from_arrays(arrays, int(info["prefix_bits"]))
+        segment = LSHSegment.from_arrays(arrays, column.num_values, int(info["prefix_bits"]))
         if segment.seqs.size != info.get("count"):
             raise TablesInvalid(f"the LSH files hold {segment.seqs.size} pages, not {info.get('count')}")
         return segment

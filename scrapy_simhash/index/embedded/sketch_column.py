@@ -68,7 +68,7 @@ class SketchColumn:
         self.value_bits = params["value_bits"]
         self._bits = ValueBits(self.value_bits)
         self._lsh = self._new_recent()
-        self._base = LSHSegment.empty()
+        self._base = LSHSegment.empty(self.num_values)
         self._merging: MinHashLSH | None = None
         self._gone: set[str] = set()
         """Keys of the merging level whose page has changed since it was frozen (not answers)."""
@@ -349,7 +349,7 @@ class SketchColumn:
                 out = [recent]
                 if not len(base):
                     return out
-                seqs = base.candidates(band_keys)
+                seqs = base.candidates(values, band_keys, self.bands, self.rows, lsh.min_matches)
                 if not seqs.size:  # most lookups: no candidate, no row read
                     return out
                 values, query_of = values[None, :], np.zeros(seqs.size, np.int64)
@@ -358,7 +358,7 @@ class SketchColumn:
                 if not len(base):
                     return out
                 values, band_keys = lsh.prepare_many(batch)
-                query_of, seqs = base.candidates_many(band_keys)
+                query_of, seqs = base.candidates_many(values, band_keys, self.rows, lsh.min_matches)
             if not seqs.size:
                 return out
             min_matches, similarity = lsh.min_matches, lsh.similarity_of

@@ -213,14 +213,15 @@ def modes(base: Path, path: Path, args: argparse.Namespace) -> None:
 
 def fill(index_path: Path, n: int, batch: int = 10_000) -> None:
     """An index of ``n`` pages with bench/index.py's random fingerprints and sketches, compacted."""
-    from index import dataset, sketches
+    from index import Sketches, dataset
 
     rng = np.random.default_rng(0)
+    made = Sketches("random", n, 0)
     with open_index(index_path, k=3, mode="verified") as index:
         for start in range(0, n, batch):
             count = min(batch, n - start)
             hashes = dataset("random", count, rng).tolist()
-            values = sketches("random", count, rng)
+            values = list(made[start : start + count])
             keys = [f"https://site{(start + i) % 997}.example/article/{start + i}" for i in range(count)]
             index.add_many(list(zip(hashes, keys, [None] * count, values, strict=True)))
         index.compact()

@@ -170,3 +170,13 @@ def example_crawl_sidecar(corpus: Path, tmp_path_factory: pytest.TempPathFactory
         status = main(["tag", "--workers", "2", "--no-progress", "--out", str(out), str(warc)])
     assert status == 0, f"tag of {warc} exited {status}"
     return out / (warc.name + ".simhash.warc.gz")
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A redis-server on 127.0.0.1 for one test module (`tests/redis_server.py`), stopped after it."""
+    from redis_server import RedisServer
+
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server
+    server.stop()

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from bench_support import run_bench as run_script
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 sys.path.insert(0, str(BENCH))
@@ -41,15 +41,7 @@ def test_a_prefix_gives_recall_only():
 
 def run_bench(corpus, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
     """``bench/extract.py args`` from a clean environment (exit 0 asserted), and its table's rows by name."""
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
-    env["SCRAPY_SIMHASH_SHARED"] = str(corpus.parent)
-    done = subprocess.run(
-        [sys.executable, str(BENCH / "extract.py"), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
+    done = run_script("extract.py", *args, shared=corpus.parent)
     assert done.returncode == 0, done.stderr
     rows = {line.split("|")[1].strip(): line for line in done.stdout.splitlines() if line.startswith("| ")}
     return done, rows

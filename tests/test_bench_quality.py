@@ -7,12 +7,12 @@ is which configurations the report details, which any handful of pages shows.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from bench_support import run_bench
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 PAGES_PER_SOURCE = 6
@@ -32,10 +32,8 @@ def small_corpus(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
 
 
 def run_quality(small_corpus: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
-    command = [
-        sys.executable,
-        str(BENCH / "quality.py"),
+    return run_bench(
+        "quality.py",
         "--corpus",
         str(small_corpus),
         "--cache-dir",
@@ -53,8 +51,8 @@ def run_quality(small_corpus: Path, tmp_path: Path, *args: str) -> subprocess.Co
         "--briefs",
         "5",
         *args,
-    ]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+        timeout=900,
+    )
 
 
 def test_without_default_the_report_details_an_extractor_it_measured(small_corpus: Path, tmp_path: Path):

@@ -4,24 +4,13 @@ bench/index.py changed how it makes sketches, unnoticed until a 10M run)."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "reprocess.py"
+from bench_support import run_bench
 
 
 def test_a_tiny_stored_run_fills_its_index_and_prints_its_figures() -> None:
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
-    done = subprocess.run(
-        [sys.executable, str(BENCH), "--pages", "20", "--stored", "300", "--only-stored", "--rounds", "1"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
+    done = run_bench("reprocess.py", "--pages", "20", "--stored", "300", "--only-stored", "--rounds", "1")
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     assert "(4) an index of 300 stored pages" in out, out

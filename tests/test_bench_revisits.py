@@ -3,27 +3,17 @@
 from __future__ import annotations
 
 import gzip
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "revisits.py"
+from bench_support import run_bench
+
 PAGES = 5
 
 
 def test_a_tiny_run_prints_consistent_figures(corpus: Path, tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
-    env["SCRAPY_SIMHASH_SHARED"] = str(corpus.parent)
     keep = tmp_path / "kept"
-    done = subprocess.run(
-        [sys.executable, str(BENCH), "--pages", str(PAGES), "--keep", str(keep)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
+    done = run_bench("revisits.py", "--pages", str(PAGES), "--keep", str(keep), shared=corpus.parent)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = {}
     for line in done.stdout.splitlines():

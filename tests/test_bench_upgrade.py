@@ -3,24 +3,14 @@ prints each figure it promises."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "upgrade.py"
+from bench_support import run_bench
 
 
 def test_a_tiny_run_converts_and_prints_its_figures(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
-    done = subprocess.run(
-        [sys.executable, str(BENCH), "--n", "300", "--dir", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
+    done = run_bench("upgrade.py", "--n", "300", "--dir", str(tmp_path))
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     assert "built a format-2 index with a sketches/ store: 300 pages" in out

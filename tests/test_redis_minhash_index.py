@@ -55,10 +55,9 @@ operations = st.lists(
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> RedisServer:
-    srv = RedisServer(tmp_path_factory.mktemp("redis")).start()
-    yield srv
-    srv.stop()
+def server(redis_server: RedisServer) -> RedisServer:
+    """The module's redis-server (conftest's), by the name these tests use."""
+    return redis_server
 
 
 @pytest.fixture

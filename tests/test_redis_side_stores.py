@@ -8,7 +8,6 @@ data for its own (a revisit referring to the other crawl's record, a change kind
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from revisit_support import Stats
@@ -24,15 +23,6 @@ from scrapy_simhash.warc.write.crawl_revisits import ERRORS, CrawlRevisits
 RECREATED = r"namespace .* was lost and created again \(its epoch is no longer"
 DIGEST = sha1_digest(b"<html>one payload</html>")
 URL = "http://example.com/page"
-
-
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from redis_server import RedisServer
-
-    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

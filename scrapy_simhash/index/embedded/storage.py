@@ -355,26 +355,24 @@ class Store(RowScans):
 
     def fetch(self, seqs: Sequence[int]) -> dict[int, tuple[str, dict[str, Any], int]]:
         """Key, meta and fingerprint of each stored seq (missing seqs are absent from the result)."""
-        out: dict[int, tuple[str, dict[str, Any], int]] = {}
-        with self._reading():
-            for chunk in _chunks(list(seqs)):
-                marks = ",".join("?" * len(chunk))
-                query = f"SELECT {SELECTED} FROM entries WHERE seq IN ({marks})"
-                for row in self.conn.execute(query, chunk):
-                    out[row[0]] = (row[1], self._verified(*row), to_unsigned(row[2]))
-        return out
+        return {row[0]: (row[1], meta, to_unsigned(row[2])) for row, meta in self._rows_by_seq(seqs)}
 
     def fetch_sketched(self, seqs: Sequence[int]) -> dict[int, tuple[tuple[str, dict[str, Any], int], bytes]]:
         """:meth:`fetch` of the stored ``seqs`` with a sketch, each with its sketch."""
-        out: dict[int, tuple[tuple[str, dict[str, Any], int], bytes]] = {}
+        return {
+            row[0]: ((row[1], meta, to_unsigned(row[2])), row[5])
+            for row, meta in self._rows_by_seq(seqs)
+            if row[5] is not None
+        }
+
+    def _rows_by_seq(self, seqs: Sequence[int]) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+        """The stored rows of ``seqs`` (:data:`SELECTED`), each verified, with its meta."""
+        out = []
         with self._reading():
             for chunk in _chunks(list(seqs)):
                 marks = ",".join("?" * len(chunk))
                 query = f"SELECT {SELECTED} FROM entries WHERE seq IN ({marks})"
-                for row in self.conn.execute(query, chunk):
-                    meta = self._verified(*row)
-                    if row[5] is not None:
-                        out[row[0]] = ((row[1], meta, to_unsigned(row[2])), row[5])
+                out += [(row, self._verified(*row)) for row in self.conn.execute(query, chunk)]
         return out
 
     def sketch_rows(self, keys: Sequence[str]) -> dict[str, tuple[int, bytes]]:

@@ -501,8 +501,8 @@ static inline int verified_row(const void *S, Py_ssize_t i, const void *q, int w
  *
  * The LSH index's verification (lsh.MinHashLSH._verify and query_many) in one pass: for each
  * candidate ``ids[j]`` (a row of the ``sketches`` matrix, values of ``width`` bytes: 4, the
- * default, or 1; 0: 2-bit values, four a byte, asked with a byte a value) against query ``query_of[j]`` (a row of ``queries``, the same width; ``query_of``
- * empty: query 0 for all), count the equal values and check that at least one of the first
+ * default, or 1; 0: 2-bit values, four a byte) against query ``query_of[j]`` (a row of
+ * ``queries``, the same width; a byte a value for width 0; ``query_of`` empty: query 0 for all), count the equal values and check that at least one of the first
  * ``bands`` bands of ``rows`` values is equal in full. Output: one int32 per candidate (bytes),
  * the count when both hold and ``count >= min_matches``, else -1. */
 static PyObject *sketch_verify(PyObject *self, PyObject *args) {

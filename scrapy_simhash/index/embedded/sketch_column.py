@@ -41,6 +41,8 @@ from .minhash_store import LSHMatch
 
 Row = tuple[str, dict[str, Any], int]
 """A page's row as the simhash store reads it by seq: key, meta, simhash."""
+Answer = tuple[str, float, int]
+"""A lookup's answer: the page's key, its estimated Jaccard with the query, its seq."""
 
 PREFIX = "sketch_"
 """The column's settings among the simhash store's: ``sketch_threshold``, ``sketch_bands``, ..."""
@@ -146,14 +148,14 @@ class SketchColumn:
         holds pages older than the base's newest (given a sketch after the base was written, rare)
         builds the whole segment again. Read by the writer's call, in the writer's thread."""
         seqs = base.live_seqs()
-        rows: dict[int, tuple[str, bytes]] = {}
+        sketches: dict[int, bytes] = {}
         for start in range(0, seqs.size, 1 << 16):
             read = self._reader.sketched_rows_by_seq(seqs[start : start + (1 << 16)].tolist())
-            rows.update((seq, (row[0], sketch)) for seq, (row, sketch) in read.items())
-        kept = np.array([seq for seq in seqs.tolist() if seq in rows], dtype=np.int64)
+            sketches.update((seq, sketch) for seq, (_, sketch) in read.items())
+        kept = np.array([seq for seq in seqs.tolist() if seq in sketches], dtype=np.int64)
         if not kept.size:
             return kept, np.zeros((0, self.num_values), dtype=self._lsh.dtype)
-        return kept, self._decode_many([rows[seq][1] for seq in kept.tolist()])
+        return kept, self._decode_many([sketches[seq] for seq in kept.tolist()])
 
     def switch(self, base: LSHSegment, dead: Iterable[int]) -> None:
         """The merge's segment becomes the base, ``dead``: its rows removed, replaced or given another
@@ -318,20 +320,9 @@ class SketchColumn:
         return self.query_many(as_sketch(sketch, self.num_values)[None, :])[0]
 
     def query_many(self, sketches: Any) -> list[list[LSHMatch]]:
-        answers = self.query_tagged(sketches)
-        unnamed = sorted({seq for found in answers for key, _, seq in found if key is None})
-        names: dict[int, str] = {}
-        if unnamed and self._reader is not None:
-            names = {seq: row[0] for seq, row in self._reader.rows_by_seq(unnamed).items()}
-        # a base page whose row is gone (a reader's snapshot of an index moved since) is not an answer
-        return [
-            [LSHMatch(name, s) for key, s, seq in found if (name := key or names.get(seq)) is not None]
-            for found in answers
-        ]
+        return [[LSHMatch(key, s) for key, s, _ in found] for found in self.query_tagged(sketches)]
 
-    def query_tagged(
-        self, sketches: Any, rows: dict[int, Row] | None = None
-    ) -> list[list[tuple[str | None, float, int]]]:
+    def query_tagged(self, sketches: Any, rows: dict[int, Row] | None = None) -> list[list[Answer]]:
         """For each sketch of a batch ``[(key, similarity, seq)]``, best first, ties oldest first: the
         lean path, whose caller reads the matches' rows by seq. The base's candidates are verified
         against the sketches in their rows, read without this column's lock; ``rows`` receives those
@@ -342,7 +333,7 @@ class SketchColumn:
             lsh, base, merging, gone = self._lsh, self._base, self._merging, self._gone
             if batch.shape[0] == 1:  # one lookup: the single query's C calls, no batch machinery
                 values, band_keys = lsh.prepare(batch[0])  # the band keys once, for every level
-                recent: list[tuple[str | None, float, int]] = list(lsh.query_prepared(values, band_keys))
+                recent: list[Answer] = list(lsh.query_prepared(values, band_keys))
                 if merging is not None:
                     frozen = [a for a in merging.query_prepared(values, band_keys) if a[0] not in gone]
                     recent = _best_first(frozen, recent) if frozen else recent
@@ -368,10 +359,10 @@ class SketchColumn:
     @staticmethod
     def _recent_answers(
         batch: np.ndarray, lsh: MinHashLSH, merging: MinHashLSH | None, gone: set[str]
-    ) -> list[list[tuple[str | None, float, int]]]:
+    ) -> list[list[Answer]]:
         """The recent and merging levels' answers to a batch (under the column's lock)."""
         tags = lsh.tags
-        out: list[list[tuple[str | None, float, int]]] = [
+        out: list[list[Answer]] = [
             [(key, s, t) for (key, s), t in zip(found, tags(key for key, _ in found), strict=True)]
             for found in lsh.query_many(batch)
         ]
@@ -397,11 +388,11 @@ class SketchColumn:
         similarity: Callable[[int], float],
         queries: int,
         answered: dict[int, Row] | None,
-    ) -> list[list[tuple[str | None, float, int]]]:
+    ) -> list[list[Answer]]:
         """The base's candidates ``(query, seq)`` that pass :func:`verify` against the sketch in their
         row, named by it, for each query best first (ties oldest first); their rows into ``answered``.
         A candidate whose row is gone or has no sketch now (changed since the lookup) is no answer."""
-        olds: list[list[tuple[str | None, float, int]]] = [[] for _ in range(queries)]
+        olds: list[list[Answer]] = [[] for _ in range(queries)]
         wanted = np.unique(seqs).tolist()
         rows = self._reader.sketched_rows_by_seq(wanted) if self._reader is not None else {}
         if len(rows) < len(wanted):
@@ -448,9 +439,7 @@ class SketchColumn:
         )
 
 
-def _best_first(
-    old: Sequence[tuple[str | None, float, int]], new: Sequence[tuple[str | None, float, int]]
-) -> list[tuple[str | None, float, int]]:
+def _best_first(old: Sequence[Answer], new: Sequence[Answer]) -> list[Answer]:
     """Two levels' answers as one: best first, ties oldest (smallest seq) first."""
     if not new:
         return list(old)

@@ -204,7 +204,7 @@ class LSHSegment:
         """The seqs (ascending) of the live pages sharing a band key's prefix with one query (its
         sketch ``values`` and ``band_keys``) whose filter passes the rule (see the module's notes)."""
         if not len(self):
-            return np.zeros(0, np.int64)
+            return _NO_SEQS
         if _native_query is not None:  # the lookup, the live check and the filter in one C call
             found, _ = _native_query(
                 np.ascontiguousarray(band_keys, dtype=np.uint64),
@@ -288,8 +288,9 @@ class LSHSegment:
 
 
 _QUERY_ZERO = np.zeros(0, np.int64)
-_NO_SEQS = np.zeros(0, np.int64)
 """``query_of`` for one query (:func:`verify` asks query 0 for every candidate)."""
+_NO_SEQS = np.zeros(0, np.int64)
+"""No candidate (most lookups)."""
 
 
 def filter_width(num_values: int) -> int:

@@ -12,7 +12,7 @@ from boilerplate_site import BRIEFS, brief_page, build_site
 
 from scrapy_simhash.decision import compare
 from scrapy_simhash.extract import Extractor, extractor_names, get_extractor
-from scrapy_simhash.extract.boilerplate import split_template
+from scrapy_simhash.extract.boilerplate import parse_page, split_template
 from scrapy_simhash.page import fingerprint_page
 
 
@@ -239,3 +239,20 @@ def test_the_same_bytes_give_the_same_text_in_any_order_and_process():
         check=True,
     )
     assert json.loads(done.stdout) == [[r.text, r.reason] for r in forward]
+
+
+def test_a_page_with_a_lone_surrogate_is_parsed_whole() -> None:
+    # The step parses UTF-8 bytes; a str it cannot encode is parsed with U+FFFD in place of the
+    # surrogate, not cut short at it (lxml stops reading a str at one).
+    doc = parse_page("<html><body><p>caf\udce9 on the river</p><p>the words after it</p></body></html>")
+    assert doc is not None
+    text = "".join(doc.itertext())
+    assert "caf\ufffd on the river" in text and "the words after it" in text
+
+
+def test_a_declared_charset_does_not_decode_the_page_again() -> None:
+    # The page reaches the step decoded; its <meta> charset must not make the parser read it as Latin-1.
+    page = '<html><head><meta charset="iso-8859-1"></head><body><p>Ça coûte à Zürich</p></body></html>'
+    doc = parse_page(page)
+    assert doc is not None
+    assert "Ça coûte à Zürich" in "".join(doc.itertext())

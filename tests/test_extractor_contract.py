@@ -128,6 +128,15 @@ def test_encodings_give_the_same_words(extractor: Extractor, body: bytes, encodi
     assert set(tokens(result.text)) == set(tokens(FRENCH))
 
 
+def test_a_str_page_with_a_lone_surrogate_is_read(extractor: Extractor) -> None:
+    # The parsers read UTF-8 bytes; a str that cannot be encoded (a surrogate left by a bad decode) is
+    # read as a str, not refused as an extractor error.
+    page = ARTICLE.format(meta="").replace("café", "caf\udce9")
+    result = extractor(page)
+    assert result.text is not None, result.reason
+    assert "Paragraph 5 of an article" in result.text
+
+
 @pytest.mark.parametrize("charset", ["rot13", "base64", "zlib", "idna", "punycode", "no-such-charset"])
 def test_a_declared_codec_that_is_no_charset_is_ignored_like_an_unknown_one(
     extractor: Extractor, charset: str

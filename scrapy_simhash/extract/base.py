@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from .boilerplate import parse_page, split_tree
-from .charset import decode_html
+from .charset import decode_html, without_surrogates
 
 if TYPE_CHECKING:
     from lxml import etree
@@ -113,7 +113,7 @@ class Extractor:
         else:
             if len(body) > self.max_bytes:
                 return Extraction(None, "too_large")
-            html = body
+            html = without_surrogates(body)
         if not html.strip():
             return Extraction(None, "empty")
         if "\x00" in html[:_BINARY_SNIFF]:

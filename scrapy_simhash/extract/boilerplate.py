@@ -38,6 +38,8 @@ from dataclasses import dataclass
 
 from lxml import etree
 
+from .charset import without_surrogates
+
 MIN_OWN_CHARS = 200
 """Below this many non-space characters of the page's own text, a page whose extraction was mostly
 template is ``boilerplate`` (a news brief of two sentences with its headline has ~100)."""
@@ -97,6 +99,7 @@ _ANCHOR_TAGS = ("article", "main", "h1")
 _ARTICLES_XPATH = etree.XPath("descendant::article[not(ancestor::article)]")
 _LONG_PARAGRAPHS_XPATH = etree.XPath(f"descendant::p[string-length(normalize-space()) >= {LONG_PARAGRAPH}]")
 _STRING = etree.XPath("string()", smart_strings=False)
+_LINK_TEXTS = etree.XPath("descendant::a//text()", smart_strings=False)  # one call, not one a link
 _INVISIBLE = ("script", "style", "noscript", "template", "head")
 _BULLETS = "•·-*–—"
 _LOCAL = threading.local()
@@ -124,7 +127,7 @@ def _text(element: etree._Element) -> str:
 
 def _is_link_list(block: etree._Element) -> bool:
     text = len(_text(block))
-    return text > 0 and sum(len(_text(a)) for a in block.iter("a")) >= LINK_DENSITY * text
+    return text > 0 and len(_flat("".join(_LINK_TEXTS(block)))) >= LINK_DENSITY * text
 
 
 @dataclass(frozen=True)
@@ -264,7 +267,11 @@ def parse_page(html: str) -> etree._Element | None:
     """``html`` as this step reads it: the document's root element, comments left out; None when lxml
     cannot read it."""
     try:
-        return etree.fromstring(html, _parser())
+        data = html.encode("utf-8")
+    except UnicodeEncodeError:
+        data = without_surrogates(html).encode("utf-8")
+    try:
+        return etree.fromstring(data, _parser())
     except (ValueError, etree.XMLSyntaxError):
         return None
 
@@ -333,8 +340,14 @@ def split_tree(doc: etree._Element | None, text: str) -> Cleaned:
 
 
 def _parser() -> etree.HTMLParser:
-    """An HTML parser that leaves comments out; one a thread (lxml parsers are not thread-safe)."""
+    """An HTML parser that leaves comments out; one a thread (lxml parsers are not thread-safe).
+
+    It reads UTF-8 bytes (the page is decoded already: a ``meta`` charset must not decode it again),
+    which libxml2 parses faster than a str, and keeps no table of ``id`` values (``collect_ids``: nothing
+    here looks elements up by id). Together they take about a sixth off the parse; the tree is the same."""
     parser = getattr(_LOCAL, "parser", None)
     if parser is None:
-        parser = _LOCAL.parser = etree.HTMLParser(remove_comments=True, remove_pis=True)
+        parser = _LOCAL.parser = etree.HTMLParser(
+            remove_comments=True, remove_pis=True, collect_ids=False, encoding="utf-8"
+        )
     return parser

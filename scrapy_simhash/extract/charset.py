@@ -6,6 +6,8 @@ reprocessed archive read the same bytes as the same text, whichever extractor fo
 
 from __future__ import annotations
 
+import re
+
 
 def _detect_encoding(body: bytes) -> str | None:
     from charset_normalizer import from_bytes
@@ -73,3 +75,17 @@ def decode_html(body: bytes, encoding: str | None = None) -> str:
         if detected:
             text = body.decode(detected, errors="replace")
     return text
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_surrogates(html: str) -> str:
+    """``html`` with each surrogate code point (a str decoded with ``surrogateescape``, say) as U+FFFD:
+    the parsers read UTF-8, which has no such code points, and stop at one (lxml drops the rest of the
+    page) or fail. Bytes need no such step: :func:`decode_html` replaces what it cannot decode."""
+    try:
+        html.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", html)
+    return html

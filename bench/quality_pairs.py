@@ -4,7 +4,8 @@ The corpus (``../shared/corpus/pages``) holds real pages, each a different artic
 made by changing a real page the way the web changes pages, at the HTML level so that the text
 extractor has to cope with the change exactly as it would in a crawl:
 
-``template``   the article moved into another site's page (its navigation, sidebars, footer)
+``template``   the article moved into another site's page (its navigation, sidebars, footer), in
+               place of that page's own article (a host whose article the ground truth confirms)
 ``ad``         an advertisement block injected between two paragraphs of the article
 ``timestamp``  dates and times changed, the byline replaced, an "Updated ..." line added
 ``comments``   reader comments appended below the article
@@ -41,7 +42,7 @@ from lxml import etree
 from scrapy_simhash.extract import decode_html
 from scrapy_simhash.fingerprint import tokens
 
-TRANSFORMS_VERSION = 2
+TRANSFORMS_VERSION = 3
 """Bump when a transform changes: cached extractions of changed pages are keyed by it."""
 
 KINDS = ("template", "ad", "timestamp", "comments", "print", "edit")
@@ -566,12 +567,44 @@ def _other_page(pages: list[Page], page: Page, rng: random.Random) -> Page:
             return other
 
 
+_HOSTS: dict[str, bool] = {}
+_HOST_DRAWS = 1000
+
+
+def can_host(page: Page) -> bool:
+    """Whether ``page`` can take another site's article in place of its own (``template``).
+
+    The article must replace the page's own: :func:`find_article` must find that article (the ground
+    truth confirms it, :func:`article_matches_truth`) in an element smaller than the whole body. Else the
+    moved article lands in a comment list, a cookie overlay or at the end of the body, beside the host's
+    own article, and an extractor that keeps the host's article is right: no realistic copy."""
+    known = _HOSTS.get(page.id)
+    if known is None:
+        try:
+            doc = parse(page.html())
+        except (ValueError, etree.ParserError):
+            known = False
+        else:
+            known = article_matches_truth(page, doc) and find_article(doc).tag not in ("body", "html")
+        _HOSTS[page.id] = known
+    return known
+
+
+def _host_page(pages: list[Page], page: Page, rng: random.Random) -> Page:
+    """A page of another site that :func:`can_host` ``page``'s article, drawn with ``rng``."""
+    for _ in range(_HOST_DRAWS):
+        other = _other_page(pages, page, rng)
+        if can_host(other):
+            return other
+    raise ValueError(f"no page of another site can host {page.id} ({_HOST_DRAWS} drawn)")
+
+
 def transform(page: Page, kind: str, pages: list[Page], seed: int) -> str:
     """HTML of ``page`` changed by ``kind``; the same (seed, page, kind) always gives the same HTML."""
     rng = random.Random(f"{seed}:{page.id}:{kind}")
     doc = parse(page.html())
     if kind == "template":
-        template = parse(_other_page(pages, page, rng).html())
+        template = parse(_host_page(pages, page, rng).html())
         doc = transform_template(doc, template)
     elif kind == "ad":
         transform_ad(doc, rng)

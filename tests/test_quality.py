@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from lxml import etree
 
 from scrapy_simhash import defaults
 from scrapy_simhash.decision import DEFAULT_RULE, Verdict, compare
@@ -23,7 +24,18 @@ from scrapy_simhash.page import PageFingerprint, fingerprint_page
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
-from quality_pairs import KINDS, Page, article_matches_truth, load_pages, parse, same_site_pairs, transform
+from quality_pairs import (
+    KINDS,
+    Page,
+    _host_page,
+    article_matches_truth,
+    can_host,
+    find_article,
+    load_pages,
+    parse,
+    same_site_pairs,
+    transform,
+)
 
 SEED = 7
 K = defaults.DISTANCE
@@ -193,6 +205,33 @@ def test_transforms_are_seeded_and_change_the_page(pages: list[Page], kind: str)
     changed = " ".join(parse(first).text_content().split())
     original = " ".join(parse(page.html()).text_content().split())
     assert changed != original
+
+
+def test_a_template_copy_replaces_its_host_s_own_article(pages: list[Page]) -> None:
+    """A ``template`` positive is the article in another site's page *in place of* that page's article:
+    the host's article element is gone from the copy (a host whose article the ground truth does not
+    confirm, or whose article element is its whole body, is never drawn)."""
+    subset = random.Random(SEED).sample([p for p in pages if article_matches_truth(p)], 12)
+    for page in subset:
+        rng = random.Random(f"{SEED}:{page.id}:template")
+        host = _host_page(pages, page, rng)
+        assert can_host(host) and host.site != page.site
+        host_article = _visible(find_article(parse(host.html())))
+        copy = _visible(parse(transform(page, "template", pages, SEED)))
+        assert _visible(find_article(parse(page.html())))[:200] in copy
+        assert host_article[:200] not in copy, (page.id, host.id)
+
+
+def _visible(element: etree._Element) -> str:
+    """The element's text without scripts and styles (a page's JSON-LD may repeat its article)."""
+    etree.strip_elements(element, "script", "style", with_tail=False)
+    return " ".join(element.text_content().split())
+
+
+def test_a_page_whose_article_is_its_body_hosts_nothing(pages: list[Page]) -> None:
+    body_pages = [p for p in pages[:200] if find_article(parse(p.html())).tag in ("body", "html")]
+    assert body_pages, "no page of the first 200 has its body as its article element"
+    assert not any(can_host(p) for p in body_pages)
 
 
 def test_scrapy_settings_ship_the_measured_extractor() -> None:

@@ -328,7 +328,10 @@ class RedisIndex(NearDuplicateIndex):
         return _text(self._redis.run(args, "recording a note"))
 
     def clear(self) -> int:
-        """Delete this namespace (every key under the prefix). Returns the number of Redis keys deleted."""
+        """Delete this index's keys (its config and tables) and start a new epoch. Returns the number of
+        Redis keys deleted. The payload-digest and capture stores a crawl keeps under the same prefix
+        are not this index's and stay: their own ``clear()`` empties them (``SIMHASH_RESET`` clears all
+        of them with the index)."""
         deleted = int(self._redis.run(self._args(b"x"), "deleting the namespace"))
         self.retention = self._open_config(self.retention)
         return deleted

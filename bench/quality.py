@@ -154,7 +154,7 @@ def texts_cache_path(cache_dir: Path, seed: int, code: Path = EXTRACT_CODE) -> P
     """The texts cache for ``seed``, the transforms' version and the extraction code in ``code``.
 
     Descriptions name an extractor's library versions and options, not every change of this project's
-    own steps (the template step keeps ``;boilerplate=1`` through changes of its rules): a digest of the
+    own steps (the template step keeps ``;boilerplate=N`` through small changes of its rules): a digest of the
     extraction package's sources keeps a run from scoring texts an older step made.
     """
     digest = hashlib.sha256()

@@ -62,7 +62,7 @@ def test_a_baseline_checkout_is_measured_in_the_same_run(corpus):
     done, rows = run_bench(corpus, *args)
     assert {f"resiliparse@{repo.name}", f"resiliparse-raw@{repo.name}"} <= set(rows)
     assert f"- resiliparse-raw@{repo.name}: `resiliparse/" in done.stdout
-    assert "boilerplate=1" not in done.stdout.split(f"- resiliparse-raw@{repo.name}: ")[1].splitlines()[0]
+    assert "boilerplate=" not in done.stdout.split(f"- resiliparse-raw@{repo.name}: ")[1].splitlines()[0]
 
 
 def test_random_pairs_stop_at_the_cross_site_pairs_a_small_corpus_has():

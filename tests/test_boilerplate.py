@@ -179,8 +179,8 @@ def test_a_longer_story_in_the_template_keeps_its_own_text(extractor):
 def test_the_description_says_the_template_step(name):
     """Fingerprints with and without the step are not comparable: the description tells them apart."""
     on, off = get_extractor(name), get_extractor(name, drop_boilerplate=False)
-    assert on.description.endswith(";boilerplate=1")
-    assert off.description == on.description.removesuffix(";boilerplate=1")
+    assert on.description.endswith(";boilerplate=2")
+    assert off.description == on.description.removesuffix(";boilerplate=2")
 
 
 def test_a_headline_that_is_also_a_menu_entry_stays():

@@ -10,7 +10,8 @@ the same bad input with the same reason and every one benefits from the same cle
 
 Fingerprints made by different extractors (or options) are not comparable, so an extractor
 describes itself in one string, ``name/version;option=value;...``, stored next to every fingerprint:
-the subclass's :attr:`Extractor.identity`, then the shared steps that change text (``;boilerplate=1``).
+the subclass's :attr:`Extractor.identity`, then the shared steps that change text (``;boilerplate=2``: the
+template step's rules, counted up when they change what a page's text is).
 """
 
 from __future__ import annotations
@@ -70,9 +71,10 @@ class Extractor:
         """``name/version;option=value;...``: written next to every fingerprint.
 
         Fingerprints are only comparable between equal descriptions, so every step that changes the
-        text is in it: the extractor's own :attr:`identity`, then ``;boilerplate=1``.
+        text is in it: the extractor's own :attr:`identity`, then ``;boilerplate=2`` (the template step's
+        rules: 1 before :mod:`.link_blocks`).
         """
-        return self.identity + (";boilerplate=1" if self.drop_boilerplate else "")
+        return self.identity + (";boilerplate=2" if self.drop_boilerplate else "")
 
     @property
     def identity(self) -> str:

@@ -14,6 +14,9 @@ when it parsed the page with lxml (trafilatura: :func:`reusable_tree`), else a p
   with two or more links, whose text is mostly link text). A region that holds the article
   (``article``, ``main``, an ``h1``, ``role=main``, ``itemprop=articleBody``, three long paragraphs) is
   never template: a page wrapped in one big ``form`` keeps its text;
+- **blocks after the article** and other pages' links that no name marks (:mod:`.link_blocks`): what
+  follows the article's body, runs of link paragraphs, other posts' ``article`` cards, and the heading of
+  every region dropped;
 - a **brief** is a page whose marked article is short: its only ``article`` element (nested ones not
   counted), or the only one that holds an ``h1``, with fewer than :data:`SHORT_ARTICLE` characters (and
   the guards of :func:`_short_article`, which keep full articles out). On such
@@ -38,6 +41,7 @@ from dataclasses import dataclass
 
 from lxml import etree
 
+from . import link_blocks
 from .charset import without_surrogates
 
 MIN_OWN_CHARS = 200
@@ -309,8 +313,9 @@ def split_tree(doc: etree._Element | None, text: str) -> Cleaned:
     for regions in (
         lambda: _marked_regions(body, holders, attributed),
         lambda: _link_lists(body, holders),  # link lists among what the marked regions leave
+        lambda: link_blocks.regions(body, holders),
     ):
-        for region in regions():
+        for region in link_blocks.titled(regions(), holders):
             parts.append(_text(region))
             _remove(region)
     template = "\x00".join(parts)

@@ -16,8 +16,8 @@ are removed (:func:`~scrapy_simhash.extract.boilerplate.split_tree`):
 - **link runs**: two or more sibling paragraphs in a row that are each nothing but a link;
 - **other posts' cards**: three or more ``article`` elements under one parent, outside the ``article``
   that holds the page's ``h1``, none holding an ``h1``;
-- **titles**: a region's heading, the ``h2``-``h6`` just before it (or before the ancestor it alone
-  fills), goes with it.
+- **titles**: a region's heading goes with it: the ``h2``-``h6`` element just before it, or just before
+  the ancestor it starts (``<h3>Related</h3><div><ul>...``).
 
 As in the template step, a region never holds the article (the step's ``holders``: ``article``, ``main``,
 an ``h1``, three long paragraphs, and their ancestors), except a card ``article`` as said above, and a
@@ -39,7 +39,6 @@ _HEADINGS = frozenset({"h2", "h3", "h4", "h5", "h6"})
 _LONG_PARAGRAPHS = etree.XPath(f"descendant::p[string-length(normalize-space()) >= {LONG_PARAGRAPH}]")
 _IN_ARTICLE = etree.XPath("boolean(ancestor-or-self::article | ancestor-or-self::*[@itemprop='articleBody'])")
 _LINKED_BLOCKS = etree.XPath("descendant::p[a] | descendant::div[a][not(descendant::div or descendant::p)]")
-_ARTICLES = etree.XPath("descendant::article")
 _STRING = etree.XPath("string()", smart_strings=False)
 _ALL_LINK = 0.9
 """A paragraph whose text is at least this share link text is a link."""
@@ -47,13 +46,6 @@ _ALL_LINK = 0.9
 
 def _chars(element: etree._Element) -> int:
     return len("".join(_STRING(element).split()))
-
-
-def _has_text(element: etree._Element) -> bool:
-    """Whether the element holds any visible character (stops at the first)."""
-    if element.text and not element.text.isspace():
-        return True
-    return any(not text.isspace() for text in element.itertext() if text)
 
 
 def regions(body: etree._Element, holders: set[etree._Element]) -> list[etree._Element]:
@@ -64,22 +56,22 @@ def regions(body: etree._Element, holders: set[etree._Element]) -> list[etree._E
 
 
 def titled(regions: Iterable[etree._Element], holders: set[etree._Element]) -> Iterator[etree._Element]:
-    """Each region, then the heading it leaves behind, if any (found before any region is removed)."""
+    """``regions``, then the headings they leave behind (found before any region is removed)."""
     found = list(regions)
     titles = [_title_of(region, holders) for region in found]
-    for region, title in zip(found, titles, strict=True):
-        yield region
-        if title is not None:
-            yield title
+    yield from found
+    yield from (title for title in titles if title is not None)
 
 
 def _title_of(region: etree._Element, holders: set[etree._Element]) -> etree._Element | None:
-    """The ``h2``-``h6`` just before ``region``, or before the ancestor that holds nothing else."""
+    """The ``h2``-``h6`` just before ``region``, or just before the ancestor it starts (an ancestor with
+    no text of its own before it)."""
     node = region
     while True:
-        for previous in node.itersiblings(preceding=True):
-            if not isinstance(previous.tag, str) or not _has_text(previous):
-                continue
+        previous = node.getprevious()
+        while previous is not None and not isinstance(previous.tag, str):
+            previous = previous.getprevious()
+        if previous is not None:
             return previous if previous.tag in _HEADINGS and previous not in holders else None
         parent = node.getparent()
         if parent is None or parent in holders or (parent.text and not parent.text.isspace()):
@@ -133,7 +125,7 @@ def _all_link(block: etree._Element) -> bool:
 def _other_posts(body: etree._Element) -> list[etree._Element]:
     """Cards of other posts: three or more ``article`` elements under one parent, outside the article
     that holds the page's ``h1`` (the innermost one), none holding an ``h1`` or three long paragraphs."""
-    articles = _ARTICLES(body)
+    articles = list(body.iter("article"))
     if len(articles) < 4:  # the page's own article and three cards
         return []
     headed = [a for a in articles if a.find(".//h1") is not None]

@@ -77,6 +77,8 @@ BENCH_ONLY: dict[str, Extractor] = {
         fast=ResiliparseExtractor(drop_boilerplate=False, captions=True, headline=True)
     ),
     "resiliparse+trafilatura-300": ResiliparseTrafilaturaExtractor(min_words=300),
+    # the cascade's threshold until 2026-11-27
+    "resiliparse+trafilatura-100": ResiliparseTrafilaturaExtractor(min_words=100),
     # without the template step (scrapy_simhash/extract/boilerplate.py): what the step costs
     "trafilatura-raw": TrafilaturaExtractor(drop_boilerplate=False),
     "trafilatura-two-parses": TrafilaturaTwoParses(),  # what sharing trafilatura's parse saves

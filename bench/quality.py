@@ -56,6 +56,7 @@ from scrapy_simhash.extract import (
     extractor_names,
     get_extractor,
 )
+from scrapy_simhash.extract.cascade import ResiliparseTrafilaturaExtractor
 from scrapy_simhash.extract.registry import DEFAULT_NAME
 from scrapy_simhash.fingerprint import simhash_features, simhash_with_count, tokens
 from scrapy_simhash.fingerprint.lines import simhash_lines
@@ -95,6 +96,8 @@ _BENCH_EXTRACTORS: dict[str, Extractor] = {
     # without the template step (scrapy_simhash/extract/boilerplate.py): the extractors' own texts
     "trafilatura-raw": TrafilaturaExtractor(drop_boilerplate=False),
     "resiliparse-raw": ResiliparseExtractor(drop_boilerplate=False),
+    # the cascade at its threshold before 2026-11-27 (docs/quality.md, "Fewer pages to trafilatura")
+    "resiliparse+trafilatura-100": ResiliparseTrafilaturaExtractor(min_words=100),
 }
 """Configurations measured beside the registered extractors (never shipped under these names)."""
 

@@ -53,7 +53,7 @@ def test_the_description_names_both_libraries_and_the_threshold() -> None:
     options = dict(identity.options)
     assert options["min_words"] == str(MIN_WORDS)
     assert options["fast.main"] == "1" and options["slow.fast"] == "1" and options["boilerplate"] == "2"
-    other = parse_description(get_extractor("resiliparse+trafilatura", min_words=50).description)
+    other = parse_description(get_extractor("resiliparse+trafilatura", min_words=MIN_WORDS + 1).description)
     assert not identity.same_extractor(other)
 
 

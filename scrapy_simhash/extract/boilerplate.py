@@ -43,14 +43,15 @@ from lxml import etree
 
 from . import link_blocks
 from .charset import without_surrogates
+from .tree_text import LONG_PARAGRAPH as LONG_PARAGRAPH  # the threshold the step reads by (re-exported)
+from .tree_text import LONG_PARAGRAPHS as _LONG_PARAGRAPHS_XPATH
+from .tree_text import flat as _flat
+from .tree_text import mostly_links
+from .tree_text import text_of as _text
 
 MIN_OWN_CHARS = 200
 """Below this many non-space characters of the page's own text, a page whose extraction was mostly
 template is ``boilerplate`` (a news brief of two sentences with its headline has ~100)."""
-
-LONG_PARAGRAPH = 100
-"""An element that holds three paragraphs of this many characters is the article, not the template,
-whatever its tag or name (``class="article-body no-share"``)."""
 
 SHORT_ARTICLE = 1000
 """A page whose marked article (an ``article`` element) has fewer non-space characters than this is a
@@ -101,9 +102,6 @@ _LINK_BLOCKS_XPATH = etree.XPath(
 _IN_CONTENT = etree.XPath("boolean(ancestor::article | ancestor::main | ancestor::section)")
 _ANCHOR_TAGS = ("article", "main", "h1")
 _ARTICLES_XPATH = etree.XPath("descendant::article[not(ancestor::article)]")
-_LONG_PARAGRAPHS_XPATH = etree.XPath(f"descendant::p[string-length(normalize-space()) >= {LONG_PARAGRAPH}]")
-_STRING = etree.XPath("string()", smart_strings=False)
-_LINK_TEXTS = etree.XPath("descendant::a//text()", smart_strings=False)  # one call, not one a link
 _INVISIBLE = ("script", "style", "noscript", "template", "head")
 _BULLETS = "•·-*–—"
 _LOCAL = threading.local()
@@ -117,21 +115,6 @@ class Cleaned:
     text: str | None
     own_chars: int
     template_chars: int
-
-
-def _flat(text: str) -> str:
-    return "".join(text.split())
-
-
-def _text(element: etree._Element) -> str:
-    """The element's text without any space (its tail left out): ``"".join(element.itertext())``, built by
-    libxml2 instead of in Python (about four times cheaper)."""
-    return _flat(_STRING(element))
-
-
-def _is_link_list(block: etree._Element) -> bool:
-    text = len(_text(block))
-    return text > 0 and len(_flat("".join(_LINK_TEXTS(block)))) >= LINK_DENSITY * text
 
 
 @dataclass(frozen=True)
@@ -226,9 +209,8 @@ def _marked_regions(
 
 def _link_lists(body: etree._Element, holders: set[etree._Element]) -> list[etree._Element]:
     """The outermost blocks whose text is mostly link text (menus, link lists in footers and sidebars)."""
-    return _outermost(
-        [el for el in _LINK_BLOCKS_XPATH(body) if el not in holders and _is_link_list(el)], holders
-    )
+    found = [el for el in _LINK_BLOCKS_XPATH(body) if el not in holders and mostly_links(el, LINK_DENSITY)]
+    return _outermost(found, holders)
 
 
 def _remove(element: etree._Element) -> None:

@@ -31,21 +31,14 @@ from collections.abc import Iterable, Iterator
 
 from lxml import etree
 
-LONG_PARAGRAPH = 100
-"""A paragraph of this many characters (spaces included, as XPath counts) is article text: the same
-threshold as :data:`~scrapy_simhash.extract.boilerplate.LONG_PARAGRAPH`."""
+from .tree_text import LONG_PARAGRAPH as LONG_PARAGRAPH  # re-exported: the rules read by it
+from .tree_text import LONG_PARAGRAPHS, STRING, mostly_links
 
 _HEADINGS = frozenset({"h2", "h3", "h4", "h5", "h6"})
-_LONG_PARAGRAPHS = etree.XPath(f"descendant::p[string-length(normalize-space()) >= {LONG_PARAGRAPH}]")
 _IN_ARTICLE = etree.XPath("boolean(ancestor-or-self::article | ancestor-or-self::*[@itemprop='articleBody'])")
 _LINKED_BLOCKS = etree.XPath("descendant::p[a] | descendant::div[a][not(descendant::div or descendant::p)]")
-_STRING = etree.XPath("string()", smart_strings=False)
 _ALL_LINK = 0.9
 """A paragraph whose text is at least this share link text is a link."""
-
-
-def _chars(element: etree._Element) -> int:
-    return len("".join(_STRING(element).split()))
 
 
 def regions(body: etree._Element, holders: set[etree._Element]) -> list[etree._Element]:
@@ -81,12 +74,12 @@ def _title_of(region: etree._Element, holders: set[etree._Element]) -> etree._El
 
 def _after_article(body: etree._Element, holders: set[etree._Element]) -> list[etree._Element]:
     """The elements after the article's body: its following siblings and its ancestors'."""
-    paragraphs = _LONG_PARAGRAPHS(body)
+    paragraphs = LONG_PARAGRAPHS(body)
     chars: dict[etree._Element, int] = {}
     counts: dict[etree._Element, int] = {}
     for paragraph in paragraphs:
         parent = paragraph.getparent()
-        chars[parent] = chars.get(parent, 0) + len(_STRING(paragraph))
+        chars[parent] = chars.get(parent, 0) + len(STRING(paragraph))
         counts[parent] = counts.get(parent, 0) + 1
     if not chars:
         return []
@@ -112,14 +105,8 @@ def _link_runs(body: etree._Element) -> list[etree._Element]:
     """Paragraphs that are nothing but a link, where two or more follow one another."""
     blocks = set(_LINKED_BLOCKS(body))
     paired = [el for el in blocks if el.getprevious() in blocks or el.getnext() in blocks]
-    linked = {el for el in paired if _all_link(el)}
+    linked = {el for el in paired if mostly_links(el, _ALL_LINK)}
     return [el for el in linked if el.getprevious() in linked or el.getnext() in linked]
-
-
-def _all_link(block: etree._Element) -> bool:
-    """Whether the block's text is (almost) all link text."""
-    text = _chars(block)
-    return text > 0 and sum(_chars(a) for a in block.iter("a")) >= _ALL_LINK * text
 
 
 def _other_posts(body: etree._Element) -> list[etree._Element]:
@@ -143,5 +130,5 @@ def _other_posts(body: etree._Element) -> list[etree._Element]:
         for group in groups.values()
         if len(group) >= 3
         for article in group
-        if len(_LONG_PARAGRAPHS(article)) < 3
+        if len(LONG_PARAGRAPHS(article)) < 3
     ]

@@ -411,7 +411,7 @@ class SketchColumn:
                     answered[seq] = row
         for old in olds:
             if len(old) > 1:
-                old.sort(key=lambda answer: (-answer[1], answer[2]))
+                old.sort(key=_rank)
         return olds
 
     def stats(self) -> dict[str, Any]:
@@ -439,11 +439,16 @@ class SketchColumn:
         )
 
 
+def _rank(answer: Answer) -> tuple[float, int]:
+    """Answers' order: best first, ties oldest (smallest seq) first."""
+    return -answer[1], answer[2]
+
+
 def _best_first(old: Sequence[Answer], new: Sequence[Answer]) -> list[Answer]:
-    """Two levels' answers as one: best first, ties oldest (smallest seq) first."""
+    """Two levels' answers as one, in :func:`_rank`'s order."""
     if not new:
         return list(old)
-    return sorted([*old, *new], key=lambda answer: (-answer[1], answer[2]))
+    return sorted([*old, *new], key=_rank)
 
 
 # -- opening --------------------------------------------------------------------------------------------

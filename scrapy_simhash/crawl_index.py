@@ -129,12 +129,17 @@ def _check_extractor(index: NearDuplicateIndex, location: str, extractor: str, m
     try:
         check = check_extractor(index, extractor, mix=mix)
     except ExtractorMismatch as exc:
+        back = (
+            f"SIMHASH_EXTRACTOR = {exc.other_name!r} (the index's extractor)"
+            if exc.other_name
+            else "the SIMHASH_EXTRACTOR settings back to the index's"
+        )
         raise SimhashConfigError(
             f"the index at {shown_location(location)} stores pages fingerprinted by the extractor "
             f"{describe(exc.recorded, exc.before_records)}, and this crawl's is {exc.current} "
-            f"({exc.differences}): their fingerprints are not comparable. Set the SIMHASH_EXTRACTOR "
-            "settings back to the index's, re-fingerprint into a new index (point SIMHASH_INDEX at a new "
-            "location, or crawl once with SIMHASH_RESET = True, which forgets the pages stored so far), "
+            f"({exc.differences}): their fingerprints are not comparable. Set {back}, re-fingerprint into a "
+            "new index (point SIMHASH_INDEX at a new location, or crawl once with SIMHASH_RESET = True, "
+            "which forgets the pages stored so far), "
             "or set SIMHASH_EXTRACTOR_MIX = True to store this crawl's pages beside them"
         ) from exc
     warning = notice(check, shown_location(location), "this crawl")

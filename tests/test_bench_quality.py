@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from bench_support import run_bench
 
+from scrapy_simhash.extract.registry import DEFAULT_NAME
+
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 PAGES_PER_SOURCE = 6
 
@@ -74,7 +76,7 @@ def test_a_default_outside_the_extractors_is_measured_too(small_corpus: Path, tm
 @pytest.mark.parametrize(
     ("default", "message"),
     [
-        ("nope/tokens/30", "unknown extractor 'nope'; available: trafilatura,"),
+        ("nope/tokens/30", f"unknown extractor 'nope'; available: {DEFAULT_NAME},"),
         ("resiliparse/nope/30", "unknown features 'nope'; available: tokens,"),
         ("resiliparse/tokens/25", "min tokens 25 is not measured; one of 0, 10, 20, 30, 50, 100, 200"),
         ("resiliparse/tokens", "'resiliparse/tokens' is not extractor/features/min tokens"),

@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapy_simhash.cli import main
+from scrapy_simhash.extract.registry import DEFAULT_NAME
 from scrapy_simhash.warc.cdxj import CDXJ_KEYS, CdxjLine, SortedWriter, index_lines, merge_index
 from scrapy_simhash.warc.records import (
     WARC_FIELDS,
@@ -142,7 +143,7 @@ def test_lines_are_cdxj_indexers_plus_keys_from_sidecars(tagged: list[Path]) -> 
     assert {f["filename"] for f in with_keys} == {p.name for p in tagged if p.name != "example.warc.gz"}
     for fields in with_keys:
         assert fields["simhash-scheme"] == "simhash-doc/1"
-        assert fields["text-extractor"].startswith("trafilatura/")
+        assert fields["text-extractor"].startswith(f"{DEFAULT_NAME}/")
         assert fields["mime"] == "text/html"
     assert "fingerprints matched no indexed record" not in err
 
@@ -373,7 +374,7 @@ def test_compute_keeps_the_recorded_fingerprint(tmp_path: Path) -> None:
     status, out, err = run_cli("--compute", str(bare))
     assert status == 0, err
     rows = [json.loads(line.split(" ", 2)[2]) for line in out.splitlines()]
-    assert len(rows) == 2 and all(r["text-extractor"].startswith("trafilatura/") for r in rows)
+    assert len(rows) == 2 and all(r["text-extractor"].startswith(f"{DEFAULT_NAME}/") for r in rows)
     assert {r["simhash"] for r in rows}.isdisjoint(
         SimhashFields(h, 1, "x").to_pairs()[0][1] for h in HASHES.values()
     )

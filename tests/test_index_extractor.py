@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from redis_server import RedisServer
 
-from scrapy_simhash.extract import TrafilaturaExtractor
+from scrapy_simhash.extract import DEFAULT_EXTRACTOR, TrafilaturaExtractor
 from scrapy_simhash.extract.identity import ExtractorIdentity, parse_description
+from scrapy_simhash.extract.registry import DEFAULT_NAME
 from scrapy_simhash.extract.resiliparse import ResiliparseExtractor
 from scrapy_simhash.fingerprint.minhash import minhash
 from scrapy_simhash.index import IndexCorruptError, IndexLostError, SimhashIndexError, open_index
@@ -30,9 +31,11 @@ from scrapy_simhash.index.extractor_record import (
     recorded_extractors,
 )
 
-DEFAULT = TrafilaturaExtractor().description
+TRAFILATURA = TrafilaturaExtractor().description
 PRECISION = TrafilaturaExtractor(favor_precision=True).description  # another extractor: other options
-OTHER_VERSION = "trafilatura/0.0.1;" + DEFAULT.split(";", 1)[1]  # the same one at another version
+OTHER_VERSION = "trafilatura/0.0.1;" + TRAFILATURA.split(";", 1)[1]  # the same one at another version
+DEFAULT = DEFAULT_EXTRACTOR.description  # what the commands use without --extractor
+DEFAULT_OTHER_VERSION = f"{DEFAULT_NAME}/0.0.1+0.0.1;" + DEFAULT.split(";", 1)[1]
 OTHER_NAME = ResiliparseExtractor().description  # another extractor altogether
 CLI = Path(sys.executable).with_name("scrapy-simhash")
 
@@ -47,11 +50,13 @@ def test_a_description_parses_into_name_version_and_options():
     )
     assert parse_description("fastex") == ExtractorIdentity("fastex", "", ())
     assert parse_description(OTHER_NAME).name == "resiliparse"
-    assert parse_description(DEFAULT).same_extractor(parse_description(OTHER_VERSION))
-    assert not parse_description(DEFAULT).same_extractor(parse_description(PRECISION))
-    assert parse_description(DEFAULT).differences(parse_description(PRECISION)) == "precision=0 -> 1"
+    assert parse_description(TRAFILATURA).same_extractor(parse_description(OTHER_VERSION))
+    assert not parse_description(TRAFILATURA).same_extractor(parse_description(PRECISION))
+    assert parse_description(TRAFILATURA).differences(parse_description(PRECISION)) == "precision=0 -> 1"
     assert (
-        parse_description(DEFAULT).differences(parse_description(OTHER_NAME)).startswith("name trafilatura")
+        parse_description(TRAFILATURA)
+        .differences(parse_description(OTHER_NAME))
+        .startswith("name trafilatura")
     )
 
 
@@ -102,31 +107,31 @@ def _recorded(location: str) -> tuple[str | None, tuple[str, ...]]:
 
 
 def test_a_new_index_records_the_first_extractor_and_keeps_it(location):
-    _with_page(location, DEFAULT)
-    assert _recorded(location) == (DEFAULT, ())
+    _with_page(location, TRAFILATURA)
+    assert _recorded(location) == (TRAFILATURA, ())
     with open_index(location) as index:
-        check = check_extractor(index, DEFAULT)
-    assert (check.outcome, check.recorded) == ("same", DEFAULT)
+        check = check_extractor(index, TRAFILATURA)
+    assert (check.outcome, check.recorded) == ("same", TRAFILATURA)
 
 
 def test_another_extractor_is_refused_naming_both_and_the_index_keeps_its_own(location):
-    _with_page(location, DEFAULT)
+    _with_page(location, TRAFILATURA)
     with open_index(location) as index, pytest.raises(ExtractorMismatch) as refused:
         check_extractor(index, PRECISION)
-    assert (refused.value.recorded, refused.value.current) == (DEFAULT, PRECISION)
+    assert (refused.value.recorded, refused.value.current) == (TRAFILATURA, PRECISION)
     assert refused.value.differences == "precision=0 -> 1"
-    assert _recorded(location) == (DEFAULT, ())
+    assert _recorded(location) == (TRAFILATURA, ())
 
 
 def test_mixing_keeps_the_first_extractor_and_records_the_others(location):
-    _with_page(location, DEFAULT)
+    _with_page(location, TRAFILATURA)
     for _ in range(2):  # asked twice: listed once
         with open_index(location) as index:
             check = check_extractor(index, PRECISION, mix=True)
-        assert (check.outcome, check.recorded, check.mixed) == ("mixed", DEFAULT, (PRECISION,))
-    assert _recorded(location) == (DEFAULT, (PRECISION,))
+        assert (check.outcome, check.recorded, check.mixed) == ("mixed", TRAFILATURA, (PRECISION,))
+    assert _recorded(location) == (TRAFILATURA, (PRECISION,))
     with open_index(location) as index:  # the first extractor goes on, told that the index is mixed
-        check = check_extractor(index, DEFAULT)
+        check = check_extractor(index, TRAFILATURA)
     assert (check.outcome, check.mixed) == ("same", (PRECISION,))
     with open_index(location) as index, pytest.raises(ExtractorMismatch):  # mixing is asked for each time
         check_extractor(index, PRECISION)
@@ -135,7 +140,7 @@ def test_mixing_keeps_the_first_extractor_and_records_the_others(location):
 def test_a_difference_only_in_the_version_is_accepted_and_the_record_kept(location):
     _with_page(location, OTHER_VERSION)
     with open_index(location) as index:
-        check = check_extractor(index, DEFAULT)
+        check = check_extractor(index, TRAFILATURA)
     assert (check.outcome, check.recorded) == ("version", OTHER_VERSION)
     assert _recorded(location) == (OTHER_VERSION, ())
 
@@ -160,15 +165,15 @@ def test_an_index_written_before_records_can_be_mixed_with_another_extractor(loc
     assert (check.outcome, check.recorded, check.mixed) == ("mixed", BEFORE_RECORDS, (OTHER_NAME,))
     assert _recorded(location) == (BEFORE_RECORDS, (OTHER_NAME,))
     with open_index(location) as index:  # trafilatura of unknown options: the next trafilatura run's
-        check = check_extractor(index, DEFAULT)
-    assert (check.outcome, check.recorded) == ("assumed", DEFAULT)
-    assert _recorded(location) == (DEFAULT, (OTHER_NAME,))
+        check = check_extractor(index, TRAFILATURA)
+    assert (check.outcome, check.recorded) == ("assumed", TRAFILATURA)
+    assert _recorded(location) == (TRAFILATURA, (OTHER_NAME,))
 
 
 def test_an_index_keeps_its_record_when_emptied(location):
     """The record goes with the index, not with its pages: only a reset (a new index) forgets it, so
     that two crawlers starting at once on a new server index cannot each record their own."""
-    _with_page(location, DEFAULT)
+    _with_page(location, TRAFILATURA)
     with open_index(location) as index:
         assert index.remove("https://example.org/a")
         with pytest.raises(ExtractorMismatch):
@@ -183,10 +188,10 @@ def test_a_note_is_compare_and_set(location):
     """A record is never overwritten unless the writer names the value it replaces, so two writers
     opening an index at once with different extractors agree on the first one's."""
     with open_index(location) as index:
-        assert index.note(EXTRACTOR, DEFAULT) == DEFAULT
-        assert index.note(EXTRACTOR, PRECISION) == DEFAULT
-        assert index.note(EXTRACTOR, PRECISION, replacing=OTHER_NAME) == DEFAULT
-        assert index.note(EXTRACTOR, PRECISION, replacing=DEFAULT) == PRECISION
+        assert index.note(EXTRACTOR, TRAFILATURA) == TRAFILATURA
+        assert index.note(EXTRACTOR, PRECISION) == TRAFILATURA
+        assert index.note(EXTRACTOR, PRECISION, replacing=OTHER_NAME) == TRAFILATURA
+        assert index.note(EXTRACTOR, PRECISION, replacing=TRAFILATURA) == PRECISION
     assert _recorded(location) == (PRECISION, ())
 
 
@@ -195,10 +200,10 @@ def test_two_crawlers_opening_a_redis_index_at_once_agree_on_one_extractor(serve
     with open_index(uri) as first, open_index(uri) as second:
         assert recorded_extractors(first.notes()) == (None, ())  # both saw no record
         assert recorded_extractors(second.notes()) == (None, ())
-        assert check_extractor(first, DEFAULT).outcome == "recorded"
+        assert check_extractor(first, TRAFILATURA).outcome == "recorded"
         with pytest.raises(ExtractorMismatch):
             check_extractor(second, PRECISION)
-    assert _recorded(uri) == (DEFAULT, ())
+    assert _recorded(uri) == (TRAFILATURA, ())
 
 
 class _RivalBetweenReads:
@@ -222,24 +227,24 @@ class _RivalBetweenReads:
         return self.index.note(name, value, replacing=replacing)
 
 
-@pytest.mark.parametrize("mine", [OTHER_NAME, DEFAULT])
+@pytest.mark.parametrize("mine", [OTHER_NAME, TRAFILATURA])
 def test_a_crawler_that_finds_a_new_namespace_filled_meanwhile_compares_with_the_rivals_record(server, mine):
     """Notes empty, then pages: another crawler recorded its extractor in between. The check compares
     with that record, not with an index "written before records" (a wrong refusal message, and with
     mixing a wrong ``trafilatura`` record)."""
     uri = f"{server.url}?prefix=extractor-{uuid.uuid4().hex[:12]}"
     with open_index(uri) as index:
-        raced = _RivalBetweenReads(index, DEFAULT, uri)
-        if mine == DEFAULT:
+        raced = _RivalBetweenReads(index, TRAFILATURA, uri)
+        if mine == TRAFILATURA:
             assert check_extractor(raced, mine).outcome == "same"
         else:
             with pytest.raises(ExtractorMismatch) as refused:
                 check_extractor(raced, mine)
-            assert (refused.value.recorded, refused.value.before_records) == (DEFAULT, False)
+            assert (refused.value.recorded, refused.value.before_records) == (TRAFILATURA, False)
             assert "before indexes recorded" not in str(refused.value)
             mixed = check_extractor(index, mine, mix=True)  # the rival has recorded: mixing adds this one
-            assert (mixed.outcome, mixed.recorded) == ("mixed", DEFAULT)
-    assert _recorded(uri)[0] == DEFAULT
+            assert (mixed.outcome, mixed.recorded) == ("mixed", TRAFILATURA)
+    assert _recorded(uri)[0] == TRAFILATURA
 
 
 def test_an_embedded_note_is_a_checksummed_acknowledged_write(tmp_path):
@@ -250,9 +255,9 @@ def test_an_embedded_note_is_a_checksummed_acknowledged_write(tmp_path):
     from scrapy_simhash.index import IndexCorruptError
 
     location = tmp_path / "index"
-    _with_page(str(location), DEFAULT)
+    _with_page(str(location), TRAFILATURA)
     with open_index(location, read_only=True) as index:
-        assert index.notes() == {EXTRACTOR: DEFAULT}
+        assert index.notes() == {EXTRACTOR: TRAFILATURA}
     with sqlite3.connect(location / "index.sqlite3") as db:
         db.execute("UPDATE settings SET value = ? WHERE name = 'note:extractor'", (PRECISION,))
     db.close()
@@ -280,10 +285,10 @@ def test_an_index_written_before_checksums_records_its_extractor_once_upgraded(t
     with SimhashIndex(new, read_only=True) as index:
         assert index.notes() == {}
     with SimhashIndex(new) as index:
-        assert check_extractor(index, DEFAULT).outcome == "assumed"
+        assert check_extractor(index, TRAFILATURA).outcome == "assumed"
     with SimhashIndex(new) as index:
         settings = index._store.settings()  # verified against their checksum
-    assert settings["format"] == "3" and settings["note:extractor"] == DEFAULT
+    assert settings["format"] == "3" and settings["note:extractor"] == TRAFILATURA
 
 
 def test_a_redis_namespace_that_lost_its_data_records_nothing(server):
@@ -293,7 +298,7 @@ def test_a_redis_namespace_that_lost_its_data_records_nothing(server):
     with open_index(uri) as index:
         server.client().flushall()
         with pytest.raises(IndexLostError):
-            index.note(EXTRACTOR, DEFAULT)
+            index.note(EXTRACTOR, TRAFILATURA)
     assert not server.client().keys("*")
 
 
@@ -322,23 +327,42 @@ def test_tag_into_an_index_of_another_extractor_is_refused_then_allowed_with_mix
     _with_page(str(index), PRECISION)
     sidecar = warc.with_name(warc.name + ".simhash.warc.gz")
 
-    refused = _tag(warc, index)
+    refused = _tag(warc, index, "--extractor", "trafilatura")
     assert refused.returncode == 2, refused.stderr
     [line] = [line for line in refused.stderr.splitlines() if line.strip()]
     assert f"the index {index} stores pages fingerprinted by the extractor {PRECISION}" in line
-    assert f"this run's is {DEFAULT} (precision=1 -> 0)" in line
+    assert f"this run's is {TRAFILATURA} (precision=1 -> 0)" in line
     assert "Re-fingerprint into a new index (--index NEW_DIR), or pass --mix-extractors" in line
+    assert "--extractor" not in line  # the name is the index's already: only options differ
     assert not sidecar.exists()
     with open_index(index, read_only=True) as stored:
         assert len(stored) == 1 and stored.notes() == {EXTRACTOR: PRECISION}
 
-    allowed = _tag(warc, index, "--mix-extractors")
+    allowed = _tag(warc, index, "--extractor", "trafilatura", "--mix-extractors")
     assert allowed.returncode == 0, allowed.stderr
-    assert f"adds pages made by {DEFAULT}, as asked" in allowed.stderr
+    assert f"adds pages made by {TRAFILATURA}, as asked" in allowed.stderr
     assert sidecar.exists()
     with open_index(index, read_only=True) as stored:
         assert len(stored) > 1
-        assert recorded_extractors(stored.notes()) == (PRECISION, (DEFAULT,))
+        assert recorded_extractors(stored.notes()) == (PRECISION, (TRAFILATURA,))
+
+
+@pytest.mark.parametrize("recorded", [TRAFILATURA, None])
+def test_an_index_of_the_former_default_refuses_the_default_and_names_the_way_back(warc, tmp_path, recorded):
+    """An index filled by trafilatura, the default until 2026-11-27 (recorded, or written before records):
+    a run with today's default refuses it, says which --extractor reads it as before, and that one does."""
+    index = tmp_path / "index"
+    _with_page(str(index), recorded)
+    refused = _tag(warc, index)
+    assert refused.returncode == 2, refused.stderr
+    assert f"this run's is {DEFAULT} (name trafilatura -> {DEFAULT_NAME})" in refused.stderr
+    assert "Pass --extractor trafilatura (the index's extractor)" in refused.stderr
+    with open_index(index, read_only=True) as stored:
+        assert len(stored) == 1
+    again = _tag(warc, index, "--extractor", "trafilatura")
+    assert again.returncode == 0, again.stderr
+    with open_index(index, read_only=True) as stored:
+        assert len(stored) > 1 and recorded_extractors(stored.notes())[0] == TRAFILATURA
 
 
 def test_dedupe_into_an_index_of_another_extractor_is_refused_then_allowed(warc, tmp_path):
@@ -359,14 +383,14 @@ def test_dedupe_into_an_index_of_another_extractor_is_refused_then_allowed(warc,
 
 def test_tag_into_an_index_of_another_version_warns_and_goes_on(warc, tmp_path):
     index = tmp_path / "index"
-    _with_page(str(index), OTHER_VERSION)
+    _with_page(str(index), DEFAULT_OTHER_VERSION)
     done = _tag(warc, index)
     assert done.returncode == 0, done.stderr
     warnings = [line for line in done.stderr.splitlines() if line.startswith("warning: ")]
     assert len(warnings) == 1 and "the same extractor and options at another version" in warnings[0]
     assert "files: 1 processed" in done.stdout
     with open_index(index, read_only=True) as stored:
-        assert len(stored) > 1 and stored.notes() == {EXTRACTOR: OTHER_VERSION}
+        assert len(stored) > 1 and stored.notes() == {EXTRACTOR: DEFAULT_OTHER_VERSION}
 
 
 def test_tag_records_its_extractor_in_a_new_index_and_index_info_shows_it(warc, tmp_path):
@@ -416,18 +440,18 @@ def _with_sketch(path: Path, extractor: str | None) -> None:
 
 def test_a_minhash_index_records_its_extractor_with_the_same_outcomes(tmp_path):
     path = tmp_path / "minhash"
-    _with_sketch(path, DEFAULT)
+    _with_sketch(path, TRAFILATURA)
     with _minhash(path) as index:
-        assert index.notes() == {EXTRACTOR: DEFAULT}
-        assert check_extractor(index, DEFAULT).outcome == "same"
+        assert index.notes() == {EXTRACTOR: TRAFILATURA}
+        assert check_extractor(index, TRAFILATURA).outcome == "same"
         assert check_extractor(index, OTHER_VERSION).outcome == "version"
         with pytest.raises(ExtractorMismatch) as refused:
             check_extractor(index, PRECISION)
         assert refused.value.differences == "precision=0 -> 1"
         check = check_extractor(index, PRECISION, mix=True)
-        assert (check.outcome, check.recorded, check.mixed) == ("mixed", DEFAULT, (PRECISION,))
+        assert (check.outcome, check.recorded, check.mixed) == ("mixed", TRAFILATURA, (PRECISION,))
     with _minhash(path, read_only=True) as reader:  # durable, and seen by a reader
-        assert recorded_extractors(reader.notes()) == (DEFAULT, (PRECISION,))
+        assert recorded_extractors(reader.notes()) == (TRAFILATURA, (PRECISION,))
         with pytest.raises(SimhashIndexError, match="read-only"):
             reader.note(EXTRACTOR, OTHER_NAME)
     _minhash(path, reset=True).close()  # a reset is a new index: it forgets the record
@@ -438,8 +462,8 @@ def test_a_minhash_index_records_its_extractor_with_the_same_outcomes(tmp_path):
 def test_a_minhash_index_written_before_records_is_taken_as_trafilatura(tmp_path):
     _with_sketch(tmp_path / "old", None)
     with _minhash(tmp_path / "old") as index:
-        assert check_extractor(index, DEFAULT).outcome == "assumed"
-        assert index.notes() == {EXTRACTOR: DEFAULT}
+        assert check_extractor(index, TRAFILATURA).outcome == "assumed"
+        assert index.notes() == {EXTRACTOR: TRAFILATURA}
     _with_sketch(tmp_path / "other", None)
     with _minhash(tmp_path / "other") as index:
         with pytest.raises(ExtractorMismatch) as refused:
@@ -460,13 +484,13 @@ def test_a_minhash_note_is_an_acknowledged_write_under_the_settings_checksum(tmp
     _with_sketch(path, None)
     before = read_mark(path)
     with _minhash(path) as index:
-        assert index.note(EXTRACTOR, DEFAULT) == DEFAULT
-        assert index.note(EXTRACTOR, OTHER_NAME) == DEFAULT  # compare-and-set: the first stays
+        assert index.note(EXTRACTOR, TRAFILATURA) == TRAFILATURA
+        assert index.note(EXTRACTOR, OTHER_NAME) == TRAFILATURA  # compare-and-set: the first stays
         index.add("https://example.org/b", minhash("another page of main text"))
     after = read_mark(path)
     assert after.high == before.high + 2  # the note, then the insert
     with _minhash(path, read_only=True) as index:
-        assert index.notes() == {EXTRACTOR: DEFAULT} and len(index) == 2
+        assert index.notes() == {EXTRACTOR: TRAFILATURA} and len(index) == 2
     with sqlite3.connect(path / "minhash.sqlite3") as db:  # a hand-edited note fails the checksum
         db.execute("UPDATE settings SET value = ? WHERE name = 'note:extractor'", (OTHER_NAME,))
     with pytest.raises(IndexCorruptError, match="checksum"):

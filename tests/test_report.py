@@ -224,8 +224,8 @@ def test_tag_sidecars_give_the_clusters_dedupe_found(
     twice = load([str(sidecar), str(sidecar)])  # one record described twice is one page
     assert twice.totals == from_sidecar.totals
     with_responses = load([str(sidecar), str(warc)])
-    # no_text, too_few_tokens, and 21 pages that are mostly the site's template (boilerplate)
-    assert with_responses.totals.pages == with_responses.totals.fingerprinted + 23
+    # no_text, too_few_tokens, and 10 pages that are mostly the site's template (boilerplate)
+    assert with_responses.totals.pages == with_responses.totals.fingerprinted + 12
     written = report([str(sidecar)], tmp_path / "r.html")
     diffs = payload_of(written.path.read_text())["diffs"]
     assert diffs and all(d["reason"] is None and d["left"] for d in diffs)  # texts found via source-file

@@ -16,11 +16,12 @@ from scrapy.settings import Settings
 from scrapy_simhash import Addon, SimhashMiddleware, SimhashPipeline
 from scrapy_simhash.crawl_index import derived_location
 from scrapy_simhash.decision import DEFAULT_RULE, Rule
+from scrapy_simhash.extract.registry import DEFAULT_NAME
 from scrapy_simhash.index import IndexLostError, IndexUnavailableError, Match, SimhashIndexError
 from scrapy_simhash.index_guard import IndexGuard, IndexSkipped
 from scrapy_simhash.matches import duplicate_of, verdict_text
 from scrapy_simhash.page import fingerprint_page
-from scrapy_simhash.settings import SimhashSettings
+from scrapy_simhash.settings import SimhashConfigError, SimhashSettings
 from scrapy_simhash.spidermiddleware import SimhashItemMiddleware
 from scrapy_simhash.warc.write.crawl import fields_from_result
 
@@ -157,13 +158,20 @@ def test_metadata_fields_from_the_middlewares_result_carry_sketch_and_similarity
 
 
 def test_settings_parse_extractor_and_workers():
-    config = SimhashSettings.from_settings(
-        Settings({"SIMHASH_WORKERS": "3", "SIMHASH_EXTRACTOR_FAST": False, "SIMHASH_MAX_BODY_SIZE": 1000})
-    )
+    config = SimhashSettings.from_settings(Settings({"SIMHASH_WORKERS": "3", "SIMHASH_MAX_BODY_SIZE": 1000}))
     assert config.workers == 3
+    assert config.extractor.name == DEFAULT_NAME and config.extractor.max_bytes == 1000
+    trafilatura = {"SIMHASH_EXTRACTOR": "trafilatura", "SIMHASH_EXTRACTOR_FAST": False}
+    config = SimhashSettings.from_settings(Settings({**trafilatura, "SIMHASH_MAX_BODY_SIZE": 1000}))
     assert config.extractor.fast is False
     assert config.extractor.max_bytes == 1000
     assert "fast=0" in config.extractor.description
+
+
+def test_trafilatura_options_without_trafilatura_refuse_with_the_setting_to_add():
+    """The default extractor is not trafilatura: its options alone are refused, not ignored."""
+    with pytest.raises(SimhashConfigError, match="set SIMHASH_EXTRACTOR = 'trafilatura'"):
+        SimhashSettings.from_settings(Settings({"SIMHASH_EXTRACTOR_FAST": False}))
 
 
 def test_disabled_components_raise_not_configured():

@@ -15,7 +15,9 @@ import scrapy.crawler
 from crawl_support import demo_site, run_crawl, scrapy_crawl
 
 from scrapy_simhash import from_base32, hamming
+from scrapy_simhash.extract import DEFAULT_EXTRACTOR as DEFAULT
 from scrapy_simhash.extract import TrafilaturaExtractor
+from scrapy_simhash.extract.registry import DEFAULT_NAME
 from scrapy_simhash.index import open_index
 
 ARTICLES = 8
@@ -25,9 +27,11 @@ ARTICLE_PAGES = sum(len(c) for c in CLUSTERS)
 # What simhash alone (SIMHASH_MODE = "simhash", k = 3) finds: the planted edits are clusters of their own.
 SIMHASH_CLUSTERS = demo_site.expected_clusters(ARTICLES, mode="simhash")
 SIMHASH_NEAR_DUPLICATES = sum(len(c) - 1 for c in SIMHASH_CLUSTERS)
-DEFAULT_EXTRACTOR = TrafilaturaExtractor().description
+DEFAULT_EXTRACTOR = DEFAULT.description
+TRAFILATURA_EXTRACTOR = TrafilaturaExtractor().description  # the default until 2026-11-27
 PRECISION_EXTRACTOR = TrafilaturaExtractor(favor_precision=True).description
 EDITED = [path for c in CLUSTERS for path in c if path.endswith(("-corrected.html", "-comments.html"))]
+PARTNER = [path for c in CLUSTERS for path in c if path.startswith("/partner/")]
 
 
 @pytest.fixture(scope="module")
@@ -119,14 +123,15 @@ def test_tag_mode_finds_every_near_duplicate(site, default_crawl):
 
 
 def test_simhash_mode_misses_the_edits_the_verified_mode_catches(site, tmp_path):
-    """SIMHASH_MODE = "simhash", the old rule (no sketch, distance <= 3): the planted edits pass as unique."""
-    assert EDITED
-    assert NEAR_DUPLICATES - len(EDITED) == SIMHASH_NEAR_DUPLICATES
+    """SIMHASH_MODE = "simhash", the old rule (no sketch, distance <= 3): the planted edits pass as unique,
+    and so do the partner site's copies (9-10 bits away with the default extractor)."""
+    assert EDITED and PARTNER
+    assert NEAR_DUPLICATES - len(EDITED) - len(PARTNER) == SIMHASH_NEAR_DUPLICATES
     result = run_crawl(site + "/", tmp_path / "run", _settings(tmp_path, SIMHASH_MODE="simhash"))
     assert result.stat("simhash/near_duplicate") == SIMHASH_NEAR_DUPLICATES
     assert result.stat("simhash/computed") == ARTICLE_PAGES
     pages = result.by_path(site)
-    for path in EDITED:
+    for path in EDITED + PARTNER:
         assert pages[path]["near_duplicate_of"] is None, path
     tagged = [item for item in result.items if item.get("near_duplicate_of")]
     assert len(tagged) == SIMHASH_NEAR_DUPLICATES
@@ -321,23 +326,25 @@ def test_an_index_that_cannot_honour_the_settings_refuses_the_crawl(
 def test_an_index_of_another_extractor_refuses_the_crawl_until_mixing_is_allowed(
     site, default_crawl, tmp_path
 ):
-    """Fingerprints of other extractor options are not comparable: the crawl records its extractor in
-    the index, a crawl with other options fails at start (one line naming both and the way out), and
-    SIMHASH_EXTRACTOR_MIX lets it store its pages beside them, the index saying it is mixed."""
+    """Fingerprints of another extractor are not comparable: the crawl records its extractor in the
+    index, a crawl with another one fails at start (one line naming both and the way out, the index's
+    extractor by its setting), and SIMHASH_EXTRACTOR_MIX lets it store its pages beside them, the index
+    saying it is mixed."""
     index = tmp_path / "index"
     first = index_after(default_crawl, tmp_path)
     with open_index(index, read_only=True) as stored:
         assert stored.notes() == {"extractor": DEFAULT_EXTRACTOR}
     size = first.stat("simhash/index/size")
 
-    precision = {"SIMHASH_EXTRACTOR_FAVOR_PRECISION": True}
+    precision = {"SIMHASH_EXTRACTOR": "trafilatura", "SIMHASH_EXTRACTOR_FAVOR_PRECISION": True}
     done = scrapy_crawl(site + "/", tmp_path, {"SIMHASH_INDEX": index, "SIMHASH_WORKERS": 1, **precision})
     assert done.returncode != 0
     line = next(line for line in done.stderr.splitlines() if "ERROR: simhash: " in line)
     assert (
         f"the index at {index} stores pages fingerprinted by the extractor {DEFAULT_EXTRACTOR}, and this "
-        f"crawl's is {PRECISION_EXTRACTOR} (precision=0 -> 1)" in line
+        f"crawl's is {PRECISION_EXTRACTOR} (name {DEFAULT_NAME} -> trafilatura" in line
     )
+    assert f"Set SIMHASH_EXTRACTOR = '{DEFAULT_NAME}' (the index's extractor)" in line
     assert "SIMHASH_RESET = True" in line and "or set SIMHASH_EXTRACTOR_MIX = True" in line
     assert line.endswith("The crawl does not start.")
     assert "Spider opened" not in done.stderr
@@ -354,17 +361,22 @@ def test_an_index_of_another_extractor_refuses_the_crawl_until_mixing_is_allowed
 
 
 @pytest.mark.parametrize(
-    ("recorded", "said"),
+    ("recorded", "extractor", "said"),
     [
-        (  # trafilatura upgraded: the same extraction asked for
-            "trafilatura/0.0.1;" + DEFAULT_EXTRACTOR.split(";", 1)[1],
+        (  # the libraries upgraded: the same extraction asked for
+            f"{DEFAULT_NAME}/0.0.1+0.0.1;" + DEFAULT_EXTRACTOR.split(";", 1)[1],
+            None,
             "uses the same extractor and options at another version",
         ),
-        (None, "does not record its extractor (written by an earlier version of scrapy-simhash"),
+        (  # trafilatura was the only extractor before records: a trafilatura crawl takes the index as its own
+            None,
+            "trafilatura",
+            "does not record its extractor (written by an earlier version of scrapy-simhash",
+        ),
     ],
 )
 def test_an_index_of_another_version_or_without_record_warns_once_and_the_crawl_goes_on(
-    site, tmp_path, recorded, said
+    site, tmp_path, recorded, extractor, said
 ):
     from scrapy_simhash.index.extractor_record import check_extractor
 
@@ -372,12 +384,33 @@ def test_an_index_of_another_version_or_without_record_warns_once_and_the_crawl_
         if recorded is not None:
             check_extractor(index, recorded)
         index.add(0x1234_5678_9ABC_DEF0, "https://example.org/elsewhere")
-    result = run_crawl(site + "/", tmp_path / "run", _settings(tmp_path))
+    result = run_crawl(site + "/", tmp_path / "run", _settings(tmp_path, SIMHASH_EXTRACTOR=extractor))
     assert result.stat("simhash/near_duplicate") == NEAR_DUPLICATES
     [line] = [line for line in result.log.splitlines() if said in line]
     assert "WARNING: simhash: the index at" in line
     with open_index(tmp_path / "index", read_only=True) as index:
-        assert index.notes() == {"extractor": recorded or DEFAULT_EXTRACTOR}  # the index's own stays
+        assert index.notes() == {"extractor": recorded or TRAFILATURA_EXTRACTOR}  # the index's own stays
+
+
+@pytest.mark.parametrize("recorded", [TRAFILATURA_EXTRACTOR, None])
+def test_an_index_of_the_former_default_refuses_a_crawl_with_the_default(site, tmp_path, recorded):
+    """An index trafilatura filled (the default until 2026-11-27; recorded, or before records): a crawl with
+    today's default does not turn every stored page into a changed one; it refuses and names the setting
+    that reads the index as before."""
+    from scrapy_simhash.index.extractor_record import check_extractor
+
+    with open_index(tmp_path / "index") as index:
+        if recorded is not None:
+            check_extractor(index, recorded)
+        index.add(0x1234_5678_9ABC_DEF0, "https://example.org/elsewhere")
+    done = scrapy_crawl(site + "/", tmp_path, {"SIMHASH_INDEX": tmp_path / "index", "SIMHASH_WORKERS": 1})
+    assert done.returncode != 0
+    line = next(line for line in done.stderr.splitlines() if "ERROR: simhash: " in line)
+    assert f"(name trafilatura -> {DEFAULT_NAME})" in line
+    assert "Set SIMHASH_EXTRACTOR = 'trafilatura' (the index's extractor)" in line
+    assert "Spider opened" not in done.stderr
+    with open_index(tmp_path / "index", read_only=True) as index:
+        assert len(index) == 1
 
 
 @pytest.mark.parametrize(

@@ -726,6 +726,7 @@ def test_a_saved_table_records_its_extractor_and_against_refuses_another(spark, 
 
     from scrapy_simhash.cli import main
     from scrapy_simhash.extract import DEFAULT_EXTRACTOR
+    from scrapy_simhash.extract.registry import DEFAULT_NAME
     from scrapy_simhash.extract.resiliparse import ResiliparseExtractor
 
     default, other = DEFAULT_EXTRACTOR.description, ResiliparseExtractor().description
@@ -743,7 +744,8 @@ def test_a_saved_table_records_its_extractor_and_against_refuses_another(spark, 
     assert main([*refused, "--report", str(report)]) == 2
     err = capsys.readouterr().err
     assert f"--against {table} holds pages fingerprinted by the extractor {default}" in err
-    assert f"this run's is {other} (name trafilatura -> resiliparse)" in err and "--mix-extractors" in err
+    assert f"this run's is {other} (name {DEFAULT_NAME} -> resiliparse)" in err and "--mix-extractors" in err
+    assert f"Run with the table's extractor (--extractor {DEFAULT_NAME})" in err
     assert not again.exists() and not report.exists()
     assert main([*refused, "--report", str(report), "--mix-extractors"]) == 0
     assert f"warning: --against {table} holds pages made by {default}" in capsys.readouterr().err
@@ -754,11 +756,13 @@ def test_a_saved_table_records_its_extractor_and_against_refuses_another(spark, 
     stored.drop("extractor").write.parquet(str(older))
     assert main([*run, "--against", str(older), "--extractor", "resiliparse"]) == 2
     assert "trafilatura (of unknown version and options" in capsys.readouterr().err
-    assert main([*run, "--against", str(older), "--report", str(report)]) == 0
+    assert main([*run, "--against", str(older)]) == 2  # trafilatura's pages: not the default's
+    assert "Run with the table's extractor (--extractor trafilatura)" in capsys.readouterr().err
+    assert main([*run, "--against", str(older), "--extractor", "trafilatura", "--report", str(report)]) == 0
     warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning: ")]
     assert len(warnings) == 1 and "does not record its extractor" in warnings[0]
 
-    version = "trafilatura/0.0.1;" + default.split(";", 1)[1]
+    version = f"{DEFAULT_NAME}/0.0.1+0.0.1;" + default.split(";", 1)[1]
     bumped = tmp_path / "bumped"
     stored.withColumn("extractor", F.lit(version)).write.parquet(str(bumped))
     assert main([*run, "--against", str(bumped), "--report", str(report)]) == 0

@@ -462,6 +462,8 @@ def test_an_index_written_before_sketches_is_read_and_its_pages_judged_by_simhas
 def _crawled_project(corpus: Path, root: Path) -> tuple[Path, Path, list[str]]:
     """A project whose SIMHASH_INDEX holds three pages as the crawl stored them (key: the URL; meta: url,
     date, the response record's id) and the crawl's WARC of those pages."""
+    from scrapy_simhash.extract import DEFAULT_EXTRACTOR
+    from scrapy_simhash.index.extractor_record import check_extractor
     from scrapy_simhash.warc.write.writer import WarcFileWriter
 
     (root / "proj").mkdir(parents=True)
@@ -472,6 +474,7 @@ def _crawled_project(corpus: Path, root: Path) -> tuple[Path, Path, list[str]]:
     (root / "warcs").mkdir()
     writer = WarcFileWriter(root / "warcs" / "crawl-00000.warc.gz")
     index = open_index(index_dir)
+    check_extractor(index, DEFAULT_EXTRACTOR.description)  # a crawl records its extractor first
     urls = []
     pages = sorted((corpus / "pages" / "scrapinghub-aeb").glob("*.html.gz"))[:3]
     for n, page in enumerate(pages):

@@ -52,7 +52,7 @@ class ResiliparseExtractor(Extractor):
             import resiliparse.extract.html2text  # noqa: F401
         except ImportError as exc:
             needs = "the resiliparse extractor needs the resiliparse package"
-            raise ImportError(f"{needs}: pip install 'scrapy-simhash[resiliparse]'") from exc
+            raise ImportError(f"{needs} (a dependency of scrapy-simhash): pip install resiliparse") from exc
 
     @cached_property
     def identity(self) -> str:

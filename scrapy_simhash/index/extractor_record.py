@@ -67,6 +67,13 @@ class ExtractorMismatch(IndexSettingsError):
         """What differs (``precision=0 -> 1``, ``name trafilatura -> resiliparse``)."""
         return _identity(self.recorded).differences(_identity(self.current))
 
+    @property
+    def other_name(self) -> str | None:
+        """The index's extractor's name when it is not the run's (the name a run can switch back to by
+        itself, as when the default changed); None when only options or the version differ."""
+        recorded = _identity(self.recorded).name
+        return recorded if recorded != _identity(self.current).name else None
+
 
 @dataclass(frozen=True)
 class ExtractorCheck:

@@ -37,11 +37,12 @@ class TableExtractorMismatch(ValueError):
         made_by = recorded
         if before_records:
             made_by += " (of unknown version and options: saved before tables recorded their extractor)"
-        differences = _identity(recorded).differences(_identity(current))
+        theirs, mine = _identity(recorded), _identity(current)
+        switch = f"--extractor {theirs.name}" if theirs.name != mine.name else "--extractor"
         super().__init__(
             f"--against {table} holds pages fingerprinted by the extractor {made_by}, and this run's is "
-            f"{current} ({differences}): their fingerprints are not comparable. Run with the table's "
-            "extractor (--extractor), save the stored archives again with this run's, or pass "
+            f"{current} ({theirs.differences(mine)}): their fingerprints are not comparable. Run with the "
+            f"table's extractor ({switch}), save the stored archives again with this run's, or pass "
             "--mix-extractors to cluster them together"
         )
 

@@ -345,10 +345,13 @@ def _check_extractor(index: Any, args: argparse.Namespace, extractor: str) -> No
     try:
         check = check_extractor(index, extractor, mix=getattr(args, "mix_extractors", False))
     except ExtractorMismatch as exc:
+        way_back = (
+            f"Pass --extractor {exc.other_name} (the index's extractor), re-" if exc.other_name else "Re-"
+        )
         raise ValueError(
             f"the index {shown_location(args.index)} stores pages fingerprinted by the extractor "
             f"{describe(exc.recorded, exc.before_records)}, and this run's is {exc.current} "
-            f"({exc.differences}): their fingerprints are not comparable. Re-fingerprint into a new "
+            f"({exc.differences}): their fingerprints are not comparable. {way_back}fingerprint into a new "
             "index (--index NEW_DIR), or pass --mix-extractors to store this run's pages beside them"
         ) from exc
     except SimhashIndexError as exc:

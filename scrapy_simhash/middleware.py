@@ -11,7 +11,7 @@ For each fingerprinted response, ``response.meta["simhash"]`` holds::
 
     {"simhash": "<base32>", "simhash_hex": "<hex>", "scheme": "simhash-doc/1",
      "minhash": "<base64url>", "minhash_scheme": "minhash-doc/1", "mode": "verified",
-     "extractor": "trafilatura/...", "tokens": 812, "near_duplicate": True,
+     "extractor": "resiliparse+trafilatura/...", "tokens": 812, "near_duplicate": True,
      "duplicate_of": {"key": ..., "url": ..., "date": ..., "record_id": ...,
                       "distance": 7, "similarity": 0.9297, "method": "verified"},
      "canonical": "https://example.org/a", "replaces": None,

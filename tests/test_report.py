@@ -526,10 +526,11 @@ def test_the_report_says_when_the_input_does_not_record_its_extractor_or_mixes_s
     with open_index(tmp_path / "old", k=3) as index:  # written before indexes recorded their extractor
         fill(index, values)
     old = load([str(tmp_path / "old")])
-    assert old.extractor is None
+    # trafilatura was the only extractor then: the pair texts are re-extracted with it, not the default
+    assert old.extractor == "trafilatura"
     assert any("does not record its extractor" in note for note in old.notes)
     page = write_report(old, tmp_path / "old.html", diffs=0).path.read_text()
-    assert '<span id="extractor">not recorded by the input</span>' in page
+    assert '<span id="extractor">trafilatura</span>' in page
 
     with open_index(tmp_path / "mixed", k=3) as index:
         check_extractor(index, "trafilatura/2.3.1;fast=1")

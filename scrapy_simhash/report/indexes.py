@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..index import is_server_uri, open_index
-from ..index.extractor_record import recorded_extractors
+from ..index.extractor_record import BEFORE_RECORDS, recorded_extractors
 from .model import DEFAULT_K, Page, ReportData, build, group_clusters, rule_for
 from .values import whole_number
 
@@ -111,10 +111,11 @@ def load_index(
             )
     else:
         notes.append("an index holds only the fingerprinted pages: pages skipped are not in it")
-    if recorded is None:
+    if recorded is None and pages:
+        recorded = BEFORE_RECORDS  # the only extractor then: its texts, not the default's, are the pages'
         notes.append(
             "the index does not record its extractor (written before indexes recorded it, with "
-            "trafilatura): the pair texts are re-extracted with the default"
+            "trafilatura, its options unknown): the pair texts are re-extracted with trafilatura's defaults"
         )
     elif mixed:
         notes.append(

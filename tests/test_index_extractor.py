@@ -17,7 +17,7 @@ import pytest
 from redis_server import RedisServer
 
 from scrapy_simhash.extract import DEFAULT_EXTRACTOR, TrafilaturaExtractor
-from scrapy_simhash.extract.identity import ExtractorIdentity, parse_description
+from scrapy_simhash.extract.identity import ExtractorIdentity, other_name, parse_description
 from scrapy_simhash.extract.registry import DEFAULT_NAME
 from scrapy_simhash.extract.resiliparse import ResiliparseExtractor
 from scrapy_simhash.fingerprint.minhash import minhash
@@ -64,6 +64,14 @@ def test_a_description_parses_into_name_version_and_options():
 def test_a_malformed_description_is_a_value_error(bad):
     with pytest.raises(ValueError, match="not an extractor description"):
         parse_description(bad)
+
+
+def test_the_name_to_switch_back_to_is_the_recorded_one_only_when_the_names_differ():
+    assert other_name(TRAFILATURA, DEFAULT) == "trafilatura"
+    assert other_name(PRECISION, TRAFILATURA) is None  # options differ: no name switches back
+    assert other_name(OTHER_VERSION, TRAFILATURA) is None
+    assert other_name("two words/1", TRAFILATURA) == "two words/1"  # read as a name of its own, not refused
+    assert ExtractorIdentity.read("two words/1") == ExtractorIdentity("two words/1", "", ())
 
 
 # -- the record, on both backends ---------------------------------------------------------------

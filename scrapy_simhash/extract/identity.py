@@ -36,6 +36,15 @@ class ExtractorIdentity:
             options.append((key, value))
         return cls(name, version, tuple(options))
 
+    @classmethod
+    def read(cls, description: str) -> ExtractorIdentity:
+        """:meth:`parse`, where a description that does not parse is a name of its own (never equal to a
+        real one): what a stored record says is compared, never refused for its spelling."""
+        try:
+            return cls.parse(description)
+        except ValueError:
+            return cls(description, "", ())
+
     def same_extractor(self, other: ExtractorIdentity) -> bool:
         """Same name and options: fingerprints are comparable, whatever the versions."""
         return self.name == other.name and dict(self.options) == dict(other.options)
@@ -53,6 +62,14 @@ class ExtractorIdentity:
         if self.version != other.version:
             changes.append(f"version {self.version or '(unknown)'} -> {other.version or '(unknown)'}")
         return ", ".join(changes)
+
+
+def other_name(recorded: str, current: str) -> str | None:
+    """The name of the ``recorded`` extractor when it is not ``current``'s: the one a run can switch back
+    to by its name alone (``--extractor``, ``SIMHASH_EXTRACTOR``); None when only options or versions
+    differ."""
+    name = ExtractorIdentity.read(recorded).name
+    return name if name != ExtractorIdentity.read(current).name else None
 
 
 def parse_description(description: str) -> ExtractorIdentity:

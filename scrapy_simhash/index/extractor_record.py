@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from ..extract.identity import ExtractorIdentity
+from ..extract.identity import ExtractorIdentity, other_name
 from .base import IndexSettingsError
 
 EXTRACTOR = "extractor"
@@ -65,14 +65,13 @@ class ExtractorMismatch(IndexSettingsError):
     @property
     def differences(self) -> str:
         """What differs (``precision=0 -> 1``, ``name trafilatura -> resiliparse``)."""
-        return _identity(self.recorded).differences(_identity(self.current))
+        return ExtractorIdentity.read(self.recorded).differences(ExtractorIdentity.read(self.current))
 
     @property
     def other_name(self) -> str | None:
         """The index's extractor's name when it is not the run's (the name a run can switch back to by
         itself, as when the default changed); None when only options or the version differ."""
-        recorded = _identity(self.recorded).name
-        return recorded if recorded != _identity(self.current).name else None
+        return other_name(self.recorded, self.current)
 
 
 @dataclass(frozen=True)
@@ -103,7 +102,7 @@ def check_extractor(index: NotedIndex, current: str, *, mix: bool = False) -> Ex
     it where the index has no record (module docstring). :class:`ExtractorMismatch` when the
     extractors differ in name or options and ``mix`` is off."""
     recorded, mixed = recorded_extractors(index.notes())
-    me = _identity(current)
+    me = ExtractorIdentity.read(current)
     pages = 0 if recorded is not None else len(index)
     if recorded is None and pages:
         # pages but no record: an index written before records, or a new one that another writer
@@ -123,7 +122,7 @@ def check_extractor(index: NotedIndex, current: str, *, mix: bool = False) -> Ex
         recorded = index.note(EXTRACTOR, current, replacing=BEFORE_RECORDS)
         if recorded == current:
             return ExtractorCheck("assumed", recorded, current, mixed)
-    stored = _identity(recorded)
+    stored = ExtractorIdentity.read(recorded)
     if stored.same_extractor(me):
         return ExtractorCheck("same" if stored.version == me.version else "version", recorded, current, mixed)
     if not mix:
@@ -158,11 +157,3 @@ def notice(check: ExtractorCheck, location: str, run: str) -> str | None:
             f"stored when mixing was allowed: they are not comparable with {run}'s pages"
         )
     return None
-
-
-def _identity(description: str) -> ExtractorIdentity:
-    """A description that does not parse is compared as a name of its own (never equal to a real one)."""
-    try:
-        return ExtractorIdentity.parse(description)
-    except ValueError:
-        return ExtractorIdentity(description, "", ())

@@ -21,12 +21,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..extract.identity import ExtractorIdentity
+from ..extract.identity import ExtractorIdentity, other_name
+from ..index.extractor_record import BEFORE_RECORDS  # a table saved before records: an index's rule
 
 COLUMN = "extractor"
 """The column of a saved table that holds the description of the extractor of its rows."""
-BEFORE_RECORDS = "trafilatura"
-"""The extractor of a table saved before tables recorded theirs (version and options unknown)."""
 
 
 class TableExtractorMismatch(ValueError):
@@ -37,11 +36,12 @@ class TableExtractorMismatch(ValueError):
         made_by = recorded
         if before_records:
             made_by += " (of unknown version and options: saved before tables recorded their extractor)"
-        theirs, mine = _identity(recorded), _identity(current)
-        switch = f"--extractor {theirs.name}" if theirs.name != mine.name else "--extractor"
+        differences = ExtractorIdentity.read(recorded).differences(ExtractorIdentity.read(current))
+        name = other_name(recorded, current)
+        switch = f"--extractor {name}" if name else "--extractor"
         super().__init__(
             f"--against {table} holds pages fingerprinted by the extractor {made_by}, and this run's is "
-            f"{current} ({theirs.differences(mine)}): their fingerprints are not comparable. Run with the "
+            f"{current} ({differences}): their fingerprints are not comparable. Run with the "
             f"table's extractor ({switch}), save the stored archives again with this run's, or pass "
             "--mix-extractors to cluster them together"
         )
@@ -59,7 +59,7 @@ def check_tables(
 ) -> None:
     """Check the run's extractor ``current`` against each ``(name, stored DataFrame)``; calls ``warn``
     with what a run that goes on should be told; :class:`TableExtractorMismatch` otherwise."""
-    me = _identity(current)
+    me = ExtractorIdentity.read(current)
     for table, stored in tables:
         recorded = table_extractors(stored)
         if recorded is None:
@@ -72,7 +72,7 @@ def check_tables(
                 continue
             recorded = [BEFORE_RECORDS]
         for other in recorded:
-            theirs = _identity(other)
+            theirs = ExtractorIdentity.read(other)
             if theirs.same_extractor(me):
                 if theirs.version != me.version:
                     warn(
@@ -86,14 +86,6 @@ def check_tables(
                 f"--against {table} holds pages made by {other}; this run's are made by {current}, "
                 "clustered together as asked: pages of different extractors are not comparable"
             )
-
-
-def _identity(description: str) -> ExtractorIdentity:
-    """A description that does not parse is compared as a name of its own (never equal to a real one)."""
-    try:
-        return ExtractorIdentity.parse(description)
-    except ValueError:
-        return ExtractorIdentity(description, "", ())
 
 
 __all__ = ["BEFORE_RECORDS", "COLUMN", "TableExtractorMismatch", "check_tables", "table_extractors"]

@@ -360,6 +360,17 @@ def test_an_index_of_another_extractor_refuses_the_crawl_until_mixing_is_allowed
         assert stored.notes() == {"extractor": DEFAULT_EXTRACTOR, f"extractor+{PRECISION_EXTRACTOR}": "1"}
 
 
+def _one_page_index(location, recorded: str | None) -> None:
+    """An index holding one other page, recording the extractor ``recorded`` (None: nothing, as an index
+    written before indexes recorded their extractor)."""
+    from scrapy_simhash.index.extractor_record import check_extractor
+
+    with open_index(location) as index:
+        if recorded is not None:
+            check_extractor(index, recorded)
+        index.add(0x1234_5678_9ABC_DEF0, "https://example.org/elsewhere")
+
+
 @pytest.mark.parametrize(
     ("recorded", "extractor", "said"),
     [
@@ -378,12 +389,7 @@ def test_an_index_of_another_extractor_refuses_the_crawl_until_mixing_is_allowed
 def test_an_index_of_another_version_or_without_record_warns_once_and_the_crawl_goes_on(
     site, tmp_path, recorded, extractor, said
 ):
-    from scrapy_simhash.index.extractor_record import check_extractor
-
-    with open_index(tmp_path / "index") as index:
-        if recorded is not None:
-            check_extractor(index, recorded)
-        index.add(0x1234_5678_9ABC_DEF0, "https://example.org/elsewhere")
+    _one_page_index(tmp_path / "index", recorded)
     result = run_crawl(site + "/", tmp_path / "run", _settings(tmp_path, SIMHASH_EXTRACTOR=extractor))
     assert result.stat("simhash/near_duplicate") == NEAR_DUPLICATES
     [line] = [line for line in result.log.splitlines() if said in line]
@@ -397,12 +403,7 @@ def test_an_index_of_the_former_default_refuses_a_crawl_with_the_default(site, t
     """An index trafilatura filled (the default until 2026-11-27; recorded, or before records): a crawl with
     today's default does not turn every stored page into a changed one; it refuses and names the setting
     that reads the index as before."""
-    from scrapy_simhash.index.extractor_record import check_extractor
-
-    with open_index(tmp_path / "index") as index:
-        if recorded is not None:
-            check_extractor(index, recorded)
-        index.add(0x1234_5678_9ABC_DEF0, "https://example.org/elsewhere")
+    _one_page_index(tmp_path / "index", recorded)
     done = scrapy_crawl(site + "/", tmp_path, {"SIMHASH_INDEX": tmp_path / "index", "SIMHASH_WORKERS": 1})
     assert done.returncode != 0
     line = next(line for line in done.stderr.splitlines() if "ERROR: simhash: " in line)

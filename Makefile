@@ -20,7 +20,7 @@ OLDEST_VENV   ?= .venv-scrapy-oldest
 # packages so that the C extensions are compiled (a compiler is one of them).
 CORE_STAMP     := $(VENV)/.installed-core
 STAMP          := $(VENV)/.installed
-INSTALL_INPUTS := pyproject.toml $(wildcard scrapy_simhash/*/*.c scrapy_simhash/*/*.h)
+INSTALL_INPUTS := pyproject.toml setup.py $(wildcard scrapy_simhash/*/*.c scrapy_simhash/*/*.h)
 
 $(BIN)/python:
 	@echo "make: creating the virtual environment $(VENV) ..."

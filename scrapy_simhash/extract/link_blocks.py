@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator
 from lxml import etree
 
 from .tree_text import LONG_PARAGRAPH as LONG_PARAGRAPH  # re-exported: the rules read by it
-from .tree_text import LONG_PARAGRAPHS, STRING, mostly_links
+from .tree_text import LONG_PARAGRAPHS, STRING, mostly_links, outermost
 
 _HEADINGS = frozenset({"h2", "h3", "h4", "h5", "h6"})
 _IN_ARTICLE = etree.XPath("boolean(ancestor-or-self::article | ancestor-or-self::*[@itemprop='articleBody'])")
@@ -44,8 +44,7 @@ _ALL_LINK = 0.9
 def regions(body: etree._Element, holders: set[etree._Element]) -> list[etree._Element]:
     """The outermost blocks the rules find in ``body`` (what the template step left of it)."""
     found = [el for el in [*_after_article(body, holders), *_link_runs(body)] if el not in holders]
-    chosen = dict.fromkeys([*found, *_other_posts(body)])
-    return [el for el in chosen if not any(a in chosen for a in el.iterancestors())]
+    return outermost([*found, *_other_posts(body)])
 
 
 def titled(regions: Iterable[etree._Element], holders: set[etree._Element]) -> Iterator[etree._Element]:

@@ -93,8 +93,6 @@ static int append(PyObject *list, struct LxmlDocument *doc, xmlNode *node) {
 }
 
 static int all_bytes(PyObject *tuple) {
-    if (!PyTuple_Check(tuple))
-        return 0;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tuple); i++)
         if (!PyBytes_Check(PyTuple_GET_ITEM(tuple, i)))
             return 0;
@@ -119,12 +117,10 @@ static xmlNode *next_under(xmlNode *node, xmlNode *top) {
 static PyObject *attributed(PyObject *self, PyObject *args) {
     PyObject *body, *words, *roles;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOO:attributed", &body, &words, &roles))
+    if (!PyArg_ParseTuple(args, "O!O!O!:attributed", (PyTypeObject *)element_type, &body, &PyTuple_Type, &words,
+                          &PyTuple_Type, &roles))
         return NULL;
-    int is_element = PyObject_IsInstance(body, element_type);
-    if (is_element < 0)
-        return NULL;
-    if (!is_element || !all_bytes(words) || !all_bytes(roles)) {
+    if (!all_bytes(words) || !all_bytes(roles)) {
         PyErr_SetString(PyExc_TypeError, "attributed(element, tuple of bytes, tuple of bytes)");
         return NULL;
     }
